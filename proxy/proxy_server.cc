@@ -1,0 +1,1 @@
+// stub: filled in by its module's work

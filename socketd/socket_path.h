@@ -1,0 +1,47 @@
+// The session socket's lifecycle (SPEC §3): created so that it is never reachable at its path with
+// a wider mode and never replaces another start's socket; removed only while it is still ours.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace boxproxy {
+
+// Why a start could not take the path, and the exit code it means (SPEC §4).
+struct SocketPathError {
+  int exit_code;        // 1 runtime failure, 3 the path is taken
+  std::string message;  // names the path and what is wrong
+};
+
+// A listening Unix socket linked at its path. Owns the descriptor; the destructor closes it and
+// removes the path only while the path still names this socket (same device and inode), so a
+// socket another start put there in the meantime survives.
+class SessionSocket {
+ public:
+  // Creates, binds under a temporary name in the path's directory, chmod 0600, listens, links
+  // to `path` (never rename), removes the temporary name. Throws SocketPathError.
+  static SessionSocket create(const std::string& path, int backlog);
+
+  SessionSocket(SessionSocket&& other) noexcept;
+  SessionSocket& operator=(SessionSocket&&) = delete;
+  SessionSocket(const SessionSocket&) = delete;
+  ~SessionSocket();
+
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  // Gives up the descriptor to a new owner (e.g. an evconnlistener that closes it).
+  [[nodiscard]] int release_fd() noexcept;
+  // Removes the path if it is still this socket; later calls and the destructor do nothing.
+  void remove_path() noexcept;
+
+ private:
+  SessionSocket(int fd, std::string path, dev_t dev, ino_t ino) noexcept;
+  int fd_ = -1;
+  std::string path_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  bool linked_ = false;
+};
+
+}  // namespace boxproxy
