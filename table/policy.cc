@@ -1,1 +1,125 @@
-// stub: filled in by its module's work
+#include "table/policy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace boxproxy {
+namespace {
+
+constexpr char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string normalise_name(std::string_view name) {
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);
+  std::string out(name);
+  std::transform(out.begin(), out.end(), out.begin(), lower);
+  return out;
+}
+
+constexpr bool is_printable(char c) noexcept { return c >= 0x20 && c <= 0x7e; }
+
+// The strict form of an answer in --resolve: a dotted quad or an IPv6 address (brackets
+// allowed, as curl takes them), no zone.
+std::optional<IpAddress> parse_strict_answer(std::string_view text) {
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+  char buffer[64];
+  if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
+  std::memcpy(buffer, text.data(), text.size());
+  buffer[text.size()] = '\0';
+  std::array<std::uint8_t, 16> bytes{};
+  if (inet_pton(AF_INET, buffer, bytes.data()) == 1) {
+    IpAddress a;
+    a.bytes = bytes;
+    return a;
+  }
+  if (inet_pton(AF_INET6, buffer, bytes.data()) == 1) return IpAddress::v6(bytes);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<HostList::Match> check_host_list(const Policy& policy, const Target& target) {
+  if (!policy.allow) return std::nullopt;
+  // An address literal is never on a list of names: else a box allowed example.com could reach
+  // any address by writing it out.
+  if (!target.is_name()) return HostList::Match::not_listed;
+  const HostList::Match match = policy.allow->match(target.host, target.port);
+  if (match == HostList::Match::listed) return std::nullopt;
+  return match;
+}
+
+const std::vector<IpAddress>* fixed_answers_for(const Policy& policy, std::string_view name) {
+  const auto it = policy.fixed_answers.find(normalise_name(name));
+  return it == policy.fixed_answers.end() ? nullptr : &it->second;
+}
+
+AnswersVerdict judge_answers(const Policy& policy, std::span<const IpAddress> answers,
+                             std::span<const IpAddress> local_addresses) {
+  AnswersVerdict verdict;
+  // No answer at all is never "all answers are fine": there is nothing checked to dial.
+  if (answers.empty()) {
+    verdict.refusal = Reason::name_not_resolved;
+    return verdict;
+  }
+  for (const IpAddress& answer : answers) {
+    if (auto refusal = judge_address(policy.rule, answer, local_addresses)) {
+      verdict.refusal = refusal;
+      verdict.refused_address = answer;
+      return verdict;
+    }
+  }
+  return verdict;
+}
+
+std::variant<ResolveEntry, std::string> parse_resolve_entry(std::string_view text) {
+  const std::size_t equals = text.find('=');
+  if (equals == std::string_view::npos) return fmt::format("{}: must be NAME=ADDR[,ADDR]...", text);
+  const std::string_view name_text = text.substr(0, equals);
+  ResolveEntry entry;
+  entry.name = normalise_name(name_text);
+  if (parse_ip_literal(entry.name)) {
+    return fmt::format("{}: {} is an IP address, not a name", text, name_text);
+  }
+  if (!is_valid_name(entry.name)) return fmt::format("{}: {} is not a valid name", text, name_text);
+  std::string_view rest = text.substr(equals + 1);
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const auto address = parse_strict_answer(item);
+    if (!address) {
+      return fmt::format("{}: '{}' is not an IP address (a dotted quad such as 192.0.2.1, or IPv6)", text, item);
+    }
+    entry.addresses.push_back(*address);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return entry;
+}
+
+std::string not_listed_words(const Target& target, HostList::Match match, std::string_view hint) {
+  // Only a host made of printable characters is repeated back; it goes into a status line.
+  const bool plain = !target.host.empty() && target.host.size() <= 253 &&
+                     std::all_of(target.host.begin(), target.host.end(),
+                                 [](char c) { return is_printable(c) && c != ' '; });
+  std::string words;
+  if (!plain) {
+    words = "egress refused: not-listed";
+  } else if (!target.is_name()) {
+    words = fmt::format("{} is an address, not a name on this box's network list", target.host);
+  } else if (match == HostList::Match::port_not_open) {
+    words = fmt::format("{}:{} is not open on this box's network list", target.host, target.port);
+  } else {
+    words = fmt::format("{} is not on this box's network list", target.host);
+  }
+  if (!hint.empty()) {
+    words += ": ";
+    for (const char c : hint) words += is_printable(c) ? c : '?';
+  }
+  return words;
+}
+
+}  // namespace boxproxy
