@@ -62,11 +62,16 @@ class ChunkedScanner {
     trailer_lf,       // after CR of a trailer line
     final_lf,         // after CR of the final empty line
     done,
+    malformed,        // refused; every later feed says malformed again
   };
   State state_ = State::size;
   std::uint64_t remaining_ = 0;
   unsigned size_digits_ = 0;
   std::size_t line_length_ = 0;  // bounds extension and trailer lines
+  // Within an extension, the byte before this one (its grammar depends on it); within a trailer
+  // line, whether its ':' has been seen (the name before it must be a token).
+  char previous_ = 0;
+  bool in_value_ = false;
 };
 
 }  // namespace boxproxy
