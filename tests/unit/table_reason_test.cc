@@ -1,0 +1,75 @@
+// table/reason: the §6 table, row for row.
+#include <string>
+#include <set>
+
+#include <doctest/doctest.h>
+
+#include "table/reason.h"
+
+using namespace boxproxy;
+
+TEST_CASE("every §6 row: log class, HTTP status, SOCKS5 reply, SOCKS4") {
+  struct Row {
+    Reason reason;
+    const char* log_class;
+    int http;
+    int socks5;
+    bool socks4;
+  };
+  const Row rows[] = {
+      {Reason::invalid_target, "invalid target", 400, 1, true},
+      {Reason::invalid_host, "invalid host", 400, 4, true},
+      {Reason::not_listed, "not-listed", 403, 2, true},
+      {Reason::unspecified, "unspecified", 403, 2, true},
+      {Reason::loopback, "loopback", 403, 2, true},
+      {Reason::private_range, "private", 403, 2, true},
+      {Reason::metadata, "metadata", 403, 2, true},
+      {Reason::cgnat, "cgnat", 403, 2, true},
+      {Reason::link_local, "link-local", 403, 2, true},
+      {Reason::benchmarking, "benchmarking", 403, 2, true},
+      {Reason::reserved, "reserved", 403, 2, true},
+      {Reason::multicast, "multicast", 403, 2, true},
+      {Reason::broadcast, "broadcast", 403, 2, true},
+      {Reason::this_host, "this-host", 403, 2, true},
+      {Reason::denied, "denied", 403, 2, true},
+      {Reason::name_not_resolved, "name not resolved", 502, 4, true},
+      {Reason::tunnel_cap, "tunnel cap", 429, 2, true},
+      {Reason::connection_budget, "connection budget", 429, 2, true},
+      {Reason::dial_failed, "dial failed", 502, 5, true},
+      {Reason::dial_timed_out, "dial timed out", 504, 4, true},
+      {Reason::auth_required, "auth required", 407, 0, true},
+      {Reason::not_absolute_uri, "not an absolute URI", 400, 0, false},
+      {Reason::not_http_uri, "not an http URI", 400, 0, false},
+      {Reason::host_mismatch, "host mismatch", 400, 0, false},
+      {Reason::upgrade_not_supported, "upgrade not supported", 400, 0, false},
+      {Reason::bad_request, "bad request", 400, 0, false},
+      {Reason::bad_framing, "bad framing", 400, 0, false},
+      {Reason::head_too_large, "head too large", 431, 0, false},
+      {Reason::socks_bind, "socks bind", 0, 7, true},
+      {Reason::socks_udp_associate, "socks udp associate", 0, 7, true},
+      {Reason::socks_command, "socks command", 0, 7, true},
+      {Reason::socks_address_type, "socks address type", 0, 8, false},
+  };
+  REQUIRE(reason_table().size() == std::size(rows));
+  std::set<std::string_view> classes;
+  for (std::size_t i = 0; i < std::size(rows); ++i) {
+    const Row& row = rows[i];
+    CAPTURE(row.log_class);
+    const ReasonInfo& got = info(row.reason);
+    CHECK(&got == &reason_table()[i]);
+    CHECK(got.reason == row.reason);
+    CHECK(got.log_class == row.log_class);
+    CHECK(log_class(row.reason) == row.log_class);
+    CHECK(got.http_status == row.http);
+    CHECK(got.socks5_reply == row.socks5);
+    CHECK(got.socks4 == row.socks4);
+    CHECK(reason_from_log_class(row.log_class) == row.reason);
+    classes.insert(got.log_class);
+    // Only printable ASCII, since a class goes into headers and logs.
+    for (const char c : got.log_class) CHECK((c >= 0x20 && c <= 0x7e));
+  }
+  CHECK(classes.size() == std::size(rows));  // no two reasons share a class
+  CHECK_FALSE(reason_from_log_class("ok").has_value());
+  CHECK_FALSE(reason_from_log_class("").has_value());
+  CHECK_FALSE(reason_from_log_class("Loopback").has_value());
+}
