@@ -1,0 +1,367 @@
+"""HTTP CONNECT end to end (SPEC §7, with the §6 refusals it carries and the §2 timeouts)."""
+
+import os
+import socket
+import threading
+import time
+import unittest
+
+from harness import (ORIGIN_HOST, Blackhole, EchoServer, HalfCloseServer, OriginsMixin, ProxyTestCase,
+                     ReplyAfterEofServer, assert_http_refusal, closed_within, connect_request, free_port,
+                     http_connect, read_http_response, recv_all, recv_exact, refusal_bytes, still_open,
+                     wait_until)
+
+ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
+
+
+class ConnectTest(OriginsMixin, ProxyTestCase):
+
+    def start(self, *args, **kwargs):
+        return self.proxy("--resolve", "origin.test=127.0.0.2", *args, **kwargs)
+
+    def open_tunnel(self, proxy, target, extra=b""):
+        s = proxy.connect()
+        s.sendall(connect_request(target) + extra)
+        got = recv_exact(s, len(ESTABLISHED))
+        self.assertEqual(got, ESTABLISHED)
+        return s
+
+    # -- allowed tunnels
+
+    def test_tunnel_to_name_echoes_and_is_logged(self):
+        p = self.start()
+        s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
+        s.sendall(b"hello tunnel")
+        self.assertEqual(recv_exact(s, 12), b"hello tunnel")
+        (line,) = p.wait_log(kind="connect", cls="ok")
+        self.assertEqual((line.host, line.port, line.ip), ("origin.test", self.echo.port, ORIGIN_HOST))
+        s.close()
+        (done,) = p.wait_log(kind="connect", cls="done")
+        self.assertEqual((done.host, done.port, done.ip, done.up, done.down), ("origin.test", self.echo.port,
+                                                                               ORIGIN_HOST, 12, 12))
+
+    def test_tunnel_to_permitted_ipv4_literal(self):
+        p = self.start()
+        s = self.open_tunnel(p, f"127.0.0.2:{self.echo.port}")
+        s.sendall(b"x")
+        self.assertEqual(recv_exact(s, 1), b"x")
+        s.close()
+        p.wait_log(kind="connect", cls="ok", ip="127.0.0.2")
+
+    def test_http_1_0_connect(self):
+        p = self.start()
+        s = p.connect()
+        s.sendall(f"CONNECT origin.test:{self.echo.port} HTTP/1.0\r\n\r\n".encode())
+        self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+        s.sendall(b"ten")
+        self.assertEqual(recv_exact(s, 3), b"ten")
+        s.close()
+
+    def test_port_with_leading_zeros(self):
+        p = self.start()
+        s = self.open_tunnel(p, f"origin.test:000{self.echo.port}")
+        s.sendall(b"z")
+        self.assertEqual(recv_exact(s, 1), b"z")
+        s.close()
+        p.wait_log(kind="connect", cls="ok", port=self.echo.port)
+
+    def test_early_data_after_head_goes_upstream_first(self):
+        p = self.start()
+        before = self.echo.count()
+        s = self.open_tunnel(p, f"origin.test:{self.echo.port}", extra=b"EARLY-BYTES")
+        self.assertEqual(recv_exact(s, 11), b"EARLY-BYTES")
+        s.sendall(b"+later")
+        self.assertEqual(recv_exact(s, 6), b"+later")
+        rec = self.echo.connections[before]
+        self.assertEqual(bytes(rec["data"]), b"EARLY-BYTES+later")
+        self.assertTrue(rec["first"].startswith(b"EARLY"), rec["first"])
+        s.close()
+
+    def test_client_half_close_is_passed_on_and_reply_still_arrives(self):
+        origin = ReplyAfterEofServer()
+        self.addCleanup(origin.close)
+        p = self.start()
+        s = self.open_tunnel(p, f"origin.test:{origin.port}")
+        s.sendall(b"ping" * 1000)
+        s.shutdown(socket.SHUT_WR)
+        data = recv_all(s, timeout=5)
+        self.assertEqual(data, b"got 4000 bytes: " + b"ping" * 1000)
+        rec = origin.connections[0]
+        self.assertTrue(rec["eof"])
+        s.close()
+        (done,) = p.wait_log(kind="connect", cls="done")
+        self.assertEqual((done.up, done.down), (4000, 4016))
+
+    def test_origin_half_close_is_passed_on_and_client_can_still_send(self):
+        origin = HalfCloseServer()
+        self.addCleanup(origin.close)
+        p = self.start()
+        s = self.open_tunnel(p, f"origin.test:{origin.port}")
+        got = recv_exact(s, len(HalfCloseServer.GREETING))
+        self.assertEqual(got, HalfCloseServer.GREETING)
+        s.settimeout(5)
+        self.assertEqual(s.recv(100), b"", "the origin's FIN should reach the client as EOF")
+        s.sendall(b"still talking")
+        s.shutdown(socket.SHUT_WR)
+        rec = origin.connections[0]
+        self.assertTrue(wait_until(lambda: rec["eof"], 5), "origin never saw the client's FIN")
+        self.assertEqual(bytes(rec["data"]), b"still talking")
+        s.close()
+        (done,) = p.wait_log(kind="connect", cls="done")
+        self.assertEqual((done.up, done.down), (13, len(HalfCloseServer.GREETING)))
+
+    def test_megabytes_both_ways(self):
+        p = self.start()
+        s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
+        payload = os.urandom(1 << 16) * 32  # 2 MiB
+        errors = []
+
+        def send():
+            try:
+                s.sendall(payload)
+            except OSError as e:
+                errors.append(e)
+
+        t = threading.Thread(target=send, daemon=True)
+        t.start()
+        got = recv_exact(s, len(payload), timeout=30)
+        t.join(timeout=10)
+        self.assertFalse(errors)
+        self.assertTrue(got == payload, "echoed bytes differ")
+        s.close()
+        (done,) = p.wait_log(kind="connect", cls="done")
+        self.assertEqual((done.up, done.down), (len(payload), len(payload)))
+
+    def test_dial_tries_the_next_answer(self):
+        # 127.0.0.3 has nothing on the echo port: refused, so the second answer is dialled.
+        p = self.proxy("--resolve", "two.test=127.0.0.3,127.0.0.2", "--permit", "127.0.0.3/32")
+        s = self.open_tunnel(p, f"two.test:{self.echo.port}")
+        s.sendall(b"second")
+        self.assertEqual(recv_exact(s, 6), b"second")
+        s.close()
+
+    # -- refusals (§6) through CONNECT
+
+    def assert_refused(self, p, target, status, reason, words=None, cls=None):
+        s = p.connect()
+        s.sendall(connect_request(target))
+        assert_http_refusal(self, s, status, reason, words)
+        s.close()
+        return p.wait_log(kind="connect", cls=cls or reason)
+
+    def test_invalid_target(self):
+        p = self.start()
+        for target in ["origin.test", "origin.test:0", "origin.test:65536", "origin.test:123456",
+                       "origin.test:-1", "origin.test:", "origin.test:44x", "origin.test:+443", "[::1]"]:
+            with self.subTest(target=target):
+                s = p.connect()
+                s.sendall(connect_request(target))
+                assert_http_refusal(self, s, 400, "invalid target")
+
+    def test_invalid_host(self):
+        p = self.start()
+        for target in ["bad!host:443", "a..b:443", "256.1.1.1:443", "08.0.0.1:443", "1.2.3.4.5:443",
+                       "[::1].:443", "[nothing]:443", ".:443", "x" * 254 + ":443"]:
+            with self.subTest(target=target):
+                s = p.connect()
+                s.sendall(connect_request(target))
+                assert_http_refusal(self, s, 400, "invalid host")
+
+    def test_address_classes(self):
+        p = self.start("--deny", "1.1.1.0/24", "--resolve", "meta.test=169.254.169.254")
+        rows = [
+            ("0.0.0.0:443", "unspecified", "0.0.0.0"),
+            ("127.0.0.1:443", "loopback", "127.0.0.1"),
+            ("10.0.0.1:443", "private", "10.0.0.1"),
+            ("172.16.5.4:443", "private", "172.16.5.4"),
+            ("192.168.1.1:443", "private", "192.168.1.1"),
+            ("100.100.100.200:80", "metadata", "100.100.100.200"),
+            ("168.63.129.16:80", "metadata", "168.63.129.16"),
+            ("100.64.0.1:443", "cgnat", "100.64.0.1"),
+            ("169.254.169.254:80", "link-local", "169.254.169.254"),
+            ("meta.test:80", "link-local", "169.254.169.254"),
+            ("198.18.0.1:443", "benchmarking", "198.18.0.1"),
+            ("192.0.2.1:443", "reserved", "192.0.2.1"),
+            ("240.0.0.1:443", "reserved", "240.0.0.1"),
+            ("224.0.0.1:443", "multicast", "224.0.0.1"),
+            ("255.255.255.255:443", "broadcast", "255.255.255.255"),
+            ("[::1]:443", "loopback", "::1"),
+            ("[::]:443", "unspecified", "::"),
+            ("[fe80::1]:443", "link-local", "fe80::1"),
+            ("[fe80::1%25eth0]:443", "link-local", None),
+            ("[fd00::1]:443", "private", "fd00::1"),
+            ("[ff02::1]:443", "multicast", "ff02::1"),
+            ("[2001:db8::1]:443", "reserved", "2001:db8::1"),
+            ("[::ffff:10.0.0.1]:443", "private", None),
+            ("[64:ff9b::a9fe:a9fe]:443", "link-local", None),
+            ("[2002:7f00:1::]:443", "loopback", None),
+            ("[fd00:ec2::254]:443", "metadata", "fd00:ec2::254"),
+            ("1.1.1.1:443", "denied", "1.1.1.1"),
+        ]
+        for target, cls, ip in rows:
+            with self.subTest(target=target):
+                s = p.connect()
+                s.sendall(connect_request(target))
+                assert_http_refusal(self, s, 403, cls)
+                lines = p.wait_log(kind="connect", cls=cls)
+                if ip is not None:
+                    self.assertIn(ip, [l.ip for l in lines])
+
+    def test_deny_is_checked_before_permit(self):
+        p = self.start("--deny", "127.0.0.0/24")
+        self.assert_refused(p, f"origin.test:{self.echo.port}", 403, "denied")
+        self.assertEqual(p.find_logs(kind="connect", cls="ok"), [])
+
+    def test_name_with_one_private_answer_is_refused(self):
+        p = self.start("--resolve", "mix.test=127.0.0.2,10.0.0.1")
+        before = self.echo.count()
+        (line,) = self.assert_refused(p, f"mix.test:{self.echo.port}", 403, "private")
+        self.assertEqual((line.host, line.ip), ("mix.test", "10.0.0.1"))
+        time.sleep(0.2)
+        self.assertEqual(self.echo.count(), before, "nothing may be dialled for a refused name")
+
+    def test_name_not_resolved(self):
+        p = self.start()
+        (line,) = self.assert_refused(p, "nx.test:443", 502, "name not resolved")
+        self.assertEqual((line.host, line.ip), ("nx.test", "-"))
+
+    def test_dial_failed(self):
+        p = self.start()
+        port = free_port()
+        (line,) = self.assert_refused(p, f"origin.test:{port}", 502, "dial failed")
+        self.assertEqual((line.port, line.ip), (port, ORIGIN_HOST))
+
+    def test_dial_timed_out(self):
+        hole = Blackhole()
+        self.addCleanup(hole.close)
+        if not hole.usable:
+            self.skipTest("a full accept queue does not drop SYNs here; no way to make a dial hang on loopback")
+        p = self.start("--connect-timeout", "1")
+        t0 = time.monotonic()
+        self.assert_refused(p, f"origin.test:{hole.port}", 504, "dial timed out")
+        self.assertLess(time.monotonic() - t0, 3.5)
+
+    def test_not_listed_words(self):
+        p = self.start("--allow", "origin.test", "--resolve", "other.test=127.0.0.2")
+        self.assert_refused(p, "other.test:443", 403, "not-listed",
+                            "other.test is not on this box's network list")
+        self.assert_refused(p, f"origin.test:{self.echo.port}", 403, "not-listed",
+                            f"origin.test:{self.echo.port} is not open on this box's network list")
+        self.assert_refused(p, "127.0.0.2:443", 403, "not-listed",
+                            "127.0.0.2 is an address, not a name on this box's network list")
+
+    def test_head_too_large(self):
+        p = self.start("--max-head-bytes", "1024")
+        s = p.connect()
+        s.sendall(connect_request(f"origin.test:{self.echo.port}", ["X-Pad: " + "p" * 2000]))
+        assert_http_refusal(self, s, 431, "head too large")
+
+    def test_head_exactly_at_the_limit_is_read(self):
+        p = self.start("--max-head-bytes", "1024")
+        base = connect_request(f"origin.test:{self.echo.port}", ["X-Pad: "])
+        pad = 1024 - len(base)
+        head = connect_request(f"origin.test:{self.echo.port}", ["X-Pad: " + "p" * pad])
+        self.assertEqual(len(head), 1024)
+        s = p.connect()
+        s.sendall(head)
+        self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+        s.close()
+        head = connect_request(f"origin.test:{self.echo.port}", ["X-Pad: " + "p" * (pad + 1)])
+        s = p.connect()
+        s.sendall(head)
+        assert_http_refusal(self, s, 431, "head too large")
+
+    def test_head_split_over_many_sends(self):
+        p = self.start()
+        s = p.connect()
+        for b in connect_request(f"origin.test:{self.echo.port}"):
+            s.sendall(bytes([b]))
+            time.sleep(0.002)
+        self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+        s.close()
+
+    # -- timeouts
+
+    def test_head_timeout_closes_a_silent_client(self):
+        p = self.start("--head-timeout", "1")
+        s = p.connect()
+        t0 = time.monotonic()
+        self.assertTrue(closed_within(s, 4), "a silent client must be closed after --head-timeout")
+        self.assertGreater(time.monotonic() - t0, 0.5)
+
+    def test_head_timeout_closes_a_client_with_half_a_head(self):
+        p = self.start("--head-timeout", "1")
+        s = p.connect()
+        s.sendall(b"CONNECT origin.test:443 HTTP/1.1\r\nHost: ori")
+        self.assertTrue(closed_within(s, 4), "an unfinished head must be closed after --head-timeout")
+
+    def test_head_timeout_does_not_apply_to_a_tunnel(self):
+        p = self.start("--head-timeout", "1")
+        s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
+        time.sleep(1.6)
+        s.sendall(b"alive")
+        self.assertEqual(recv_exact(s, 5), b"alive")
+        s.close()
+
+    def test_idle_timeout_closes_a_quiet_tunnel(self):
+        p = self.start("--idle-timeout", "1")
+        s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
+        t0 = time.monotonic()
+        self.assertTrue(closed_within(s, 4), "a tunnel quiet for --idle-timeout must be closed")
+        self.assertGreater(time.monotonic() - t0, 0.5)
+        p.wait_log(kind="connect", cls="done")
+
+    def test_idle_timeout_spares_a_busy_tunnel(self):
+        p = self.start("--idle-timeout", "1")
+        s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
+        for i in range(8):
+            s.sendall(b"%d" % i)
+            self.assertEqual(recv_exact(s, 1), b"%d" % i)
+            time.sleep(0.3)
+        s.close()
+
+    def test_no_idle_timeout_by_default(self):
+        p = self.start()
+        s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
+        self.assertTrue(still_open(s, 1.5))
+        s.close()
+
+    # -- descriptors
+
+    def test_descriptors_return_to_baseline_after_clients_leave(self):
+        p = self.start("--resolve", "mix.test=127.0.0.2,10.0.0.1")
+        silent = free_port()
+
+        def churn(rounds):
+            for i in range(rounds):
+                # a finished tunnel
+                s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
+                s.sendall(b"abc")
+                recv_exact(s, 3)
+                s.close()
+                # a tunnel the client drops mid-flight without reading
+                s = self.open_tunnel(p, f"origin.test:{self.echo.port}", extra=b"x" * 5000)
+                s.close()
+                # a refusal, a dial failure and an unresolved name
+                for target in ["mix.test:443", f"origin.test:{silent}", "nx.test:443"]:
+                    s = p.connect()
+                    s.sendall(connect_request(target))
+                    recv_all(s)
+                    s.close()
+                # a client that leaves in the middle of its head, and one that sends nothing
+                s = p.connect()
+                s.sendall(b"CONNECT origin.te")
+                s.close()
+                s = p.connect()
+                s.close()
+
+        churn(3)
+        time.sleep(0.3)
+        baseline = p.fd_count()
+        churn(25)
+        settled = wait_until(lambda: p.fd_count() <= baseline, timeout=5)
+        self.assertTrue(settled, f"proxy holds {p.fd_count()} descriptors, {baseline} before the clients came")
+
+
+if __name__ == "__main__":
+    unittest.main()
