@@ -1,1 +1,114 @@
-// stub: filled in by its module's work
+#include "proxy/proxy_server.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+
+#include "proxy/client_connection.h"
+
+namespace boxproxy {
+namespace {
+
+// After accept fails for want of descriptors (EMFILE, ENFILE) or memory, the listener sleeps this
+// long instead of spinning on a socket that stays readable; tunnels closing meanwhile free some.
+constexpr double kAcceptBackoffSeconds = 0.1;
+
+}  // namespace
+
+ProxyServer::ProxyServer(event_base* base, ProxyConfig config, Resolver& resolver, DecisionLog& log)
+    : base_(base), config_(std::move(config)), resolver_(resolver), log_(log) {}
+
+ProxyServer::~ProxyServer() { stop(); }
+
+void ProxyServer::start(int listen_fd) {
+  listener_.reset(evconnlistener_new(base_, &ProxyServer::on_accept, this, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd));
+  if (!listener_) {
+    ::close(listen_fd);
+    throw std::runtime_error("cannot listen on the session socket");
+  }
+  evconnlistener_set_error_cb(listener_.get(), &ProxyServer::on_accept_error);
+  resume_timer_ = make_event(base_, -1, 0, &ProxyServer::on_resume_accepting, this);
+  if (!resume_timer_) throw std::runtime_error("cannot create the accept timer");
+}
+
+void ProxyServer::stop() noexcept {
+  stopping_ = true;
+  resume_timer_.reset();
+  listener_.reset();
+  while (first_ != nullptr) delete first_;  // each destructor unlinks itself
+}
+
+void ProxyServer::replace_host_list(std::optional<HostList> list) { config_.policy.allow = std::move(list); }
+
+std::string ProxyServer::stats_json() const {
+  std::string refused;
+  for (const auto& [cls, count] : stats_.refused) {
+    if (!refused.empty()) refused.push_back(',');
+    refused += fmt::format("{}:{}", json_quote(cls), count);
+  }
+  return fmt::format(R"({{"event":"stats","open":{},"used":{},"clients":{},"refused":{{{}}},"up":{},"down":{}}})",
+                     stats_.open, stats_.used, stats_.clients, refused, stats_.up, stats_.down);
+}
+
+std::optional<Reason> ProxyServer::take_slot() noexcept {
+  if (stats_.open >= config_.max_tunnels) return Reason::tunnel_cap;
+  if (stats_.used >= config_.max_connections) return Reason::connection_budget;
+  ++stats_.open;
+  ++stats_.used;
+  return std::nullopt;
+}
+
+void ProxyServer::release_slot() noexcept { --stats_.open; }
+
+void ProxyServer::count_refusal(Reason reason) {
+  const std::string_view cls = log_class(reason);
+  auto it = stats_.refused.find(cls);
+  if (it == stats_.refused.end()) {
+    stats_.refused.emplace(std::string(cls), 1);
+  } else {
+    ++it->second;
+  }
+}
+
+void ProxyServer::forget(ClientConnection* connection) noexcept {
+  if (connection->prev != nullptr) connection->prev->next = connection->next;
+  if (connection->next != nullptr) connection->next->prev = connection->prev;
+  if (first_ == connection) first_ = connection->next;
+  connection->prev = connection->next = nullptr;
+}
+
+void ProxyServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) {
+  auto* server = static_cast<ProxyServer*>(self);
+  // evconnlistener hands us a non-blocking descriptor. Too many clients still in their
+  // handshake: this one is closed at once, so silent clients cannot starve the rest.
+  if (server->stopping_ || server->stats_.handshaking >= kMaxHandshakingClients) {
+    ::close(fd);
+    return;
+  }
+  ClientConnection* connection = ClientConnection::open(*server, fd);
+  if (connection == nullptr) return;  // closed by its destructor
+  connection->next = server->first_;
+  if (server->first_ != nullptr) server->first_->prev = connection;
+  server->first_ = connection;
+}
+
+void ProxyServer::on_accept_error(evconnlistener* listener, void* self) {
+  auto* server = static_cast<ProxyServer*>(self);
+  const int error = EVUTIL_SOCKET_ERROR();
+  if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
+    evconnlistener_disable(listener);
+    const timeval tv = to_timeval(kAcceptBackoffSeconds);
+    event_add(server->resume_timer_.get(), &tv);
+    server->log_.message(fmt::format("accept: {}; pausing accepts for {} ms", evutil_socket_error_to_string(error),
+                                     static_cast<int>(kAcceptBackoffSeconds * 1000)));
+  }
+}
+
+void ProxyServer::on_resume_accepting(evutil_socket_t, short, void* self) {
+  auto* server = static_cast<ProxyServer*>(self);
+  if (server->listener_) evconnlistener_enable(server->listener_.get());
+}
+
+}  // namespace boxproxy

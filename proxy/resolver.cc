@@ -1,1 +1,112 @@
-// stub: filled in by its module's work
+#include "proxy/resolver.h"
+
+#include <event2/util.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+
+#include <cstring>
+#include <stdexcept>
+
+namespace boxproxy {
+
+struct Resolver::Lookup {
+  Callback callback = nullptr;
+  void* owner = nullptr;                        // nullptr once cancelled
+  evdns_getaddrinfo_request* request = nullptr;  // nullptr while starting or once answered
+  bool starting = true;                         // inside start(): evdns may answer synchronously
+  bool answered = false;
+  std::vector<IpAddress> answers;
+};
+
+namespace {
+
+std::vector<IpAddress> collect(evutil_addrinfo* list) {
+  std::vector<IpAddress> out;
+  for (evutil_addrinfo* it = list; it != nullptr; it = it->ai_next) {
+    IpAddress a;
+    if (it->ai_family == AF_INET) {
+      a.family = IpAddress::Family::v4;
+      std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in*>(it->ai_addr)->sin_addr, 4);
+    } else if (it->ai_family == AF_INET6) {
+      a.family = IpAddress::Family::v6;
+      std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in6*>(it->ai_addr)->sin6_addr, 16);
+    } else {
+      continue;
+    }
+    bool seen = false;
+    for (const auto& b : out) seen = seen || b == a;
+    if (!seen) out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace
+
+Resolver::Resolver(event_base* base, const std::vector<std::string>& nameservers, double timeout_seconds) {
+  const bool use_system = nameservers.empty();
+  dns_.reset(evdns_base_new(base, use_system ? EVDNS_BASE_INITIALIZE_NAMESERVERS : 0));
+  if (!dns_) {
+    // No usable /etc/resolv.conf: evdns_base_new with INITIALIZE fails. Go on with no servers:
+    // names then fail as "name not resolved", and --resolve and IP literals still work.
+    dns_.reset(evdns_base_new(base, 0));
+    if (!dns_) throw std::runtime_error("cannot create the DNS resolver");
+  }
+  if (!use_system) {
+    evdns_base_load_hosts(dns_.get(), nullptr);
+    for (const auto& server : nameservers) {
+      if (evdns_base_nameserver_ip_add(dns_.get(), server.c_str()) != 0) {
+        throw std::runtime_error(fmt::format("--nameserver: cannot use {}", server));
+      }
+    }
+  }
+  // evdns retries within its own timeout; the whole lookup is also bounded by the connection's
+  // --dns-timeout timer, which cancels it.
+  const std::string timeout = fmt::format("{}", timeout_seconds > 1 ? timeout_seconds / 2 : timeout_seconds);
+  evdns_base_set_option(dns_.get(), "timeout:", timeout.c_str());
+  evdns_base_set_option(dns_.get(), "attempts:", "2");
+}
+
+Resolver::Lookup* Resolver::start(const std::string& name, Callback callback, void* owner,
+                                  std::optional<std::vector<IpAddress>>& immediate) {
+  auto* token = new Lookup{};
+  token->callback = callback;
+  token->owner = owner;
+  evutil_addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_protocol = IPPROTO_TCP;
+  // EVUTIL_AI_ADDRCONFIG would drop AAAA on a host without IPv6; we want every answer judged.
+  token->request = evdns_getaddrinfo(dns_.get(), name.c_str(), nullptr, &hints, &Resolver::on_answer, token);
+  token->starting = false;
+  if (token->answered) {
+    // evdns answered synchronously (a hosts-file entry, or a failure): the request is gone.
+    immediate = std::move(token->answers);
+    delete token;
+    return nullptr;
+  }
+  return token;
+}
+
+void Resolver::cancel(Lookup* lookup) noexcept {
+  if (lookup == nullptr) return;
+  lookup->owner = nullptr;
+  // The callback still runs (EVUTIL_EAI_CANCEL) and frees the token.
+  if (lookup->request != nullptr) evdns_getaddrinfo_cancel(lookup->request);
+}
+
+void Resolver::on_answer(int result, evutil_addrinfo* answers, void* raw) {
+  auto* token = static_cast<Lookup*>(raw);
+  std::vector<IpAddress> found = result == 0 ? collect(answers) : std::vector<IpAddress>{};
+  if (answers != nullptr) evutil_freeaddrinfo(answers);
+  if (token->starting) {
+    token->answered = true;
+    token->answers = std::move(found);
+    return;
+  }
+  void* owner = token->owner;
+  Callback callback = token->callback;
+  delete token;
+  if (owner != nullptr) callback(owner, std::move(found));
+}
+
+}  // namespace boxproxy

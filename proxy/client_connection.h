@@ -1,0 +1,175 @@
+// One client of the session socket, from its first byte to its close: the handshake of whichever
+// protocol it speaks, the decision (SPEC §5), the dial, and then a tunnel or plain-HTTP exchanges.
+//
+// One owner, one way to die: the ProxyServer creates it; every libevent callback is a static
+// trampoline that calls a member, and only the trampoline deletes the object, when the member
+// returns Next::close. Members never delete `this` and never unwind an exception into libevent.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/decision_log.h"
+#include "proxy/event_owners.h"
+#include "proxy/http_body.h"
+#include "proxy/resolver.h"
+#include "table/host_list.h"
+#include "table/target.h"
+
+namespace boxproxy {
+
+class ProxyServer;
+
+class ClientConnection {
+ public:
+  // Takes ownership of `client_fd` (non-blocking). Returns null when libevent cannot allocate.
+  static ClientConnection* open(ProxyServer& server, int client_fd);
+  ~ClientConnection();
+  ClientConnection(const ClientConnection&) = delete;
+  ClientConnection& operator=(const ClientConnection&) = delete;
+
+  // The server's list of live connections (for shutdown).
+  ClientConnection* prev = nullptr;
+  ClientConnection* next = nullptr;
+
+ private:
+  // What a member asks its trampoline to do next.
+  enum class Next { keep, close };
+
+  enum class Phase : std::uint8_t {
+    sniffing,      // waiting for the first byte, which picks the protocol
+    handshake,     // reading the HTTP head or the SOCKS handshake (bounded bytes and time)
+    resolving,     // waiting for DNS answers (bounded by --dns-timeout)
+    dialling,      // a non-blocking connect in flight (bounded by --connect-timeout)
+    replying,      // a final reply (a refusal) is being flushed; then close
+    relaying,      // a tunnel: bytes both ways until both sides have closed
+    forwarding,    // plain HTTP: request body up, response back; then keep-alive or close
+  };
+
+  enum class Protocol : std::uint8_t { unknown, http, socks5, socks4 };
+
+  // Where the SOCKS5 negotiation stands.
+  enum class Socks5Step : std::uint8_t { greeting, credentials, request };
+
+  // Reasons a side's reads are paused; reading resumes only when all are clear (STYLE 6).
+  enum PauseBit : unsigned {
+    pause_peer_full = 1u << 0,      // the other side has unwritten bytes from this one
+    pause_no_more_wanted = 1u << 1, // this side's input is not wanted now (decision, exchange done)
+  };
+
+  // One end of the connection: the client, or the upstream.
+  struct Side {
+    UniqueFd fd;
+    EventPtr read_event;
+    EventPtr write_event;
+    std::string out;           // bytes queued for this side, not yet written
+    std::size_t out_offset = 0;
+    unsigned pause = 0;
+    bool reading = false;      // read_event is added
+    bool read_eof = false;     // this side sent FIN (or its read side is done)
+    bool shut_after_out = false;  // send FIN to this side once `out` is written
+    bool write_shut = false;   // FIN sent to this side
+  };
+
+  // The plain-HTTP exchange in progress.
+  struct Exchange {
+    std::string method;
+    BodyFraming request_body;        // what is left of the request body to pass up
+    ChunkedScanner request_chunks;
+    bool request_done = false;
+    bool client_keep_alive = false;
+    bool response_head_done = false;
+    std::string response_head;       // bytes of the response head so far
+    BodyFraming response_body;
+    ChunkedScanner response_chunks;
+    bool response_done = false;
+    bool keep_alive = false;         // the client connection goes on after this exchange
+  };
+
+  ClientConnection(ProxyServer& server, int client_fd);
+  bool init_events();
+
+  // Trampolines: the only places that delete a connection.
+  static void on_client_read(evutil_socket_t, short, void* self);
+  static void on_client_write(evutil_socket_t, short, void* self);
+  static void on_upstream_read(evutil_socket_t, short, void* self);
+  static void on_upstream_write(evutil_socket_t, short, void* self);
+  static void on_timer(evutil_socket_t, short, void* self);
+  static void on_resolved(void* self, std::vector<IpAddress> answers);
+  static void finish(ClientConnection* connection, Next next);
+
+  // Reading and writing.
+  Next client_readable();
+  Next upstream_readable();
+  Next side_writable(Side& side);
+  Next queue(Side& side, std::string_view bytes);  // write now what the socket takes; queue the rest
+  Next flush_out(Side& side);
+  void update_reading(Side& side);
+  void pause(Side& side, unsigned bit);
+  void resume(Side& side, unsigned bit);
+  void arm_timer(double seconds);
+  Next timer_fired();
+  Side& other(Side& side) noexcept { return &side == &client_ ? upstream_ : client_; }
+
+  // Handshakes.
+  Next advance_handshake();
+  Next advance_http_head();
+  Next advance_socks5();
+  Next advance_socks4();
+  bool authorized_http(const struct RequestHead& head) const;
+
+  // The decision (SPEC §5).
+  Next decide(TargetResult parsed);
+  Next decide_parsed(Target target);
+  Next answers_known(std::vector<IpAddress> answers);
+  Next dial_next();
+  Next dial_finished();
+  Next refuse(Reason reason, std::string_view ip = "-", std::string words = {});
+  Next refuse_unauthenticated();
+  Next allowed();
+
+  // After the decision.
+  Next relay_readable(Side& from);
+  Next forward_client_readable();
+  Next forward_upstream_readable();
+  Next pass_request_body(std::string_view bytes);
+  Next pass_response(std::string_view bytes);
+  Next end_exchange();
+  Next check_tunnel_done();
+  void log_done();
+  void release_upstream() noexcept;         // the upstream socket and its slot
+  void release_upstream_socket() noexcept;  // the upstream socket only (between dial attempts)
+
+  ProxyServer& server_;
+  Side client_;
+  Side upstream_;
+  EventPtr timer_;
+  Phase phase_ = Phase::sniffing;
+  Protocol protocol_ = Protocol::unknown;
+  ClientKind kind_ = ClientKind::connect;
+  Socks5Step socks5_step_ = Socks5Step::greeting;
+  bool counted_handshaking_ = false;
+  bool tunnel_open_ = false;           // a tunnel was allowed: its done line is owed
+  std::size_t handshake_consumed_ = 0; // SOCKS handshake bytes already parsed (bounded in all)
+  void leave_handshake() noexcept;
+  bool holds_slot_ = false;
+
+  std::string inbox_;  // client bytes read but not yet consumed (head, handshake, early data)
+  Target target_;
+  std::string ip_text_ = "-";
+  std::vector<IpAddress> answers_;
+  std::size_t next_answer_ = 0;
+  Resolver::Lookup* lookup_ = nullptr;
+  std::string upstream_prefix_;  // what goes upstream before anything else (a rewritten request head)
+  std::optional<Exchange> exchange_;
+
+  std::chrono::steady_clock::time_point started_;
+  std::chrono::steady_clock::time_point last_activity_;
+  std::uint64_t up_bytes_ = 0;
+  std::uint64_t down_bytes_ = 0;
+};
+
+}  // namespace boxproxy

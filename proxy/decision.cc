@@ -1,1 +1,0 @@
-// stub: filled in by its module's work

@@ -1,0 +1,77 @@
+// RAII owners for everything libevent allocates, and for file descriptors.
+//
+// Nothing libevent allocates is held by a raw pointer: each type has a stateless deleter and a
+// unique_ptr alias, and each factory fails loudly (throws at start-up, or returns null in the loop
+// where the caller must cope) instead of handing back NULL silently.
+#pragma once
+
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <unistd.h>
+
+#include <memory>
+#include <utility>
+
+namespace boxproxy {
+
+struct EventBaseDeleter {
+  void operator()(event_base* base) const noexcept { event_base_free(base); }
+};
+struct EventDeleter {
+  void operator()(event* ev) const noexcept { event_free(ev); }  // event_free also deletes it
+};
+struct ListenerDeleter {
+  void operator()(evconnlistener* listener) const noexcept { evconnlistener_free(listener); }
+};
+struct DnsBaseDeleter {
+  // Fail pending requests (their callbacks run with EVUTIL_EAI_CANCEL) so no token is left behind.
+  void operator()(evdns_base* dns) const noexcept { evdns_base_free(dns, 1); }
+};
+
+using EventBasePtr = std::unique_ptr<event_base, EventBaseDeleter>;
+using EventPtr = std::unique_ptr<event, EventDeleter>;
+using ListenerPtr = std::unique_ptr<evconnlistener, ListenerDeleter>;
+using DnsBasePtr = std::unique_ptr<evdns_base, DnsBaseDeleter>;
+
+// A file descriptor that is closed exactly once, by its one owner.
+class UniqueFd {
+ public:
+  UniqueFd() noexcept = default;
+  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  [[nodiscard]] int get() const noexcept { return fd_; }
+  [[nodiscard]] bool valid() const noexcept { return fd_ != -1; }
+  [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) noexcept {
+    if (fd_ != -1) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// event_new, or null when libevent cannot allocate (the caller drops the connection).
+[[nodiscard]] inline EventPtr make_event(event_base* base, int fd, short what, event_callback_fn callback,
+                                         void* arg) noexcept {
+  return EventPtr(event_new(base, fd, what, callback, arg));
+}
+
+// A timeval from seconds (fractions kept to the microsecond).
+[[nodiscard]] inline timeval to_timeval(double seconds) noexcept {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(seconds);
+  tv.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(tv.tv_sec)) * 1e6);
+  return tv;
+}
+
+}  // namespace boxproxy

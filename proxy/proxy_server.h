@@ -1,0 +1,94 @@
+// The proxy for one session: accepts clients on the session socket, owns every connection, and
+// holds what they share (the policy, the resolver, the log, the tunnel cap and budget, stats).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "proxy/decision_log.h"
+#include "proxy/event_owners.h"
+#include "proxy/resolver.h"
+#include "table/policy.h"
+
+namespace boxproxy {
+
+class ClientConnection;
+
+struct ProxyConfig {
+  Policy policy;
+  std::string allow_hint;
+  std::uint32_t max_tunnels = 256;
+  std::uint64_t max_connections = 65536;
+  double head_timeout = 30;
+  double dns_timeout = 5;
+  double connect_timeout = 20;
+  double idle_timeout = 0;  // 0: never
+  std::size_t max_head_bytes = 32768;
+  std::optional<std::string> auth_token;
+};
+
+// Clients still in their handshake (head or SOCKS negotiation) at once. Past this, a new client
+// is closed at once: a flood of silent connections cannot take every descriptor from the
+// tunnels (each waits at most --head-timeout anyway). 1024 silent clients hold at most
+// 1024 * (32 KiB head + ~1 KiB) in the worst case.
+inline constexpr std::size_t kMaxHandshakingClients = 1024;
+
+struct ProxyStats {
+  std::uint64_t open = 0;     // upstream connections open now (slots taken)
+  std::uint64_t used = 0;     // upstream connections used in all (budget spent)
+  std::uint64_t clients = 0;  // client connections open now
+  std::uint64_t handshaking = 0;
+  std::map<std::string, std::uint64_t, std::less<>> refused;  // by log class
+  std::uint64_t up = 0;
+  std::uint64_t down = 0;
+};
+
+class ProxyServer {
+ public:
+  ProxyServer(event_base* base, ProxyConfig config, Resolver& resolver, DecisionLog& log);
+  ~ProxyServer();
+  ProxyServer(const ProxyServer&) = delete;
+  ProxyServer& operator=(const ProxyServer&) = delete;
+
+  // Starts accepting on `listen_fd` (a listening, non-blocking socket), taking ownership.
+  // Throws std::runtime_error at start-up on failure.
+  void start(int listen_fd);
+  // Stops accepting and ends every connection (SIGTERM).
+  void stop() noexcept;
+  // SIGHUP: the new host list (nullopt: none).
+  void replace_host_list(std::optional<HostList> list);
+  // The SIGUSR1 stats line (SPEC §12).
+  [[nodiscard]] std::string stats_json() const;
+
+  // --- for connections ---
+  [[nodiscard]] event_base* base() const noexcept { return base_; }
+  [[nodiscard]] const ProxyConfig& config() const noexcept { return config_; }
+  [[nodiscard]] Resolver& resolver() noexcept { return resolver_; }
+  [[nodiscard]] DecisionLog& log() noexcept { return log_; }
+  [[nodiscard]] ProxyStats& stats() noexcept { return stats_; }
+  // §5 step 5: takes a slot (nullopt) or says why not (tunnel_cap, connection_budget).
+  [[nodiscard]] std::optional<Reason> take_slot() noexcept;
+  void release_slot() noexcept;
+  void count_refusal(Reason reason);
+  // Called by a connection's destructor.
+  void forget(ClientConnection* connection) noexcept;
+
+ private:
+  static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
+  static void on_accept_error(evconnlistener*, void* self);
+  static void on_resume_accepting(evutil_socket_t, short, void* self);
+
+  event_base* base_;
+  ProxyConfig config_;
+  Resolver& resolver_;
+  DecisionLog& log_;
+  ProxyStats stats_;
+  ListenerPtr listener_;
+  EventPtr resume_timer_;
+  ClientConnection* first_ = nullptr;  // every live connection, linked through the connections
+  bool stopping_ = false;
+};
+
+}  // namespace boxproxy
