@@ -1,1 +1,643 @@
-// stub: filled in by its module's work
+// `boxproxy serve`'s options (SPEC §2): the command line, --config, and the files they name.
+//
+// Reading happens in three passes so that precedence and validation each live in one place:
+//   1. collect: the command line and the config are each turned into raw text values by option
+//      name, remembering where each came from (for the error message);
+//   2. merge: an option given on the command line replaces the config's value (for a repeatable
+//      list option the command line's whole list replaces the config's list);
+//   3. validate and convert: every value goes through one checker for its option, and any bad
+//      value is a UsageError naming the option (or config key) and the value.
+// Nothing here runs once the event loop has started except reload_host_list (SIGHUP), whose
+// UsageError the caller catches and logs while keeping the list it had.
+#include "socketd/serve_options.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "table/cidr.h"
+#include "table/host_list.h"
+#include "table/policy.h"
+
+namespace boxproxy {
+namespace {
+
+constexpr std::string_view kPrefix = "boxproxy serve: ";
+
+// Ranges, documented in serve_help_text() and the man page.
+constexpr std::uint64_t kMaxTunnelsMax = 1'000'000;               // far above any fd limit
+constexpr std::uint64_t kMaxConnectionsMax = std::uint64_t{1} << 63;
+constexpr double kMaxSeconds = 86'400;                            // one day
+constexpr std::uint64_t kMaxHeadBytesMin = 1024;                  // a real client's head fits
+constexpr std::uint64_t kMaxHeadBytesMax = 1'048'576;             // bounds per-client memory
+// Files read at start: caps so that a FIFO or /dev/zero given by mistake cannot hang or
+// exhaust memory; each is far above any sensible content.
+constexpr std::size_t kMaxConfigBytes = 16 * 1024 * 1024;
+constexpr std::size_t kMaxAllowFileBytes = 16 * 1024 * 1024;
+constexpr std::size_t kMaxTokenBytes = 64 * 1024;
+// A value quoted in a message is cut here so one bad argument cannot flood the terminal.
+constexpr std::size_t kMaxQuotedChars = 200;
+
+enum class Kind {
+  flag,    // no value: --die-with-parent; a JSON boolean in the config
+  single,  // one value; given twice on the command line is an error
+  list,    // repeatable; a JSON array of strings in the config
+};
+
+enum class JsonType {
+  string,   // a JSON string
+  integer,  // a JSON integer (the text of the number is validated like the command line's)
+  seconds,  // a JSON number, whole or not
+  boolean,  // a flag
+  strings,  // an array of strings
+};
+
+struct OptionSpec {
+  std::string_view name;
+  Kind kind;
+  JsonType json;
+  bool in_config;  // may appear as a config key
+};
+
+constexpr OptionSpec kOptions[] = {
+    {"socket", Kind::single, JsonType::string, true},
+    {"allow", Kind::list, JsonType::strings, true},
+    {"allow-file", Kind::single, JsonType::string, true},
+    {"allow-hint", Kind::single, JsonType::string, true},
+    {"permit", Kind::list, JsonType::strings, true},
+    {"deny", Kind::list, JsonType::strings, true},
+    {"resolve", Kind::list, JsonType::strings, true},
+    {"nameserver", Kind::list, JsonType::strings, true},
+    {"max-tunnels", Kind::single, JsonType::integer, true},
+    {"max-connections", Kind::single, JsonType::integer, true},
+    {"head-timeout", Kind::single, JsonType::seconds, true},
+    {"dns-timeout", Kind::single, JsonType::seconds, true},
+    {"connect-timeout", Kind::single, JsonType::seconds, true},
+    {"idle-timeout", Kind::single, JsonType::seconds, true},
+    {"max-head-bytes", Kind::single, JsonType::integer, true},
+    {"log", Kind::single, JsonType::string, true},
+    {"log-file", Kind::single, JsonType::string, true},
+    {"audit", Kind::single, JsonType::string, true},
+    {"auth-token-file", Kind::single, JsonType::string, true},
+    {"ready-fd", Kind::single, JsonType::integer, true},
+    {"die-with-parent", Kind::flag, JsonType::boolean, true},
+    // A config naming another config would make precedence a puzzle: command line only.
+    {"config", Kind::single, JsonType::string, false},
+};
+
+const OptionSpec* find_option(std::string_view name) {
+  for (const auto& spec : kOptions) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+// A value as given, with the words that name where it came from: "--max-tunnels" or
+// "--config cfg.json: \"max-tunnels\"".
+struct RawValue {
+  std::string label;
+  std::vector<std::string> values;   // one for single options, any number for lists
+  bool flag = false;                 // for Kind::flag
+  std::optional<double> seconds;     // a JSON number for a seconds option, taken as is
+};
+using RawOptions = std::map<std::string, RawValue, std::less<>>;
+
+// The value in double quotes, with anything outside printable ASCII as \xNN (so a control
+// character in an argument cannot drive the terminal), cut at kMaxQuotedChars.
+std::string quote(std::string_view text) {
+  std::string out = "\"";
+  std::size_t shown = 0;
+  for (char c : text) {
+    if (shown++ == kMaxQuotedChars) {
+      out += "...";
+      break;
+    }
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte == '"' || byte == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte > 0x7e) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+[[noreturn]] void fail(std::string_view label, std::string_view value, std::string_view what) {
+  throw UsageError{fmt::format("{}{}: {} {}", kPrefix, label, quote(value), what)};
+}
+
+// A table/ parser's message usually starts by naming the text ("x=1: '1' is not ..."); the
+// usage error names the value itself already, so that prefix is dropped rather than repeated.
+std::string_view reason_of(std::string_view message, std::string_view value) {
+  if (message.size() > value.size() + 2 && message.substr(0, value.size()) == value &&
+      message.substr(value.size(), 2) == ": ") {
+    message.remove_prefix(value.size() + 2);
+  }
+  return message;
+}
+
+[[noreturn]] void fail_plain(std::string_view text) {
+  throw UsageError{fmt::format("{}{}", kPrefix, text)};
+}
+
+// Reads a whole file (following symlinks, as any path argument would), at most `cap` bytes.
+// nullopt with `error` set when it cannot be opened or read or is larger than `cap`.
+std::optional<std::string> read_file_capped(const std::string& path, std::size_t cap, std::string& error) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd == -1) {
+    error = std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string text;
+  char buffer[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n == -1) {
+      if (errno == EINTR) continue;
+      error = std::strerror(errno);
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > cap) {
+      error = fmt::format("larger than {} bytes", cap);
+      ::close(fd);
+      return std::nullopt;
+    }
+  }
+  ::close(fd);
+  return text;
+}
+
+// ---- pass 1: collect ----------------------------------------------------------------------
+
+RawOptions collect_command_line(int argc, char** argv) {
+  RawOptions raw;
+  int i = 0;
+  // Accept argv either starting at the first option or at the word "serve" itself.
+  if (argc > 0 && argv[0] != nullptr && std::string_view(argv[0]) == "serve") i = 1;
+  for (; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") throw HelpRequested{};
+    if (arg.size() < 3 || arg.substr(0, 2) != "--") {
+      fail_plain(fmt::format("unexpected argument {} (see boxproxy serve --help)", quote(arg)));
+    }
+    std::string_view name = arg.substr(2);
+    std::optional<std::string_view> inline_value;
+    if (const auto eq = name.find('='); eq != std::string_view::npos) {
+      inline_value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const OptionSpec* spec = find_option(name);
+    if (spec == nullptr) {
+      fail_plain(fmt::format("unknown option {} (see boxproxy serve --help)", quote(arg.substr(0, 2 + name.size()))));
+    }
+    const std::string label = fmt::format("--{}", name);
+    RawValue& slot = raw[std::string(name)];
+    const bool seen_before = !slot.label.empty();
+    slot.label = label;
+    if (spec->kind == Kind::flag) {
+      if (inline_value) fail(label, *inline_value, "given, but this option takes no value");
+      slot.flag = true;
+      continue;
+    }
+    std::string value;
+    if (inline_value) {
+      value = std::string(*inline_value);
+    } else {
+      if (i + 1 >= argc) fail_plain(fmt::format("{}: needs a value", label));
+      value = argv[++i];
+    }
+    if (spec->kind == Kind::single && seen_before) {
+      fail(label, value, fmt::format("given, but {} was already given as {} (it may be given once)", label,
+                                     quote(slot.values.front())));
+    }
+    slot.values.push_back(std::move(value));
+  }
+  return raw;
+}
+
+RawOptions collect_config(const std::string& path) {
+  const std::string where = fmt::format("--config {}", quote(path));
+  std::string error;
+  const auto text = read_file_capped(path, kMaxConfigBytes, error);
+  if (!text) fail("--config", path, fmt::format("cannot be read: {}", error));
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail("--config", path, fmt::format("is not JSON: {}", e.what()));
+  }
+  if (!document.is_object()) fail("--config", path, "is not a JSON object");
+
+  RawOptions raw;
+  for (const auto& [key, value] : document.items()) {
+    const OptionSpec* spec = find_option(key);
+    const std::string label = fmt::format("{}: key {}", where, quote(key));
+    if (spec == nullptr || !spec->in_config) {
+      fail_plain(fmt::format("{}: unknown key {} (keys are serve's long option names without \"--\")", where,
+                             quote(key)));
+    }
+    const std::string shown = value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+    RawValue slot;
+    slot.label = label;
+    switch (spec->json) {
+      case JsonType::string:
+        if (!value.is_string()) fail(label, shown, "is not a JSON string");
+        slot.values.push_back(value.get<std::string>());
+        break;
+      case JsonType::integer:
+        // Whole numbers only: 64.0 or "64" is a wrong type rather than a guess.
+        if (!value.is_number_integer()) fail(label, shown, "is not a JSON whole number");
+        slot.values.push_back(value.dump());
+        break;
+      case JsonType::seconds:
+        if (!value.is_number()) fail(label, shown, "is not a JSON number");
+        slot.seconds = value.get<double>();
+        slot.values.push_back(shown);
+        break;
+      case JsonType::boolean:
+        if (!value.is_boolean()) fail(label, shown, "is not a JSON boolean");
+        slot.flag = value.get<bool>();
+        break;
+      case JsonType::strings:
+        if (!value.is_array()) fail(label, shown, "is not a JSON array of strings");
+        for (const auto& item : value) {
+          if (!item.is_string()) fail(label, shown, "is not a JSON array of strings");
+          slot.values.push_back(item.get<std::string>());
+        }
+        break;
+    }
+    raw[key] = std::move(slot);
+  }
+  return raw;
+}
+
+// ---- pass 3: validators --------------------------------------------------------------------
+
+// Plain ASCII digits only (no sign, no space, no 0x), at most `max`.
+std::optional<std::uint64_t> parse_unsigned(std::string_view text, std::uint64_t max) {
+  if (text.empty() || text.size() > 20) return std::nullopt;
+  std::uint64_t value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (value > (max - digit) / 10) return std::nullopt;  // value * 10 + digit > max
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+std::uint64_t check_number(const RawValue& raw, std::uint64_t min, std::uint64_t max) {
+  const std::string& text = raw.values.front();
+  const auto value = parse_unsigned(text, max);
+  if (!value || *value < min) fail(raw.label, text, fmt::format("is not a number from {} to {}", min, max));
+  return *value;
+}
+
+// Non-negative decimal seconds: "30", "0.5", "1.25" (no sign, exponent, inf or nan).
+double check_seconds(const RawValue& raw, bool zero_allowed) {
+  const std::string& text = raw.values.front();
+  const std::string range = zero_allowed ? fmt::format("from 0 to {:g}", kMaxSeconds)
+                                         : fmt::format("greater than 0 and at most {:g}", kMaxSeconds);
+  const std::string what = fmt::format("is not a number of seconds {}", range);
+  double value = 0;
+  if (raw.seconds) {
+    value = *raw.seconds;
+  } else {
+    const bool shape_ok = !text.empty() && text.front() != '.' && text.back() != '.' &&
+                          std::count(text.begin(), text.end(), '.') <= 1 &&
+                          std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+    if (!shape_ok) fail(raw.label, text, what);
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size()) fail(raw.label, text, what);
+  }
+  if (!std::isfinite(value) || value < 0 || value > kMaxSeconds || (!zero_allowed && value <= 0)) {
+    fail(raw.label, text, what);
+  }
+  return value;
+}
+
+// "ADDR", "ADDR:PORT", "[V6]", "[V6]:PORT", or a bare IPv6 "V6". Strict addresses (inet_pton).
+bool valid_nameserver(std::string_view text) {
+  auto port_ok = [](std::string_view port) {
+    const auto value = parse_unsigned(port, 65535);
+    return port.size() <= 5 && value && *value >= 1;
+  };
+  auto is_v4 = [](std::string_view address) {
+    in_addr out{};
+    return ::inet_pton(AF_INET, std::string(address).c_str(), &out) == 1;
+  };
+  auto is_v6 = [](std::string_view address) {
+    in6_addr out{};
+    return ::inet_pton(AF_INET6, std::string(address).c_str(), &out) == 1;
+  };
+  if (text.empty()) return false;
+  if (text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || !is_v6(text.substr(1, close - 1))) return false;
+    const auto rest = text.substr(close + 1);
+    return rest.empty() || (rest.front() == ':' && port_ok(rest.substr(1)));
+  }
+  if (std::count(text.begin(), text.end(), ':') >= 2) return is_v6(text);
+  if (const auto colon = text.find(':'); colon != std::string_view::npos) {
+    return is_v4(text.substr(0, colon)) && port_ok(text.substr(colon + 1));
+  }
+  return is_v4(text);
+}
+
+std::string lower_without_trailing_dot(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; });
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  return name;
+}
+
+// 1-based line of `item` inside `text` when the item is a view into it, else 0.
+std::size_t line_of(std::string_view text, std::string_view item) {
+  if (item.data() < text.data() || item.data() > text.data() + text.size()) return 0;
+  const auto offset = static_cast<std::size_t>(item.data() - text.data());
+  return 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+void add_allow_items(HostList& list, const std::string& label, const std::vector<std::string>& values) {
+  for (const auto& value : values) {
+    for (const auto item : split_host_items(value)) {
+      if (const auto error = list.add(item)) fail(label, item, fmt::format("is not a host-list entry: {}", reason_of(*error, item)));
+    }
+  }
+}
+
+// Reads an --allow-file into `list`. Unreadable, or any bad entry, is a UsageError naming the
+// file (and the line and entry).
+void add_allow_file(HostList& list, const std::string& label, const std::string& path) {
+  std::string error;
+  const auto text = read_file_capped(path, kMaxAllowFileBytes, error);
+  if (!text) fail(label, path, fmt::format("cannot be read: {}", error));
+  for (const auto item : split_host_file(*text)) {
+    if (const auto message = list.add(item)) {
+      const std::size_t line = line_of(*text, item);
+      const std::string where = line == 0 ? fmt::format("{} {}", label, quote(path))
+                                          : fmt::format("{} {} line {}", label, quote(path), line);
+      fail(where, item, fmt::format("is not a host-list entry: {}", reason_of(*message, item)));
+    }
+  }
+}
+
+std::string read_token(const std::string& label, const std::string& path) {
+  std::string error;
+  auto text = read_file_capped(path, kMaxTokenBytes, error);
+  if (!text) fail(label, path, fmt::format("cannot be read: {}", error));
+  // One trailing line end is what an editor or `echo` adds; it is not part of the token.
+  if (!text->empty() && text->back() == '\n') {
+    text->pop_back();
+    if (!text->empty() && text->back() == '\r') text->pop_back();
+  }
+  // The token itself is never put into a message: only the file is named.
+  if (text->empty()) fail(label, path, "holds an empty token");
+  for (char c : *text) {
+    const auto byte = static_cast<unsigned char>(c);
+    // A control character could never arrive intact in a Proxy-Authorization header, so no
+    // client could ever authenticate: refuse it at start rather than fail every client.
+    if (byte < 0x20 || byte == 0x7f) fail(label, path, "holds a control character or a line break inside the token");
+  }
+  return std::move(*text);
+}
+
+std::string check_path(const RawValue& raw) {
+  const std::string& text = raw.values.front();
+  if (text.empty()) fail(raw.label, text, "is not a path (it is empty)");
+  if (text.find('\0') != std::string::npos) fail(raw.label, text, "is not a path (it holds a NUL)");
+  return text;
+}
+
+// The host list from its three sources, each by its own precedence; nullopt when none is given.
+std::optional<HostList> build_host_list(const RawValue* allow, const RawValue* allow_file) {
+  if (allow == nullptr && allow_file == nullptr) return std::nullopt;
+  HostList list;
+  if (allow != nullptr) add_allow_items(list, allow->label, allow->values);
+  if (allow_file != nullptr) add_allow_file(list, allow_file->label, check_path(*allow_file));
+  return list;
+}
+
+RawOptions merge(RawOptions command_line, RawOptions config) {
+  // Command-line values win whole: a list given on the command line replaces the config's list.
+  for (auto& [name, value] : command_line) config[name] = std::move(value);
+  return config;
+}
+
+const RawValue* get(const RawOptions& raw, std::string_view name) {
+  const auto it = raw.find(name);
+  return it == raw.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+ServeOptions parse_serve_options(int argc, char** argv) {
+  const RawOptions command_line = collect_command_line(argc, argv);
+  ServeOptions options;
+
+  RawOptions config;
+  if (const RawValue* config_arg = get(command_line, "config")) {
+    options.config_path = check_path(*config_arg);
+    config = collect_config(*options.config_path);
+  }
+  options.allow_on_command_line = get(command_line, "allow") != nullptr;
+  options.allow_file_on_command_line = get(command_line, "allow-file") != nullptr;
+  if (const RawValue* allow = get(command_line, "allow")) options.allow_items = allow->values;
+
+  const RawOptions raw = merge(command_line, std::move(config));
+
+  const RawValue* socket = get(raw, "socket");
+  if (socket == nullptr) fail_plain("--socket PATH is required (see boxproxy serve --help)");
+  options.socket_path = check_path(*socket);
+
+  // Host list: --allow and --allow-file together; either turns it on.
+  if (const RawValue* allow_file = get(raw, "allow-file")) options.allow_file = check_path(*allow_file);
+  options.policy.allow = build_host_list(get(raw, "allow"), get(raw, "allow-file"));
+
+  if (const RawValue* hint = get(raw, "allow-hint")) {
+    const std::string& text = hint->values.front();
+    // The hint goes into an HTTP status line: only printable ASCII may ever go there.
+    const bool printable = std::all_of(text.begin(), text.end(), [](char c) {
+      const auto byte = static_cast<unsigned char>(c);
+      return byte >= 0x20 && byte <= 0x7e;
+    });
+    if (!printable) fail(hint->label, text, "holds a character outside printable ASCII (0x20 to 0x7e)");
+    options.allow_hint = text;
+  }
+
+  for (const auto& [name, target] : {std::pair{"permit", &options.policy.rule.permit},
+                                     std::pair{"deny", &options.policy.rule.deny}}) {
+    if (const RawValue* ranges = get(raw, name)) {
+      for (const auto& text : ranges->values) {
+        auto parsed = parse_cidr(text);
+        if (auto* error = std::get_if<std::string>(&parsed)) fail(ranges->label, text, fmt::format("is not a CIDR: {}", reason_of(*error, text)));
+        target->push_back(std::get<Cidr>(std::move(parsed)));
+      }
+    }
+  }
+
+  if (const RawValue* resolves = get(raw, "resolve")) {
+    for (const auto& text : resolves->values) {
+      auto parsed = parse_resolve_entry(text);
+      if (auto* error = std::get_if<std::string>(&parsed)) {
+        fail(resolves->label, text, fmt::format("is not NAME=ADDR[,ADDR]...: {}", reason_of(*error, text)));
+      }
+      auto entry = std::get<ResolveEntry>(std::move(parsed));
+      // A name given twice gets the answers of both, each once.
+      auto& answers = options.policy.fixed_answers[lower_without_trailing_dot(std::move(entry.name))];
+      for (auto& address : entry.addresses) {
+        if (std::find(answers.begin(), answers.end(), address) == answers.end()) answers.push_back(std::move(address));
+      }
+    }
+  }
+
+  if (const RawValue* nameservers = get(raw, "nameserver")) {
+    for (const auto& text : nameservers->values) {
+      if (!valid_nameserver(text)) fail(nameservers->label, text, "is not ADDR[:PORT] (an IPv4 address, or [IPv6]:PORT)");
+      options.nameservers.push_back(text);
+    }
+  }
+
+  if (const RawValue* value = get(raw, "max-tunnels")) {
+    options.max_tunnels = static_cast<std::uint32_t>(check_number(*value, 1, kMaxTunnelsMax));
+  }
+  if (const RawValue* value = get(raw, "max-connections")) {
+    options.max_connections = check_number(*value, 1, kMaxConnectionsMax);
+  }
+  if (const RawValue* value = get(raw, "head-timeout")) options.head_timeout = check_seconds(*value, false);
+  if (const RawValue* value = get(raw, "dns-timeout")) options.dns_timeout = check_seconds(*value, false);
+  if (const RawValue* value = get(raw, "connect-timeout")) options.connect_timeout = check_seconds(*value, false);
+  if (const RawValue* value = get(raw, "idle-timeout")) options.idle_timeout = check_seconds(*value, true);
+  if (const RawValue* value = get(raw, "max-head-bytes")) {
+    options.max_head_bytes = static_cast<std::size_t>(check_number(*value, kMaxHeadBytesMin, kMaxHeadBytesMax));
+  }
+
+  if (const RawValue* value = get(raw, "log")) {
+    const std::string& text = value->values.front();
+    if (text == "text") {
+      options.log_format = LogFormat::text;
+    } else if (text == "json") {
+      options.log_format = LogFormat::json;
+    } else {
+      fail(value->label, text, "is not \"text\" or \"json\"");
+    }
+  }
+  if (const RawValue* value = get(raw, "log-file")) options.log_file = check_path(*value);
+  if (const RawValue* value = get(raw, "audit")) options.audit_path = check_path(*value);
+
+  if (const RawValue* value = get(raw, "auth-token-file")) {
+    options.auth_token_file = check_path(*value);
+    options.auth_token = read_token(value->label, *options.auth_token_file);
+  }
+
+  if (const RawValue* value = get(raw, "ready-fd")) {
+    // 0 to 2 are the standard streams: writing READY there (and closing it) would put a second
+    // line on standard output or lose the log, so the descriptor must be 3 or more.
+    const auto fd = check_number(*value, 3, 1'000'000'000);
+    // Fail closed at start: a supervisor waiting on a descriptor we never received would hang.
+    if (::fcntl(static_cast<int>(fd), F_GETFD) == -1) fail(value->label, value->values.front(), "is not an open file descriptor");
+    options.ready_fd = static_cast<int>(fd);
+  }
+
+  if (const RawValue* value = get(raw, "die-with-parent")) options.die_with_parent = value->flag;
+
+  return options;
+}
+
+std::optional<HostList> reload_host_list(const ServeOptions& options) {
+  RawOptions config;
+  if (options.config_path) config = collect_config(*options.config_path);
+
+  // Same precedence as at start: a source given on the command line replaces the config's.
+  std::optional<RawValue> allow;
+  if (options.allow_on_command_line) {
+    allow = RawValue{"--allow", options.allow_items, false, std::nullopt};
+  } else if (const RawValue* from_config = get(config, "allow")) {
+    allow = *from_config;
+  }
+  std::optional<RawValue> allow_file;
+  if (options.allow_file_on_command_line && options.allow_file) {
+    allow_file = RawValue{"--allow-file", {*options.allow_file}, false, std::nullopt};
+  } else if (const RawValue* from_config = get(config, "allow-file")) {
+    allow_file = *from_config;
+  }
+  return build_host_list(allow ? &*allow : nullptr, allow_file ? &*allow_file : nullptr);
+}
+
+std::string serve_help_text() {
+  return R"(Usage: boxproxy serve --socket PATH [OPTION]...
+
+Run the egress proxy for one session on a Unix socket. SOCKS5, SOCKS4/4a and HTTP
+(CONNECT and absolute-form http://) are told apart by the first byte a client sends.
+
+Options (--name VALUE or --name=VALUE):
+  --socket PATH            the Unix socket to create, mode 0600; its directory must
+                           exist. Required.
+  --allow LIST             turn on the host list: names separated by commas or white
+                           space (example.com, *.example.com, example.com:8080);
+                           repeatable
+  --allow-file FILE        host-list entries, one a line, '#' starts a comment;
+                           re-read on SIGHUP
+  --allow-hint TEXT        printable ASCII (0x20-0x7e) appended to a not-listed
+                           refusal's words
+  --permit CIDR            a range let through although the address table refuses
+                           it; repeatable
+  --deny CIDR              an extra range refused as "denied", checked first;
+                           repeatable
+  --resolve NAME=ADDR[,ADDR]...
+                           fixed answers for NAME instead of DNS; repeatable
+  --nameserver ADDR[:PORT] a DNS server instead of /etc/resolv.conf's (IPv4, or
+                           [IPv6]:PORT); repeatable            (default: the system's)
+  --max-tunnels N          upstream connections open at once, 1 to 1000000
+                                                                (default: 256)
+  --max-connections N      upstream connections in all, 1 to 2^63 (default: 65536)
+  --head-timeout S         seconds to finish the request head or SOCKS handshake,
+                           more than 0, at most 86400           (default: 30)
+  --dns-timeout S          seconds a lookup may take, more than 0, at most 86400
+                                                                (default: 5)
+  --connect-timeout S      seconds a dial may take, more than 0, at most 86400
+                                                                (default: 20)
+  --idle-timeout S         seconds a tunnel may stay silent, 0 (never) to 86400
+                                                                (default: 0)
+  --max-head-bytes N       largest HTTP request head, 1024 to 1048576
+                                                                (default: 32768)
+  --log text|json          the format of decision lines        (default: text)
+  --log-file PATH          where decision lines go       (default: standard error)
+  --audit PATH             append every decision as a JSON line (none by default)
+  --auth-token-file FILE   require a session token: the file's contents, one
+                           trailing newline dropped; read at start
+  --ready-fd N             write READY=1 to descriptor N (3 or more, open) once
+                           listening, then close it
+  --die-with-parent        exit as on SIGTERM when the starting process dies
+  --config FILE            a JSON object of these options' long names without "--"
+                           ("max-tunnels": 64, "allow": ["a.com"], "die-with-parent":
+                           true); command-line options win, a list given on the
+                           command line replaces the config's; unknown keys are errors
+  -h, --help               show this text
+
+Seconds are plain decimals ("0.5"). Exit: 0 clean shutdown, 1 runtime failure,
+2 usage error, 3 the socket path is taken.
+Signals: SIGTERM/SIGINT stop, SIGHUP re-reads the host list, SIGUSR1 logs stats.
+)";
+}
+
+}  // namespace boxproxy

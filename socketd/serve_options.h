@@ -35,6 +35,10 @@ struct ServeOptions {
   std::optional<int> ready_fd;              // --ready-fd
   bool die_with_parent = false;             // --die-with-parent
   std::optional<std::string> config_path;   // --config
+  // Where the host list's sources came from, so SIGHUP rebuilds it by the same precedence:
+  // a list option given on the command line replaces the config's.
+  bool allow_on_command_line = false;       // --allow was given on the command line
+  bool allow_file_on_command_line = false;  // --allow-file was given on the command line
 };
 
 // A usage error: the message names the option (or config key) and the value. Exit 2.
@@ -42,8 +46,12 @@ struct UsageError {
   std::string message;
 };
 
+// `--help` (or `-h`) was among the arguments: the caller prints serve_help_text() and exits 0.
+struct HelpRequested {};
+
 // Parses `serve`'s arguments (argv after "serve"), reading --config, --allow-file and
-// --auth-token-file. Throws UsageError. Start-up only: exceptions never reach the event loop.
+// --auth-token-file. Throws UsageError (its message is complete, "boxproxy serve: --OPTION: ...",
+// ready to print), or HelpRequested. Start-up only: exceptions never reach the event loop.
 [[nodiscard]] ServeOptions parse_serve_options(int argc, char** argv);
 
 // Builds the host list afresh for SIGHUP: --allow from the command line, "allow" and
