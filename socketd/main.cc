@@ -1,1 +1,38 @@
-int main() { return 0; }
+// boxproxy: the egress proxy for one sandbox session. See man/boxproxy.1.
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "socketd/check_command.h"
+#include "socketd/serve_command.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: boxproxy serve --socket PATH [OPTION]...      run the proxy for one session\n"
+    "       boxproxy check [OPTION]... TARGET...          say what the rule makes of addresses or names, and why\n"
+    "       boxproxy --help | --version\n"
+    "\n"
+    "`boxproxy serve --help` and `boxproxy check --help` list each command's options; man boxproxy has the rest.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string_view command = argv[1];
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (command == "--version") {
+    std::printf("boxproxy %s\n", BOXPROXY_VERSION);
+    return 0;
+  }
+  if (command == "serve") return boxproxy::run_serve_command(argc - 2, argv + 2);
+  if (command == "check") return boxproxy::run_check_command(argc - 2, argv + 2);
+  std::fprintf(stderr, "boxproxy: unknown command \"%s\"\n%s", argv[1], kUsage);
+  return 2;
+}

@@ -1,1 +1,218 @@
-// stub: filled in by its module's work
+#include "socketd/serve_command.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+
+#include "proxy/decision_log.h"
+#include "proxy/event_owners.h"
+#include "proxy/proxy_server.h"
+#include "proxy/resolver.h"
+#include "socketd/readiness.h"
+#include "socketd/serve_options.h"
+#include "socketd/socket_path.h"
+
+namespace boxproxy {
+namespace {
+
+// Descriptors a tunnel needs: the client, the upstream, and room for the handshaking clients
+// and the process's own (log, audit, listener, DNS, signals).
+constexpr rlim_t kDescriptorsPerTunnel = 2;
+constexpr rlim_t kDescriptorsReserved = 64;
+
+// Pending connections the kernel holds for us between wake-ups.
+constexpr int kListenBacklog = 1024;
+
+// A failure at start-up: message and exit code.
+struct StartupError {
+  int exit_code;
+  std::string message;
+};
+
+// Raises the soft RLIMIT_NOFILE toward what --max-tunnels needs (at most the hard limit), and
+// says so when the hard limit is lower than that.
+std::optional<std::string> raise_descriptor_limit(std::uint32_t max_tunnels) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == -1) return std::nullopt;
+  const rlim_t wanted = kDescriptorsPerTunnel * max_tunnels + kMaxHandshakingClients + kDescriptorsReserved;
+  if (limit.rlim_cur >= wanted) return std::nullopt;
+  const rlim_t target = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  rlimit raised{target, limit.rlim_max};
+  if (::setrlimit(RLIMIT_NOFILE, &raised) == -1 || target < wanted) {
+    return fmt::format("descriptor limit {} is below the {} that --max-tunnels {} needs; tunnels past it are refused",
+                       target, wanted, max_tunnels);
+  }
+  return std::nullopt;
+}
+
+UniqueFd open_append(const std::string& path, const char* what) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd == -1) throw StartupError{1, fmt::format("boxproxy serve: {} {}: {}", what, path, std::strerror(errno))};
+  return UniqueFd(fd);
+}
+
+ProxyConfig proxy_config(const ServeOptions& options) {
+  ProxyConfig config;
+  config.policy = options.policy;
+  config.allow_hint = options.allow_hint;
+  config.max_tunnels = options.max_tunnels;
+  config.max_connections = options.max_connections;
+  config.head_timeout = options.head_timeout;
+  config.dns_timeout = options.dns_timeout;
+  config.connect_timeout = options.connect_timeout;
+  config.idle_timeout = options.idle_timeout;
+  config.max_head_bytes = options.max_head_bytes;
+  config.auth_token = options.auth_token;
+  return config;
+}
+
+// Everything a running proxy owns, declared in dependency order so that it is destroyed in the
+// reverse: the connections die first, and nothing outlives the event base (STYLE 2).
+struct Daemon {
+  const ServeOptions& options;
+  EventBasePtr base;
+  std::unique_ptr<DecisionLog> log;
+  std::unique_ptr<Resolver> resolver;
+  std::unique_ptr<ProxyServer> server;
+  std::optional<SessionSocket> socket;
+  EventPtr on_term, on_int, on_hup, on_usr1;
+  int exit_code = 0;
+
+  explicit Daemon(const ServeOptions& opts) : options(opts) {}
+
+  void shut_down() {
+    // Stop accepting, end every connection, remove the socket while it is still ours.
+    if (server) server->stop();
+    if (socket) socket->remove_path();
+    if (log) log->flush();
+    event_base_loopbreak(base.get());
+  }
+
+  static void on_signal(evutil_socket_t signal, short, void* self) {
+    auto* daemon = static_cast<Daemon*>(self);
+    switch (signal) {
+      case SIGTERM:
+      case SIGINT:
+        daemon->shut_down();
+        break;
+      case SIGHUP:
+        daemon->reload();
+        break;
+      case SIGUSR1:
+        daemon->log->raw_line(daemon->server->stats_json());
+        break;
+      default:
+        break;
+    }
+  }
+
+  void reload() {
+    try {
+      server->replace_host_list(reload_host_list(options));
+      log->message("sighup: host list re-read");
+    } catch (const UsageError& error) {
+      // Keep the list in force: a broken file never opens (or closes) the box by accident.
+      log->message(fmt::format("sighup: kept the old host list: {}", error.message));
+    } catch (const std::exception& error) {
+      log->message(fmt::format("sighup: kept the old host list: {}", error.what()));
+    }
+  }
+};
+
+int serve(const ServeOptions& options) {
+  const pid_t parent = ::getppid();
+  if (options.die_with_parent) die_with_parent(SIGTERM, parent);
+  // A client that leaves mid-write must not kill the process: every send uses MSG_NOSIGNAL, and
+  // SIGPIPE is ignored for anything else (the log on a closed pipe).
+  ::signal(SIGPIPE, SIG_IGN);
+
+  Daemon daemon(options);
+  // Fail closed: everything we were asked to enforce or record is set up before the socket exists.
+  int log_fd = STDERR_FILENO;
+  bool owns_log = false;
+  if (options.log_file) {
+    log_fd = open_append(*options.log_file, "--log-file").release();
+    owns_log = true;
+  }
+  UniqueFd audit;
+  if (options.audit_path) audit = open_append(*options.audit_path, "--audit");
+
+  event_config* cfg = event_config_new();
+  // One thread, no locks: the proxy is single-threaded by design.
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+  daemon.base.reset(event_base_new_with_config(cfg));
+  event_config_free(cfg);
+  if (!daemon.base) throw StartupError{1, "boxproxy serve: cannot create the event loop"};
+  daemon.log = std::make_unique<DecisionLog>(daemon.base.get(), options.log_format == LogFormat::json, log_fd,
+                                             owns_log, std::move(audit));
+  if (auto warning = raise_descriptor_limit(options.max_tunnels)) daemon.log->message(*warning);
+  try {
+    daemon.resolver = std::make_unique<Resolver>(daemon.base.get(), options.nameservers, options.dns_timeout);
+  } catch (const std::runtime_error& error) {
+    throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
+  }
+  daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), proxy_config(options), *daemon.resolver, *daemon.log);
+
+  for (auto [signal, slot] : {std::pair{SIGTERM, &daemon.on_term}, std::pair{SIGINT, &daemon.on_int},
+                              std::pair{SIGHUP, &daemon.on_hup}, std::pair{SIGUSR1, &daemon.on_usr1}}) {
+    slot->reset(evsignal_new(daemon.base.get(), signal, &Daemon::on_signal, &daemon));
+    if (!*slot || evsignal_add(slot->get(), nullptr) == -1) {
+      throw StartupError{1, "boxproxy serve: cannot install signal handlers"};
+    }
+  }
+
+  try {
+    daemon.socket.emplace(SessionSocket::create(options.socket_path, kListenBacklog));
+  } catch (const SocketPathError& error) {
+    throw StartupError{error.exit_code, fmt::format("boxproxy serve: {}", error.message)};
+  }
+  try {
+    daemon.server->start(daemon.socket->release_fd());
+  } catch (const std::runtime_error& error) {
+    daemon.socket->remove_path();
+    throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
+  }
+
+  announce_listening(options.socket_path);
+  if (options.ready_fd) {
+    if (auto error = notify_ready_fd(*options.ready_fd)) daemon.log->message(*error);
+  }
+  if (auto error = notify_systemd_ready()) daemon.log->message(*error);
+  daemon.log->flush();
+
+  event_base_dispatch(daemon.base.get());
+  daemon.shut_down();
+  return daemon.exit_code;
+}
+
+}  // namespace
+
+int run_serve_command(int argc, char** argv) {
+  ServeOptions options;
+  try {
+    options = parse_serve_options(argc, argv);
+  } catch (const HelpRequested&) {
+    std::fputs(serve_help_text().c_str(), stdout);
+    return 0;
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "%s\n", error.message.c_str());
+    return 2;
+  }
+  try {
+    return serve(options);
+  } catch (const StartupError& error) {
+    std::fprintf(stderr, "%s\n", error.message.c_str());
+    return error.exit_code;
+  }
+}
+
+}  // namespace boxproxy
