@@ -270,7 +270,7 @@ ClientConnection::Next ClientConnection::client_readable() {
   if (phase_ == Phase::sniffing || phase_ == Phase::handshake) {
     const std::size_t limit = protocol_ == Protocol::http || protocol_ == Protocol::unknown
                                   ? server_.config().max_head_bytes
-                                  : socks5_max_handshake_bytes;
+                                  : socks5_max_handshake_bytes - std::min(handshake_consumed_, socks5_max_handshake_bytes);
     cap = limit + 1 > inbox_.size() ? limit + 1 - inbox_.size() : 1;
   } else if (phase_ == Phase::resolving || phase_ == Phase::dialling) {
     cap = kMaxEarlyBytes > inbox_.size() ? kMaxEarlyBytes - inbox_.size() : 0;
@@ -285,6 +285,12 @@ ClientConnection::Next ClientConnection::client_readable() {
     return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Next::keep : Next::close;
   }
   if (n == 0) {
+    if (phase_ == Phase::replying) {
+      // A client that shut down its writing still reads its refusal: close once it is written.
+      client_.read_eof = true;
+      update_reading(client_);
+      return client_.out_offset < client_.out.size() ? Next::keep : Next::close;
+    }
     if (phase_ == Phase::resolving || phase_ == Phase::dialling) {
       // The client has left, or only shut down its writing (it may still read the reply).
       if (peer_fully_closed(client_.fd.get())) return Next::close;  // gives the slot back at once
@@ -399,16 +405,19 @@ ClientConnection::Next ClientConnection::advance_http_head() {
   return decide(std::move(request.target));
 }
 
+// More than 1024 bytes of handshake without a complete message: the connection closes (SPEC §9).
+// Only bytes of the handshake count: data pipelined after a complete request is early data.
+ClientConnection::Next ClientConnection::socks5_wait_for_more() const {
+  return handshake_consumed_ + inbox_.size() >= socks5_max_handshake_bytes ? Next::close : Next::keep;
+}
+
 ClientConnection::Next ClientConnection::advance_socks5() {
   const auto& token = server_.config().auth_token;
   for (;;) {
-    if (handshake_consumed_ + inbox_.size() > socks5_max_handshake_bytes && socks5_step_ != Socks5Step::request) {
-      return Next::close;
-    }
     switch (socks5_step_) {
       case Socks5Step::greeting: {
         auto r = parse_socks5_greeting(inbox_);
-        if (r.status == ParseResult<Socks5Greeting>::Status::need_more) return Next::keep;
+        if (r.status == ParseResult<Socks5Greeting>::Status::need_more) return socks5_wait_for_more();
         if (r.status == ParseResult<Socks5Greeting>::Status::refused) return Next::close;
         handshake_consumed_ += r.consumed;
         inbox_.erase(0, r.consumed);
@@ -434,7 +443,7 @@ ClientConnection::Next ClientConnection::advance_socks5() {
       }
       case Socks5Step::credentials: {
         auto r = parse_socks5_credentials(inbox_);
-        if (r.status == ParseResult<Socks5Credentials>::Status::need_more) return Next::keep;
+        if (r.status == ParseResult<Socks5Credentials>::Status::need_more) return socks5_wait_for_more();
         if (r.status == ParseResult<Socks5Credentials>::Status::refused) return Next::close;
         handshake_consumed_ += r.consumed;
         inbox_.erase(0, r.consumed);
@@ -454,9 +463,7 @@ ClientConnection::Next ClientConnection::advance_socks5() {
       }
       case Socks5Step::request: {
         auto r = parse_socks5_request(inbox_);
-        if (r.status == ParseResult<Socks5Request>::Status::need_more) {
-          return handshake_consumed_ + inbox_.size() > socks5_max_handshake_bytes ? Next::close : Next::keep;
-        }
+        if (r.status == ParseResult<Socks5Request>::Status::need_more) return socks5_wait_for_more();
         if (r.status == ParseResult<Socks5Request>::Status::refused) {
           return r.refusal ? refuse(*r.refusal) : Next::close;
         }
@@ -473,7 +480,7 @@ ClientConnection::Next ClientConnection::advance_socks5() {
 ClientConnection::Next ClientConnection::advance_socks4() {
   auto r = parse_socks4_request(inbox_);
   if (r.status == ParseResult<Socks4Request>::Status::need_more) {
-    return inbox_.size() > socks4_max_request_bytes ? Next::close : Next::keep;
+    return inbox_.size() >= socks4_max_request_bytes ? Next::close : Next::keep;
   }
   if (r.status == ParseResult<Socks4Request>::Status::refused) return Next::close;
   inbox_.erase(0, r.consumed);

@@ -118,6 +118,7 @@ class ClientConnection {
   Next advance_handshake();
   Next advance_http_head();
   Next advance_socks5();
+  Next socks5_wait_for_more() const;
   Next advance_socks4();
   bool authorized_http(const struct RequestHead& head) const;
 
