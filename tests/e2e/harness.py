@@ -765,6 +765,18 @@ class SilentServer(_TcpServer):
             pass
 
 
+def low_port_server(cls, host=ORIGIN_HOST, tries=60):
+    """A `cls` server on a four-digit port, so that a leading zero still leaves five digits."""
+    import random
+    rng = random.Random()
+    for _ in range(tries):
+        try:
+            return cls(host=host, port=rng.randrange(2000, 9999))
+        except OSError:
+            continue
+    raise AssertionError("no free four-digit port on " + host)
+
+
 def free_port(host=ORIGIN_HOST):
     """A port on `host` nobody listens on (bound and released): a dial there is refused."""
     s = socket.socket()
@@ -824,6 +836,10 @@ class Blackhole:
         self.sock.close()
 
 
+class _MalformedBody(Exception):
+    pass
+
+
 class _OriginHandler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "origin"
@@ -856,7 +872,13 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
             body = b""
             for _ in range(10000):
                 line = self.rfile.readline(1000)
-                size = int(line.split(b";")[0].strip(), 16)
+                try:
+                    size = int(line.split(b";")[0].strip(), 16)
+                except ValueError:
+                    # Record what came and give up on this connection without an answer.
+                    self._record(b"MALFORMED:" + body + line)
+                    self.close_connection = True
+                    raise _MalformedBody()
                 if size == 0:
                     while self.rfile.readline(1000) not in (b"\r\n", b"\n", b""):
                         pass
@@ -889,7 +911,10 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def do_POST(self):
-        body, chunked = self._read_body()
+        try:
+            body, chunked = self._read_body()
+        except _MalformedBody:
+            return
         self._record(body)
         self._send(200, body, [("X-Was-Chunked", "yes" if chunked else "no")])
 

@@ -7,7 +7,7 @@ import time
 import unittest
 
 from harness import (ORIGIN_HOST, Blackhole, EchoServer, HalfCloseServer, OriginsMixin, ProxyTestCase,
-                     ReplyAfterEofServer, assert_http_refusal, closed_within, connect_request, free_port,
+                     ReplyAfterEofServer, assert_http_refusal, low_port_server, closed_within, connect_request, free_port,
                      http_connect, read_http_response, recv_all, recv_exact, refusal_bytes, still_open,
                      wait_until)
 
@@ -58,12 +58,18 @@ class ConnectTest(OriginsMixin, ProxyTestCase):
         s.close()
 
     def test_port_with_leading_zeros(self):
+        echo = low_port_server(EchoServer)
+        self.addCleanup(echo.close)
         p = self.start()
-        s = self.open_tunnel(p, f"origin.test:000{self.echo.port}")
+        s = self.open_tunnel(p, f"origin.test:0{echo.port}")  # five digits
         s.sendall(b"z")
         self.assertEqual(recv_exact(s, 1), b"z")
         s.close()
-        p.wait_log(kind="connect", cls="ok", port=self.echo.port)
+        p.wait_log(kind="connect", cls="ok", port=echo.port)
+        # Six digits is too many, whatever their value.
+        s = p.connect()
+        s.sendall(connect_request(f"origin.test:00{echo.port}"))
+        assert_http_refusal(self, s, 400, "invalid target")
 
     def test_early_data_after_head_goes_upstream_first(self):
         p = self.start()
@@ -143,11 +149,13 @@ class ConnectTest(OriginsMixin, ProxyTestCase):
     # -- refusals (§6) through CONNECT
 
     def assert_refused(self, p, target, status, reason, words=None, cls=None):
+        """Checks the refusal; returns [the log line it wrote]."""
+        n = len(p.find_logs(kind="connect", cls=cls or reason))
         s = p.connect()
         s.sendall(connect_request(target))
         assert_http_refusal(self, s, status, reason, words)
         s.close()
-        return p.wait_log(kind="connect", cls=cls or reason)
+        return [p.wait_log(kind="connect", cls=cls or reason, count=n + 1)[n]]
 
     def test_invalid_target(self):
         p = self.start()
@@ -200,12 +208,13 @@ class ConnectTest(OriginsMixin, ProxyTestCase):
         ]
         for target, cls, ip in rows:
             with self.subTest(target=target):
+                n = len(p.find_logs(kind="connect", cls=cls))
                 s = p.connect()
                 s.sendall(connect_request(target))
                 assert_http_refusal(self, s, 403, cls)
-                lines = p.wait_log(kind="connect", cls=cls)
+                lines = p.wait_log(kind="connect", cls=cls, count=n + 1)
                 if ip is not None:
-                    self.assertIn(ip, [l.ip for l in lines])
+                    self.assertEqual(lines[n].ip, ip)
 
     def test_deny_is_checked_before_permit(self):
         p = self.start("--deny", "127.0.0.0/24")

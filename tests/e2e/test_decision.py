@@ -8,7 +8,7 @@ import unittest
 
 from harness import (ORIGIN_HOST, SOCKS4_OK, SOCKS4_REFUSED, Blackhole, DnsServer, EchoServer, OriginsMixin,
                      ProxyTestCase, assert_http_refusal, closed_within, connect_request, free_port,
-                     read_http_response, recv_all, recv_exact, socks4_connect, socks5_connect, socks5_reply,
+                     read_http_response, recv_all, low_port_server, recv_exact, socks4_connect, socks5_connect, socks5_reply,
                      wait_until)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
@@ -130,8 +130,10 @@ class AddressFormsTest(OriginsMixin, ProxyTestCase):
         t.connect("origin.test", "65536", "invalid target")
         t.connect("origin.test", "000000", "invalid target")
         t.connect("origin.test", "123456", "invalid target")
-        s = t.connect("origin.test", f"0{self.echo.port}", "ok")
-        s.close()
+        echo = low_port_server(EchoServer)
+        self.addCleanup(echo.close)
+        t.connect("origin.test", f"0{echo.port}", "ok").close()
+        t.connect("origin.test", f"00{echo.port}", "invalid target")
         t.socks5("origin.test", 0, "invalid target", atyp=3)
         t.socks4a("origin.test", 0, "invalid target")
 

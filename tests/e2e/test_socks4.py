@@ -15,11 +15,12 @@ class Socks4Test(OriginsMixin, ProxyTestCase):
         return self.proxy("--resolve", "origin.test=127.0.0.2", *args, **kwargs)
 
     def assert_refused(self, p, port, cls, ip="0.0.0.1", host=None, cmd=1):
+        n = len(p.find_logs(kind="socks4", cls=cls))
         s, reply = socks4_connect(p, port, ip=ip, host=host, cmd=cmd)
         self.assertEqual(reply.hex(), SOCKS4_REFUSED.hex(), f"{ip} {host}:{port}")
         self.assertTrue(closed_within(s, 3), "the proxy must close after a refusal")
         s.close()
-        return p.wait_log(kind="socks4", cls=cls)
+        return [p.wait_log(kind="socks4", cls=cls, count=n + 1)[n]]
 
     # -- allowed
 

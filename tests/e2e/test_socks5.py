@@ -18,16 +18,17 @@ class Socks5Test(OriginsMixin, ProxyTestCase):
         return self.proxy("--resolve", "origin.test=127.0.0.2", *args, **kwargs)
 
     def assert_reply(self, p, host, port, code, cls, atyp=None, ip=None):
+        n = len(p.find_logs(kind="socks", cls=cls))
         s, method, _, reply = socks5_connect(p, host, port, atyp=atyp)
         self.assertEqual(method, b"\x05\x00")
         self.assertEqual(reply.hex(), socks5_reply(code).hex(), f"{host}:{port}")
         if code != 0:
             self.assertTrue(closed_within(s, 3), "the proxy must close after a refusal")
         s.close()
-        lines = p.wait_log(kind="socks", cls=cls)
+        line = p.wait_log(kind="socks", cls=cls, count=n + 1)[n]
         if ip is not None:
-            self.assertIn(ip, [l.ip for l in lines])
-        return lines
+            self.assertEqual(line.ip, ip)
+        return [line]
 
     # -- allowed
 
