@@ -1,6 +1,7 @@
 """HTTP CONNECT end to end (SPEC §7, with the §6 refusals it carries and the §2 timeouts)."""
 
 import os
+import select
 import socket
 import threading
 import time
@@ -370,6 +371,56 @@ class ConnectTest(OriginsMixin, ProxyTestCase):
         churn(25)
         settled = wait_until(lambda: p.fd_count() <= baseline, timeout=5)
         self.assertTrue(settled, f"proxy holds {p.fd_count()} descriptors, {baseline} before the clients came")
+
+    def test_survives_running_out_of_descriptors(self):
+        import resource
+
+        def low_limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+
+        p = self.start(preexec_fn=low_limit)
+        clients = []
+        try:
+            # Far more tunnels than 48 descriptors allow (each takes two): some must fail, none may crash it.
+            for i in range(60):
+                try:
+                    s = p.connect(timeout=2)
+                    s.sendall(connect_request(f"origin.test:{self.echo.port}"))
+                    clients.append(s)
+                except OSError:
+                    time.sleep(0.01)
+            answered = 0
+            waiting = list(clients)
+            deadline = time.monotonic() + 3
+            while waiting and time.monotonic() < deadline:
+                ready, _, _ = select.select(waiting, [], [], max(0.0, deadline - time.monotonic()))
+                for s in ready:
+                    waiting.remove(s)
+                    try:
+                        if s.recv(64):
+                            answered += 1
+                    except OSError:
+                        pass
+            self.assertGreater(answered, 0)
+            self.assertTrue(p.alive(), "the proxy died when it ran out of descriptors")
+        finally:
+            for s in clients:
+                s.close()
+        # Once the clients are gone, it serves again.
+        ok = False
+        for _ in range(50):
+            try:
+                s = p.connect(timeout=2)
+                s.sendall(connect_request(f"origin.test:{self.echo.port}") + b"again")
+                got = recv_exact(s, len(ESTABLISHED) + 5, timeout=2)
+                s.close()
+                ok = got == ESTABLISHED + b"again"
+                if ok:
+                    break
+            except (OSError, AssertionError):
+                time.sleep(0.1)
+        self.assertTrue(ok, "no tunnel could be opened after the descriptor storm")
+        self.assertTrue(p.alive())
 
 
 if __name__ == "__main__":
