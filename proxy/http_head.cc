@@ -143,9 +143,10 @@ ParseResult<Head> parse_head(std::string_view buffer, std::size_t max_head_bytes
     const auto c = static_cast<unsigned char>(buffer[i]);
     if (c == '\n') return Result::refuse(Reason::bad_request);  // bare LF: a CR would have taken it
     if (c == '\r') {
-      if (i + 1 >= buffer.size()) break;  // the LF may still come
+      // The LF may still come, or (when the limit is reached) would be past it: too large, below.
+      // Nothing past the limit is judged, so the answer never depends on how bytes arrived.
+      if (i + 1 >= limit) break;
       if (buffer[i + 1] != '\n') return Result::refuse(Reason::bad_request);  // bare CR
-      if (i + 1 >= limit) break;  // the LF is past the limit: too large, below
       const auto line = buffer.substr(line_start, i - line_start);
       const std::size_t next = i + 2;
       if (first_line) {

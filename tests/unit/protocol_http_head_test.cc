@@ -168,6 +168,11 @@ TEST_CASE("request head: max_head_bytes counts the final CRLF CRLF") {
   r = req(text + "xxxx", text.size());
   CHECK(r.status == Status::complete);
   CHECK(r.consumed == text.size());
+  // A CR as the last byte within the limit: too large, whatever follows it.
+  const std::string cr_at_limit = "GET / HTTP/1.1\r\nX: a\r";
+  CHECK(req(cr_at_limit, cr_at_limit.size()).refusal == Reason::head_too_large);
+  CHECK(req(cr_at_limit + "x", cr_at_limit.size()).refusal == Reason::head_too_large);
+  CHECK(req(cr_at_limit + "\n\r\n", cr_at_limit.size()).refusal == Reason::head_too_large);
   // The last byte past the limit is the final LF.
   r = req(text, text.size() - 1);
   CHECK(r.refusal == Reason::head_too_large);
