@@ -385,16 +385,16 @@ ClientConnection::Next ClientConnection::advance_http_head() {
   if (head.method == "CONNECT") {
     kind_ = ClientKind::connect;
     TargetResult target = parse_authority(head.target);
-    target_.host.assign(head.target.substr(0, head.target.rfind(':')));
+    // For the log line when the target is refused: the host and port as far as they split.
+    const std::size_t colon = head.target.rfind(':');
+    target_.host.assign(head.target.substr(0, colon));
+    if (colon != std::string_view::npos) target_.port = parse_port(head.target.substr(colon + 1)).value_or(0);
     inbox_.erase(0, parsed.consumed);  // what is left is early data, to go upstream first
     return decide(std::move(target));
   }
   kind_ = ClientKind::http;
   auto forward = prepare_forward_request(head);
-  if (auto* reason = std::get_if<Reason>(&forward)) {
-    target_.host = "-";
-    return refuse(*reason);
-  }
+  if (auto* reason = std::get_if<Reason>(&forward)) return refuse(*reason);
   auto& request = std::get<ForwardRequest>(forward);
   exchange_.emplace();
   exchange_->method.assign(head.method);
@@ -402,6 +402,12 @@ ClientConnection::Next ClientConnection::advance_http_head() {
   exchange_->client_keep_alive = client_wants_keep_alive(head);
   upstream_prefix_ = std::move(request.upstream_head);
   inbox_.erase(0, parsed.consumed);  // what is left is body (and perhaps the next request)
+  if (request.framing.kind == BodyFraming::Kind::chunked) {
+    // Chunk bytes that came with the head are checked now, so a malformed body that is already
+    // here is refused before any upstream socket opens.
+    ChunkedScanner lookahead;
+    if (lookahead.feed(inbox_).malformed) return refuse(Reason::bad_framing);
+  }
   return decide(std::move(request.target));
 }
 
@@ -426,9 +432,8 @@ ClientConnection::Next ClientConnection::advance_socks5() {
         if (!offered) {
           // 05 FF: no acceptable method. With a token this is a client that did not prove it.
           if (token) {
-            target_.host = "-";
             server_.count_refusal(Reason::auth_required);
-            server_.log().decision({kind_, "-", 0, "-", Reason::auth_required});
+            server_.log().decision({kind_, std::nullopt, 0, "-", Reason::auth_required});
           }
           phase_ = Phase::replying;
           leave_handshake();
@@ -449,7 +454,7 @@ ClientConnection::Next ClientConnection::advance_socks5() {
         inbox_.erase(0, r.consumed);
         if (!token_matches(*token, r.value->password)) {
           server_.count_refusal(Reason::auth_required);
-          server_.log().decision({kind_, "-", 0, "-", Reason::auth_required});
+          server_.log().decision({kind_, std::nullopt, 0, "-", Reason::auth_required});
           phase_ = Phase::replying;
           leave_handshake();
           const char reply[2] = {1, 1};
@@ -471,7 +476,7 @@ ClientConnection::Next ClientConnection::advance_socks5() {
         target_.host = r.value->host;
         target_.port = r.value->port;
         if (r.value->command != 1) return refuse(socks5_command_refusal(r.value->command));
-        return decide(parse_host(r.value->host, r.value->port));
+        return decide(socks_target(r.value->host, r.value->port));
       }
     }
   }
@@ -491,7 +496,13 @@ ClientConnection::Next ClientConnection::advance_socks4() {
   if (r.value->command != 1) {
     return refuse(r.value->command == 2 ? Reason::socks_bind : Reason::socks_command);
   }
-  return decide(parse_host(r.value->host, r.value->port));
+  return decide(socks_target(r.value->host, r.value->port));
+}
+
+// A SOCKS request carries its port as two bytes; zero is not a port (SPEC §5 step 1).
+TargetResult ClientConnection::socks_target(const std::string& host, std::uint16_t port) {
+  if (port == 0) return Reason::invalid_target;
+  return parse_host(host, port);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -597,7 +608,8 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
   exchange_.reset();
   server_.count_refusal(reason);
   // With --audit this line is on disk before the refusal is answered.
-  server_.log().decision({kind_, target_.host.empty() ? std::string_view("-") : std::string_view(target_.host),
+  server_.log().decision({kind_,
+                          target_.host.empty() ? std::nullopt : std::optional<std::string_view>(target_.host),
                           target_.port, ip, reason});
   phase_ = Phase::replying;
   arm_timer(server_.config().head_timeout);  // a client that never reads its refusal is not kept
@@ -625,7 +637,6 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
 ClientConnection::Next ClientConnection::refuse_unauthenticated() {
   // An unauthenticated peer never puts a host name into the log or the audit.
   target_ = Target{};
-  target_.host = "-";
   return refuse(Reason::auth_required);
 }
 
@@ -754,8 +765,12 @@ ClientConnection::Next ClientConnection::pass_request_body(std::string_view byte
       break;
     case BodyFraming::Kind::chunked: {
       const auto step = exchange.request_chunks.feed(bytes);
-      // The head has gone upstream already, so a broken body can only end the exchange.
-      if (step.malformed) return Next::close;
+      if (step.malformed) {
+        // The head has gone upstream already: the exchange ends. The client still gets its 400
+        // unless the origin's response has begun to reach it.
+        if (exchange.response_head_done || client_.out_offset < client_.out.size()) return Next::close;
+        return refuse(Reason::bad_framing);
+      }
       take = step.consumed;
       exchange.request_done = step.finished;
       break;

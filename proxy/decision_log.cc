@@ -41,7 +41,7 @@ bool write_all(int fd, std::string_view text) noexcept {
 std::string json_decision(const DecisionEntry& e, const std::string& ts) {
   std::string_view cls = e.refusal ? log_class(*e.refusal) : std::string_view("ok");
   return fmt::format(R"({{"ts":"{}","kind":"{}","host":{},"port":{},"ip":{},"class":{}}})", ts, kind_name(e.kind),
-                     json_quote(e.host), e.port, json_quote(e.ip), json_quote(cls));
+                     e.host ? json_quote(*e.host) : std::string("null"), e.port, json_quote(e.ip), json_quote(cls));
 }
 
 std::string json_done(const DoneEntry& e, const std::string& ts) {
@@ -101,8 +101,8 @@ void DecisionLog::decision(const DecisionEntry& entry) {
     append(json_line);
   } else {
     std::string_view cls = entry.refusal ? log_class(*entry.refusal) : std::string_view("ok");
-    append(fmt::format("egress {} host={} port={} ip={} class={}", kind_name(entry.kind), json_quote(entry.host),
-                       entry.port, entry.ip, cls));
+    append(fmt::format("egress {} host={} port={} ip={} class={}", kind_name(entry.kind),
+                       entry.host ? json_quote(*entry.host) : std::string("-"), entry.port, entry.ip, cls));
   }
 }
 

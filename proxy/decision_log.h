@@ -21,12 +21,12 @@ namespace boxproxy {
 enum class ClientKind : std::uint8_t { connect, http, socks, socks4 };
 [[nodiscard]] std::string_view kind_name(ClientKind kind) noexcept;
 
-// One decision, as it is logged. `host` is what the client named ("-" when unknown or not to be
-// logged: an unauthenticated peer never puts a host into the log); `ip` is the address judged or
-// dialled, or "-".
+// One decision, as it is logged. `host` is what the client named; nullopt when unknown or not to
+// be logged (an unauthenticated peer never puts a host into the log), written `host=-` (JSON
+// null). `ip` is the address judged or dialled, or "-".
 struct DecisionEntry {
   ClientKind kind = ClientKind::connect;
-  std::string_view host = "-";
+  std::optional<std::string_view> host;
   std::uint16_t port = 0;
   std::string_view ip = "-";
   std::optional<Reason> refusal;  // nullopt: class=ok
