@@ -101,7 +101,7 @@ bool ClientConnection::init_events() {
 ClientConnection::~ClientConnection() {
   // A pending lookup keeps its token; the callback frees it and no longer reaches us.
   Resolver::cancel(lookup_);
-  if (tunnel_open_) log_done();
+  if (done_owed_) log_done();
   if (holds_slot_) server_.release_slot();
   if (counted_handshaking_) --server_.stats().handshaking;
   --server_.stats().clients;
@@ -363,6 +363,23 @@ ClientConnection::Next ClientConnection::advance_handshake() {
   }
 }
 
+// True when the first line of `head` is exactly "CONNECT <target> HTTP/1.0|1.1" and CRLF, with
+// single spaces and a target of visible ASCII; false when it is not (or not there yet).
+bool ClientConnection::is_connect_line(std::string_view head) noexcept {
+  const std::size_t end = head.find("\r\n");
+  if (end == std::string_view::npos) return false;
+  std::string_view line = head.substr(0, end);
+  if (!line.starts_with("CONNECT ")) return false;
+  line.remove_prefix(8);
+  const std::size_t space = line.find(' ');
+  if (space == 0 || space == std::string_view::npos) return false;
+  for (char c : line.substr(0, space)) {
+    if (c <= 0x20 || c >= 0x7f) return false;
+  }
+  const std::string_view version = line.substr(space + 1);
+  return version == "HTTP/1.1" || version == "HTTP/1.0";
+}
+
 bool ClientConnection::authorized_http(const RequestHead& head) const {
   const auto& token = server_.config().auth_token;
   return !token || http_proxy_authorized(head, *token);
@@ -377,7 +394,12 @@ ClientConnection::Next ClientConnection::advance_http_head() {
     return Next::keep;
   }
   if (parsed.status == ParseResult<RequestHead>::Status::refused) {
-    return refuse(parsed.refusal.value_or(Reason::bad_request));
+    Reason reason = parsed.refusal.value_or(Reason::bad_request);
+    // SPEC §7: anything but "CONNECT <authority> HTTP/1.x" in a CONNECT line is invalid target.
+    if (kind_ == ClientKind::connect && reason == Reason::bad_request && !is_connect_line(inbox_)) {
+      reason = Reason::invalid_target;
+    }
+    return refuse(reason);
   }
   const RequestHead& head = *parsed.value;
   // The token is checked before anything in the request is judged or logged (SPEC §11).
@@ -603,6 +625,7 @@ void ClientConnection::release_upstream() noexcept {
 }
 
 ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view ip, std::string words) {
+  if (done_owed_) log_done();  // an allowed exchange refused midway (a malformed body) ends first
   release_upstream();
   leave_handshake();
   exchange_.reset();
@@ -645,6 +668,7 @@ ClientConnection::Next ClientConnection::refuse_unauthenticated() {
 
 ClientConnection::Next ClientConnection::allowed() {
   server_.log().decision({kind_, target_.host, target_.port, ip_text_, std::nullopt});
+  done_owed_ = true;  // however the tunnel or exchange ends, its done line follows
   started_ = last_activity_ = std::chrono::steady_clock::now();
   arm_timer(server_.config().idle_timeout);
   resume(client_, pause_no_more_wanted);
@@ -674,7 +698,6 @@ ClientConnection::Next ClientConnection::allowed() {
       break;
   }
   phase_ = Phase::relaying;
-  tunnel_open_ = true;
   // Bytes the client sent after its head or request go upstream first.
   up_bytes_ += inbox_.size();
   if (queue(upstream_, inbox_) == Next::close) return Next::close;
@@ -719,6 +742,7 @@ ClientConnection::Next ClientConnection::check_tunnel_done() {
 }
 
 void ClientConnection::log_done() {
+  done_owed_ = false;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
   server_.stats().up += up_bytes_;
   server_.stats().down += down_bytes_;

@@ -121,6 +121,7 @@ class ClientConnection {
   Next socks5_wait_for_more() const;
   Next advance_socks4();
   static TargetResult socks_target(const std::string& host, std::uint16_t port);
+  static bool is_connect_line(std::string_view head) noexcept;
   bool authorized_http(const struct RequestHead& head) const;
 
   // The decision (SPEC §5).
@@ -154,7 +155,7 @@ class ClientConnection {
   ClientKind kind_ = ClientKind::connect;
   Socks5Step socks5_step_ = Socks5Step::greeting;
   bool counted_handshaking_ = false;
-  bool tunnel_open_ = false;           // a tunnel was allowed: its done line is owed
+  bool done_owed_ = false;             // allowed: a done line is owed when the tunnel/exchange ends
   std::size_t handshake_consumed_ = 0; // SOCKS handshake bytes already parsed (bounded in all)
   void leave_handshake() noexcept;
   bool holds_slot_ = false;

@@ -117,7 +117,14 @@ struct Daemon {
 
   void reload() {
     try {
-      server->replace_host_list(reload_host_list(options));
+      std::optional<HostList> list = reload_host_list(options);
+      if (!list && server->config().policy.allow) {
+        // Fail closed: a config file that lost its list (truncated, half-written) must not turn
+        // a narrowed box into one that reaches everything public. Restart to drop a list.
+        log->message("sighup: kept the old host list: the new configuration names no list");
+        return;
+      }
+      server->replace_host_list(std::move(list));
       log->message("sighup: host list re-read");
     } catch (const UsageError& error) {
       // Keep the list in force: a broken file never opens (or closes) the box by accident.
@@ -130,7 +137,6 @@ struct Daemon {
 
 int serve(const ServeOptions& options) {
   const pid_t parent = ::getppid();
-  if (options.die_with_parent) die_with_parent(SIGTERM, parent);
   // A client that leaves mid-write must not kill the process: every send uses MSG_NOSIGNAL, and
   // SIGPIPE is ignored for anything else (the log on a closed pipe).
   ::signal(SIGPIPE, SIG_IGN);
@@ -169,6 +175,10 @@ int serve(const ServeOptions& options) {
       throw StartupError{1, "boxproxy serve: cannot install signal handlers"};
     }
   }
+
+  // After the signal handlers: a parent that is already gone raises SIGTERM into them, and the
+  // proxy then exits 0 as on any SIGTERM.
+  if (options.die_with_parent) die_with_parent(SIGTERM, parent);
 
   try {
     daemon.socket.emplace(SessionSocket::create(options.socket_path, kListenBacklog));
