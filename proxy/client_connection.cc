@@ -1,6 +1,7 @@
 #include "proxy/client_connection.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -37,6 +38,9 @@ constexpr std::size_t kMaxEarlyBytes = 16 * 1024;
 // The largest response head an origin may send. An origin is not the adversary the client is, but
 // a head without end must not grow without bound either.
 constexpr std::size_t kMaxResponseHeadBytes = 64 * 1024;
+
+// The most one splice moves into a pipe: a default pipe's capacity (16 pages).
+constexpr std::size_t kSpliceChunk = 64 * 1024;
 
 constexpr std::uint8_t kSocks5Version = 5;
 constexpr std::uint8_t kMethodNoAuth = 0;
@@ -192,7 +196,7 @@ void ClientConnection::arm_timer(double seconds) {
 
 ClientConnection::Next ClientConnection::queue(Side& side, std::string_view bytes) {
   if (bytes.empty()) return Next::keep;
-  if (side.out.size() == side.out_offset) {
+  if (!side.has_queued()) {
     // Nothing queued: write through, and keep only what the socket did not take.
     ssize_t n = ::send(side.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n == -1) {
@@ -224,9 +228,16 @@ ClientConnection::Next ClientConnection::flush_out(Side& side) {
     }
     side.out_offset += static_cast<std::size_t>(n);
   }
-  // Drained: give the memory back (an idle tunnel holds no buffer) and stop watching for writes.
-  std::string().swap(side.out);
-  side.out_offset = 0;
+  // Drained: give the memory back (an idle tunnel holds no buffer).
+  if (!side.out.empty()) {
+    std::string().swap(side.out);
+    side.out_offset = 0;
+  }
+  // What went into the pipe came after what was in `out`: it is written second.
+  if (side.pipe_bytes > 0) {
+    if (drain_pipe(side) == Next::close) return Next::close;
+    if (side.pipe_bytes > 0) return Next::keep;
+  }
   if (side.write_event) event_del(side.write_event.get());
   if (side.shut_after_out && !side.write_shut) {
     // Half-close by the book: FIN only after everything from the other side has been written.
@@ -238,7 +249,7 @@ ClientConnection::Next ClientConnection::flush_out(Side& side) {
 
 ClientConnection::Next ClientConnection::side_writable(Side& side) {
   if (flush_out(side) == Next::close) return Next::close;
-  if (side.out_offset < side.out.size()) return Next::keep;
+  if (side.has_queued()) return Next::keep;
   // The queue is empty: the side feeding it may read again.
   resume(other(side), pause_peer_full);
   switch (phase_) {
@@ -289,7 +300,7 @@ ClientConnection::Next ClientConnection::client_readable() {
       // A client that shut down its writing still reads its refusal: close once it is written.
       client_.read_eof = true;
       update_reading(client_);
-      return client_.out_offset < client_.out.size() ? Next::keep : Next::close;
+      return client_.has_queued() ? Next::keep : Next::close;
     }
     if (phase_ == Phase::resolving || phase_ == Phase::dialling) {
       // The client has left, or only shut down its writing (it may still read the reply).
@@ -604,6 +615,9 @@ ClientConnection::Next ClientConnection::dial_finished() {
 }
 
 void ClientConnection::release_upstream_socket() noexcept {
+  upstream_.pipe_read.reset();
+  upstream_.pipe_write.reset();
+  upstream_.pipe_bytes = 0;
   upstream_.read_event.reset();
   upstream_.write_event.reset();
   upstream_.fd.reset();
@@ -702,7 +716,7 @@ ClientConnection::Next ClientConnection::allowed() {
   up_bytes_ += inbox_.size();
   if (queue(upstream_, inbox_) == Next::close) return Next::close;
   std::string().swap(inbox_);
-  if (upstream_.out_offset < upstream_.out.size()) pause(client_, pause_peer_full);
+  if (upstream_.has_queued()) pause(client_, pause_peer_full);
   if (client_.read_eof) {
     // The client half-closed while we dialled: pass its FIN on once its early data is written.
     upstream_.shut_after_out = true;
@@ -715,6 +729,7 @@ ClientConnection::Next ClientConnection::allowed() {
 
 ClientConnection::Next ClientConnection::relay_readable(Side& from) {
   Side& to = other(from);
+  if (to.uses_pipe()) return splice_readable(from, to);
   char buffer[kReadChunk];
   const ssize_t n = ::recv(from.fd.get(), buffer, sizeof buffer, 0);
   if (n == -1) {
@@ -731,7 +746,71 @@ ClientConnection::Next ClientConnection::relay_readable(Side& from) {
   last_activity_ = std::chrono::steady_clock::now();
   (&from == &client_ ? up_bytes_ : down_bytes_) += static_cast<std::uint64_t>(n);
   if (queue(to, {buffer, static_cast<std::size_t>(n)}) == Next::close) return Next::close;
-  if (to.out_offset < to.out.size()) pause(from, pause_peer_full);
+  if (to.has_queued()) {
+    pause(from, pause_peer_full);
+  } else if (static_cast<std::size_t>(n) == sizeof buffer) {
+    try_pipe(to);  // bulk data: the next reads go through a pipe (nothing is queued now)
+  }
+  return Next::keep;
+}
+
+void ClientConnection::try_pipe(Side& to) noexcept {
+  if (to.splice_failed || to.uses_pipe()) return;
+  int fds[2];
+  // Out of descriptors is no error: this direction just stays on buffers.
+  if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == -1) return;
+  to.pipe_read.reset(fds[0]);
+  to.pipe_write.reset(fds[1]);
+}
+
+ClientConnection::Next ClientConnection::splice_readable(Side& from, Side& to) {
+  const ssize_t n = ::splice(from.fd.get(), nullptr, to.pipe_write.get(), nullptr, kSpliceChunk,
+                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  if (n == -1) {
+    if (errno == EINTR) return Next::keep;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      // Readable but nothing moved: with bytes in the pipe, the pipe is full (STYLE: HAProxy).
+      if (to.pipe_bytes > 0) pause(from, pause_peer_full);
+      return Next::keep;
+    }
+    if ((errno == EINVAL || errno == ENOSYS) && to.pipe_bytes == 0) {
+      // This kernel or socket type cannot splice: fall back to buffers at run time.
+      to.splice_failed = true;
+      to.pipe_read.reset();
+      to.pipe_write.reset();
+      return relay_readable(from);
+    }
+    return Next::close;
+  }
+  if (n == 0) {
+    from.read_eof = true;
+    update_reading(from);
+    to.shut_after_out = true;
+    if (flush_out(to) == Next::close) return Next::close;
+    return check_tunnel_done();
+  }
+  last_activity_ = std::chrono::steady_clock::now();
+  (&from == &client_ ? up_bytes_ : down_bytes_) += static_cast<std::uint64_t>(n);
+  to.pipe_bytes += static_cast<std::size_t>(n);
+  if (drain_pipe(to) == Next::close) return Next::close;
+  if (to.has_queued()) pause(from, pause_peer_full);
+  return Next::keep;
+}
+
+ClientConnection::Next ClientConnection::drain_pipe(Side& side) {
+  while (side.pipe_bytes > 0) {
+    const ssize_t n = ::splice(side.pipe_read.get(), nullptr, side.fd.get(), nullptr, side.pipe_bytes,
+                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n == -1) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        event_add(side.write_event.get(), nullptr);
+        return Next::keep;
+      }
+      return Next::close;
+    }
+    side.pipe_bytes -= static_cast<std::size_t>(n);
+  }
   return Next::keep;
 }
 
@@ -792,7 +871,7 @@ ClientConnection::Next ClientConnection::pass_request_body(std::string_view byte
       if (step.malformed) {
         // The head has gone upstream already: the exchange ends. The client still gets its 400
         // unless the origin's response has begun to reach it.
-        if (exchange.response_head_done || client_.out_offset < client_.out.size()) return Next::close;
+        if (exchange.response_head_done || client_.has_queued()) return Next::close;
         return refuse(Reason::bad_framing);
       }
       take = step.consumed;
@@ -805,7 +884,7 @@ ClientConnection::Next ClientConnection::pass_request_body(std::string_view byte
   // Bytes past the body are the client's next request: kept until this exchange ends.
   inbox_.append(bytes.substr(take));
   if (exchange.request_done) pause(client_, pause_no_more_wanted);
-  if (upstream_.out_offset < upstream_.out.size()) pause(client_, pause_peer_full);
+  if (upstream_.has_queued()) pause(client_, pause_peer_full);
   return Next::keep;
 }
 
@@ -883,7 +962,7 @@ ClientConnection::Next ClientConnection::pass_response(std::string_view bytes) {
   // Anything an origin sends past its response's end is dropped with the upstream connection:
   // it must never reach the client as the answer to its next request.
   if (exchange.response_done) return end_exchange();
-  if (client_.out_offset < client_.out.size()) pause(upstream_, pause_peer_full);
+  if (client_.has_queued()) pause(upstream_, pause_peer_full);
   return Next::keep;
 }
 
@@ -893,7 +972,7 @@ ClientConnection::Next ClientConnection::end_exchange() {
   Exchange& exchange = *exchange_;
   if (!exchange.keep_alive || !exchange.request_done) {
     exchange.keep_alive = false;
-    return client_.out_offset < client_.out.size() ? Next::keep : Next::close;
+    return client_.has_queued() ? Next::keep : Next::close;
   }
   // Keep-alive: the next request on this connection is a new decision (SPEC §8).
   exchange_.reset();

@@ -72,6 +72,17 @@ class ClientConnection {
     bool read_eof = false;     // this side sent FIN (or its read side is done)
     bool shut_after_out = false;  // send FIN to this side once `out` is written
     bool write_shut = false;   // FIN sent to this side
+    // The splice(2) fast path for bytes going to this side while relaying: a pipe the other
+    // side's bytes are spliced into and then out of to this side, never copied to user space.
+    // Made only once a direction carries bulk data (a read filled the whole read buffer), so
+    // short exchanges spend no descriptors on it; counted in the descriptor budget.
+    UniqueFd pipe_read;
+    UniqueFd pipe_write;
+    std::size_t pipe_bytes = 0;  // bytes in the pipe not yet written to this side
+    bool splice_failed = false;  // the kernel refused splice here: buffers from now on
+
+    [[nodiscard]] bool has_queued() const noexcept { return out_offset < out.size() || pipe_bytes > 0; }
+    [[nodiscard]] bool uses_pipe() const noexcept { return pipe_write.valid(); }
   };
 
   // The plain-HTTP exchange in progress.
@@ -136,6 +147,9 @@ class ClientConnection {
 
   // After the decision.
   Next relay_readable(Side& from);
+  Next splice_readable(Side& from, Side& to);
+  Next drain_pipe(Side& side);
+  void try_pipe(Side& to) noexcept;
   Next forward_client_readable();
   Next forward_upstream_readable();
   Next pass_request_body(std::string_view bytes);

@@ -24,9 +24,10 @@
 namespace boxproxy {
 namespace {
 
-// Descriptors a tunnel needs: the client, the upstream, and room for the handshaking clients
+// Descriptors a tunnel needs: the client, the upstream, and a splice pipe each way (two each),
+// and room for the handshaking clients
 // and the process's own (log, audit, listener, DNS, signals).
-constexpr rlim_t kDescriptorsPerTunnel = 2;
+constexpr rlim_t kDescriptorsPerTunnel = 6;
 constexpr rlim_t kDescriptorsReserved = 64;
 
 // Pending connections the kernel holds for us between wake-ups.
