@@ -72,6 +72,20 @@ class ConnectTest(OriginsMixin, ProxyTestCase):
         s.sendall(connect_request(f"origin.test:00{echo.port}"))
         assert_http_refusal(self, s, 400, "invalid target")
 
+    def test_anything_else_in_the_connect_line_is_invalid_target(self):
+        p = self.start()
+        for line in (f"CONNECT origin.test:{self.echo.port} HTTP/2.0",
+                     f"CONNECT origin.test:{self.echo.port} extra HTTP/1.1",
+                     f"CONNECT  origin.test:{self.echo.port} HTTP/1.1",
+                     f"CONNECT http://origin.test:{self.echo.port}/ HTTP/1.1",
+                     "CONNECT origin.test HTTP/1.1"):
+            with self.subTest(line=line):
+                s = p.connect()
+                s.sendall(line.encode() + b"\r\n\r\n")
+                assert_http_refusal(self, s, 400, "invalid target")
+                s.close()
+        self.assertEqual(self.echo.count(), 0)
+
     def test_early_data_after_head_goes_upstream_first(self):
         p = self.start()
         before = self.echo.count()

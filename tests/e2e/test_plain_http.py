@@ -335,6 +335,41 @@ class PlainHttpTest(OriginsMixin, ProxyTestCase):
                 self.assertEqual(resp.header("x-egress-refused"), "bad framing", resp)
                 s.close()
 
+    def test_malformed_chunk_with_the_head_is_refused_before_any_dial(self):
+        p = self.start()
+        before = len(self.http.requests)
+        s = p.connect()
+        s.sendall(request("POST", self.base + "/post", ["Transfer-Encoding: chunked"], b"zz\r\nhello\r\n"))
+        resp = read_http_response(s)
+        self.assertEqual((resp.status, resp.header("x-egress-refused")), (400, "bad framing"), resp)
+        s.close()
+        (line,) = p.wait_log(kind="http", cls="bad framing")
+        self.assertEqual(line.ip, "-")  # refused before a dial: no address was dialled
+        self.assertEqual(p.find_logs(kind="http", cls="ok"), [])
+        self.assertEqual(len(self.http.requests), before)
+
+    def test_origin_closing_mid_response_still_logs_a_done_line(self):
+        from harness import _TcpServer
+
+        class CutShort(_TcpServer):
+            def handle(self, conn, record):
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b")
+                conn.close()
+
+        origin = CutShort()
+        self.addCleanup(origin.close)
+        p = self.start()
+        s = p.connect()
+        s.sendall(request("GET", f"http://origin.test:{origin.port}/"))
+        data = recv_all(s, timeout=5)
+        self.assertTrue(data.startswith(b"HTTP/1.1 200"), data)
+        self.assertTrue(data.endswith(b"only ten b"), data)  # then closed: the client sees it cut short
+        s.close()
+        (done,) = p.wait_log(kind="http", cls="done")
+        self.assertEqual(done.port, origin.port)
+        self.assertGreater(done.down, 0)
+
     def test_head_too_large(self):
         p = self.start("--max-head-bytes", "1024")
         self.refused(p, request("GET", self.base + "/", ["X-Pad: " + "p" * 1100]), 431, "head too large")
