@@ -348,6 +348,25 @@ class SignalTest(DaemonTestCase):
         self.assertTrue(p.wait_stderr(lambda text: allow in text[before:]), p.stderr)
         self.assertEqual(http_refusal(self.path, "old.example.com:443")[:2], (403, "private"))
 
+    def test_sighup_rereads_the_configs_host_list(self):
+        resolve = ["old.example.com=10.0.0.1", "new.example.com=10.0.0.1"]
+        config = self.write("config.json", json.dumps({"allow": ["old.example.com"], "resolve": resolve}))
+        p = self.start("--config", config)
+        self.assertEqual(http_refusal(self.path, "new.example.com:443")[:2], (403, "not-listed"))
+        # A config that no longer parses: logged, the old list kept.
+        self.write("config.json", "{broken")
+        before = len(p.stderr)
+        p.process.send_signal(signal.SIGHUP)
+        self.assertTrue(p.wait_stderr(lambda text: config in text[before:]), p.stderr)
+        self.assertEqual(http_refusal(self.path, "old.example.com:443")[:2], (403, "private"))
+        # The config's new list (now through an allow-file it names) takes over.
+        allow = self.write("allow", "new.example.com\n")
+        self.write("config.json", json.dumps({"allow-file": allow, "resolve": resolve}))
+        p.process.send_signal(signal.SIGHUP)
+        self.assertTrue(wait_until(lambda: http_refusal(self.path, "new.example.com:443")[:2] == (403, "private"),
+                                   IO_TIMEOUT, interval=0.05))
+        self.assertEqual(http_refusal(self.path, "old.example.com:443")[:2], (403, "not-listed"))
+
     def test_sigusr1_writes_a_stats_line(self):
         p = self.start()
         http_refusal(self.path, "10.0.0.1:80")
