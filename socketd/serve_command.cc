@@ -129,7 +129,9 @@ struct Daemon {
       log->message("sighup: host list re-read");
     } catch (const UsageError& error) {
       // Keep the list in force: a broken file never opens (or closes) the box by accident.
-      log->message(fmt::format("sighup: kept the old host list: {}", error.message));
+      std::string_view why = error.message;
+      if (why.starts_with("boxproxy serve: ")) why.remove_prefix(16);  // the log has its own prefix
+      log->message(fmt::format("sighup: kept the old host list: {}", why));
     } catch (const std::exception& error) {
       log->message(fmt::format("sighup: kept the old host list: {}", error.what()));
     }
