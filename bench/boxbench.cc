@@ -119,6 +119,16 @@ Args parse_args(int argc, char** argv, int from) {
   return a;
 }
 
+// `s` as the inside of a JSON string: quotes and backslashes escaped, anything not printable ASCII as '?'.
+std::string json_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += (ch < 32 || ch > 126) ? '?' : ch;
+  }
+  return out;
+}
+
 sockaddr_in inet_addr_port(const std::string& hostport) {
   auto colon = hostport.rfind(':');
   if (colon == std::string::npos) die("want ADDR:PORT: " + hostport);
@@ -565,8 +575,7 @@ int cmd_load(const Args& a, bool http) {
       "\"first_error\":\"",
       (unsigned long long)res.ops, (unsigned long long)res.ops_all, res.secs, double(res.ops) / res.secs, pct(0.5), pct(0.99),
       (unsigned long long)res.errors, (unsigned long long)res.retries);
-  for (char ch : res.first_error) std::printf(ch == '"' || ch == '\\' ? "\\%c" : (ch < 32 || ch > 126) ? "?" : "%c", ch);
-  std::printf("\"}\n");
+  std::printf("%s\"}\n", json_escape(res.first_error).c_str());
   return 0;
 }
 
@@ -586,7 +595,7 @@ int cmd_stream(const Args& a) {
     std::string err;
     int fd = open_tunnel_blocking(e, proto, target, err);
     if (fd == -1) {
-      std::printf("{\"mbps\":0,\"error\":\"%s\"}\n", err.c_str());
+      std::printf("{\"mbps\":0,\"error\":\"%s\"}\n", json_escape(err).c_str());
       return 1;
     }
     timeval tv{1, 0};
@@ -662,7 +671,7 @@ int cmd_idle(const Args& a) {
     fds.push_back(fd);
   }
   std::printf("{\"event\":\"holding\",\"n\":%zu,\"open_s\":%.3f,\"error\":\"%s\"}\n", fds.size(), now_s() - t0,
-              err.c_str());
+              json_escape(err).c_str());
   std::fflush(stdout);
   pollfd p{0, POLLIN, 0};
   poll(&p, 1, int(hold_max * 1000));
@@ -808,7 +817,7 @@ int cmd_start(const Args& a) {
   std::sort(cpu_sorted.begin(), cpu_sorted.end());
   std::printf("{\"start_ms\":%.3f,\"start_cpu_ms\":%.3f,\"rss_kib\":%ld,\"runs\":%zu,\"error\":\"%s\",\"samples_ms\":[",
               ms.empty() ? -1.0 : ms_sorted[ms.size() / 2], cpu_ms.empty() ? -1.0 : cpu_sorted[cpu_ms.size() / 2],
-              rss.empty() ? -1L : rss_sorted[rss.size() / 2], ms.size(), err.c_str());
+              rss.empty() ? -1L : rss_sorted[rss.size() / 2], ms.size(), json_escape(err).c_str());
   for (size_t i = 0; i < ms.size(); ++i) std::printf("%s%.3f", i ? "," : "", ms[i]);
   std::printf("]}\n");
   return 0;
