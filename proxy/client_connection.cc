@@ -313,6 +313,14 @@ ClientConnection::Next ClientConnection::client_readable() {
   }
   if (phase_ == Phase::replying) return Next::keep;
   inbox_.append(buffer, static_cast<std::size_t>(n));
+  if (phase_ == Phase::handshake && protocol_ == Protocol::http && inbox_.size() <= server_.config().max_head_bytes &&
+      std::memchr(buffer, '\n', static_cast<std::size_t>(n)) == nullptr) {
+    // The head parser reads the whole head again on each call; a client trickling a head a byte
+    // at a time would make that quadratic. Without a new line ending, no answer can change but
+    // an early refusal, which then comes with the next line instead (the parser's answer does not
+    // depend on how the bytes were split).
+    return Next::keep;
+  }
   if (phase_ == Phase::sniffing || phase_ == Phase::handshake) return advance_handshake();
   return Next::keep;
 }
@@ -914,7 +922,7 @@ ClientConnection::Next ClientConnection::forward_upstream_readable() {
     const ResponseHead& head = *parsed.value;
     if (head.status >= 100 && head.status < 200) {
       // An interim response (100 Continue): passed on, and the final one follows.
-      const std::string interim = rewrite_response_head(head, true);
+      const std::string interim = rewrite_response_head(head, exchange.client_keep_alive);
       down_bytes_ += interim.size();
       if (queue(client_, interim) == Next::close) return Next::close;
       exchange.response_head.erase(0, parsed.consumed);
@@ -970,7 +978,8 @@ ClientConnection::Next ClientConnection::end_exchange() {
   log_done();
   release_upstream();
   Exchange& exchange = *exchange_;
-  if (!exchange.keep_alive || !exchange.request_done) {
+  // A client that has shut down its writing sends no next request: close once the response is out.
+  if (!exchange.keep_alive || !exchange.request_done || client_.read_eof) {
     exchange.keep_alive = false;
     return client_.has_queued() ? Next::keep : Next::close;
   }
