@@ -682,8 +682,10 @@ int cmd_idle(const Args& a) {
 // ---------------------------------------------------------------------------------------------------------------
 // start
 
-long rss_kib_of_group(pid_t pgid) {
+// VmRSS summed over the process group; `anon` gets RssAnon summed (what is the group's own: no shared library pages).
+long rss_kib_of_group(pid_t pgid, long* anon = nullptr) {
   long total = 0;
+  if (anon) *anon = 0;
   DIR* d = opendir("/proc");
   if (!d) return -1;
   while (dirent* de = readdir(d)) {
@@ -695,7 +697,11 @@ long rss_kib_of_group(pid_t pgid) {
     if (!f) continue;
     char line[256];
     while (std::fgets(line, sizeof line, f))
-      if (std::strncmp(line, "VmRSS:", 6) == 0) total += std::atol(line + 6);
+      if (std::strncmp(line, "VmRSS:", 6) == 0) {
+        total += std::atol(line + 6);
+      } else if (anon && std::strncmp(line, "RssAnon:", 8) == 0) {
+        *anon += std::atol(line + 8);
+      }
     std::fclose(f);
   }
   closedir(d);
@@ -717,7 +723,7 @@ int cmd_start(const Args& a) {
   auto* shared = static_cast<uint64_t*>(
       mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   std::vector<double> ms, cpu_ms;
-  std::vector<long> rss;
+  std::vector<long> rss, anon;
   std::string err;
   for (int run = 0; run < runs; ++run) {
     if (!unix_path.empty()) unlink(unix_path.c_str());
@@ -790,7 +796,9 @@ int cmd_start(const Args& a) {
     } else {
       ms.push_back(double(t1 - shared[0]) / 1e6);
       usleep(useconds_t(settle_ms) * 1000);
-      rss.push_back(rss_kib_of_group(pid));
+      long anon_kib = 0;
+      rss.push_back(rss_kib_of_group(pid, &anon_kib));
+      anon.push_back(anon_kib);
     }
     if (!exited) {
       kill(-pid, SIGTERM);
@@ -810,14 +818,16 @@ int cmd_start(const Args& a) {
     if (!err.empty()) break;
   }
   std::vector<double> ms_sorted = ms;
-  std::vector<long> rss_sorted = rss;
+  std::vector<long> rss_sorted = rss, anon_sorted = anon;
+  std::sort(anon_sorted.begin(), anon_sorted.end());
   std::sort(ms_sorted.begin(), ms_sorted.end());
   std::sort(rss_sorted.begin(), rss_sorted.end());
   std::vector<double> cpu_sorted = cpu_ms;
   std::sort(cpu_sorted.begin(), cpu_sorted.end());
-  std::printf("{\"start_ms\":%.3f,\"start_cpu_ms\":%.3f,\"rss_kib\":%ld,\"runs\":%zu,\"error\":\"%s\",\"samples_ms\":[",
+  std::printf("{\"start_ms\":%.3f,\"start_cpu_ms\":%.3f,\"rss_kib\":%ld,\"rss_anon_kib\":%ld,\"runs\":%zu,\"error\":\"%s\",\"samples_ms\":[",
               ms.empty() ? -1.0 : ms_sorted[ms.size() / 2], cpu_ms.empty() ? -1.0 : cpu_sorted[cpu_ms.size() / 2],
-              rss.empty() ? -1L : rss_sorted[rss.size() / 2], ms.size(), json_escape(err).c_str());
+              rss.empty() ? -1L : rss_sorted[rss.size() / 2], anon.empty() ? -1L : anon_sorted[anon.size() / 2],
+              ms.size(), json_escape(err).c_str());
   for (size_t i = 0; i < ms.size(); ++i) std::printf("%s%.3f", i ? "," : "", ms[i]);
   std::printf("]}\n");
   return 0;
