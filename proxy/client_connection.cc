@@ -1,7 +1,6 @@
 #include "proxy/client_connection.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -25,12 +24,6 @@
 namespace boxproxy {
 namespace {
 
-// One read takes at most this much, into a buffer on the stack. What the other side does not take
-// at once is queued and reading from this side pauses until the queue is written, so a direction
-// never holds more than this in memory whatever the peers do (the worst case per tunnel is two of
-// these, plus the object).
-constexpr std::size_t kReadChunk = 16 * 1024;
-
 // Client bytes kept while the decision and the dial are under way (data sent after the head, to
 // go upstream first). Past this, the client's reads pause until the tunnel is up.
 constexpr std::size_t kMaxEarlyBytes = 16 * 1024;
@@ -38,9 +31,6 @@ constexpr std::size_t kMaxEarlyBytes = 16 * 1024;
 // The largest response head an origin may send. An origin is not the adversary the client is, but
 // a head without end must not grow without bound either.
 constexpr std::size_t kMaxResponseHeadBytes = 64 * 1024;
-
-// The most one splice moves into a pipe: a default pipe's capacity (16 pages).
-constexpr std::size_t kSpliceChunk = 64 * 1024;
 
 constexpr std::uint8_t kSocks5Version = 5;
 constexpr std::uint8_t kMethodNoAuth = 0;
@@ -164,27 +154,6 @@ void ClientConnection::on_resolved(void* self, std::vector<IpAddress> answers) {
 // ---------------------------------------------------------------------------------------------
 // Reading, writing, pausing.
 
-void ClientConnection::update_reading(Side& side) {
-  const bool want = side.fd.valid() && side.read_event && side.pause == 0 && !side.read_eof;
-  if (want && !side.reading) {
-    event_add(side.read_event.get(), nullptr);
-    side.reading = true;
-  } else if (!want && side.reading) {
-    event_del(side.read_event.get());
-    side.reading = false;
-  }
-}
-
-void ClientConnection::pause(Side& side, unsigned bit) {
-  side.pause |= bit;
-  update_reading(side);
-}
-
-void ClientConnection::resume(Side& side, unsigned bit) {
-  side.pause &= ~bit;
-  update_reading(side);
-}
-
 void ClientConnection::arm_timer(double seconds) {
   if (seconds <= 0) {
     event_del(timer_.get());
@@ -192,59 +161,6 @@ void ClientConnection::arm_timer(double seconds) {
   }
   const timeval tv = to_timeval(seconds);
   event_add(timer_.get(), &tv);
-}
-
-ClientConnection::Next ClientConnection::queue(Side& side, std::string_view bytes) {
-  if (bytes.empty()) return Next::keep;
-  if (!side.has_queued()) {
-    // Nothing queued: write through, and keep only what the socket did not take.
-    ssize_t n = ::send(side.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n == -1) {
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return Next::close;
-      n = 0;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-    if (bytes.empty()) return Next::keep;
-    side.out.assign(bytes);
-    side.out_offset = 0;
-  } else {
-    side.out.append(bytes);
-  }
-  event_add(side.write_event.get(), nullptr);
-  return Next::keep;
-}
-
-ClientConnection::Next ClientConnection::flush_out(Side& side) {
-  while (side.out_offset < side.out.size()) {
-    ssize_t n = ::send(side.fd.get(), side.out.data() + side.out_offset, side.out.size() - side.out_offset,
-                       MSG_NOSIGNAL);
-    if (n == -1) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        event_add(side.write_event.get(), nullptr);
-        return Next::keep;
-      }
-      return Next::close;  // an error on either side ends both
-    }
-    side.out_offset += static_cast<std::size_t>(n);
-  }
-  // Drained: give the memory back (an idle tunnel holds no buffer).
-  if (!side.out.empty()) {
-    std::string().swap(side.out);
-    side.out_offset = 0;
-  }
-  // What went into the pipe came after what was in `out`: it is written second.
-  if (side.pipe_bytes > 0) {
-    if (drain_pipe(side) == Next::close) return Next::close;
-    if (side.pipe_bytes > 0) return Next::keep;
-  }
-  if (side.write_event) event_del(side.write_event.get());
-  if (side.shut_after_out && !side.write_shut) {
-    // Half-close by the book: FIN only after everything from the other side has been written.
-    ::shutdown(side.fd.get(), SHUT_WR);
-    side.write_shut = true;
-  }
-  return Next::keep;
 }
 
 ClientConnection::Next ClientConnection::side_writable(Side& side) {
@@ -622,21 +538,7 @@ ClientConnection::Next ClientConnection::dial_finished() {
   return allowed();
 }
 
-void ClientConnection::release_upstream_socket() noexcept {
-  upstream_.pipe_read.reset();
-  upstream_.pipe_write.reset();
-  upstream_.pipe_bytes = 0;
-  upstream_.read_event.reset();
-  upstream_.write_event.reset();
-  upstream_.fd.reset();
-  upstream_.reading = false;
-  upstream_.pause = 0;
-  upstream_.read_eof = false;
-  upstream_.write_shut = false;
-  upstream_.shut_after_out = false;
-  std::string().swap(upstream_.out);
-  upstream_.out_offset = 0;
-}
+void ClientConnection::release_upstream_socket() noexcept { upstream_.reset(); }
 
 void ClientConnection::release_upstream() noexcept {
   release_upstream_socket();
@@ -736,96 +638,18 @@ ClientConnection::Next ClientConnection::allowed() {
 }
 
 ClientConnection::Next ClientConnection::relay_readable(Side& from) {
-  Side& to = other(from);
-  if (to.uses_pipe()) return splice_readable(from, to);
-  char buffer[kReadChunk];
-  const ssize_t n = ::recv(from.fd.get(), buffer, sizeof buffer, 0);
-  if (n == -1) {
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Next::keep : Next::close;
+  const RelayStep step = relay_once(from, other(from));
+  if (step.failed) return Next::close;
+  if (step.moved > 0) {
+    last_activity_ = std::chrono::steady_clock::now();
+    (&from == &client_ ? up_bytes_ : down_bytes_) += step.moved;
   }
-  if (n == 0) {
-    // A FIN is passed on as a FIN, after everything before it: the tunnel lives on half-open.
-    from.read_eof = true;
-    update_reading(from);
-    to.shut_after_out = true;
-    if (flush_out(to) == Next::close) return Next::close;
-    return check_tunnel_done();
-  }
-  last_activity_ = std::chrono::steady_clock::now();
-  (&from == &client_ ? up_bytes_ : down_bytes_) += static_cast<std::uint64_t>(n);
-  if (queue(to, {buffer, static_cast<std::size_t>(n)}) == Next::close) return Next::close;
-  if (to.has_queued()) {
-    pause(from, pause_peer_full);
-  } else if (static_cast<std::size_t>(n) == sizeof buffer) {
-    try_pipe(to);  // bulk data: the next reads go through a pipe (nothing is queued now)
-  }
-  return Next::keep;
-}
-
-void ClientConnection::try_pipe(Side& to) noexcept {
-  if (to.splice_failed || to.uses_pipe()) return;
-  int fds[2];
-  // Out of descriptors is no error: this direction just stays on buffers.
-  if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == -1) return;
-  to.pipe_read.reset(fds[0]);
-  to.pipe_write.reset(fds[1]);
-}
-
-ClientConnection::Next ClientConnection::splice_readable(Side& from, Side& to) {
-  const ssize_t n = ::splice(from.fd.get(), nullptr, to.pipe_write.get(), nullptr, kSpliceChunk,
-                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-  if (n == -1) {
-    if (errno == EINTR) return Next::keep;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      // Readable but nothing moved: with bytes in the pipe, the pipe is full (STYLE: HAProxy).
-      if (to.pipe_bytes > 0) pause(from, pause_peer_full);
-      return Next::keep;
-    }
-    if ((errno == EINVAL || errno == ENOSYS) && to.pipe_bytes == 0) {
-      // This kernel or socket type cannot splice: fall back to buffers at run time.
-      to.splice_failed = true;
-      to.pipe_read.reset();
-      to.pipe_write.reset();
-      return relay_readable(from);
-    }
-    return Next::close;
-  }
-  if (n == 0) {
-    from.read_eof = true;
-    update_reading(from);
-    to.shut_after_out = true;
-    if (flush_out(to) == Next::close) return Next::close;
-    return check_tunnel_done();
-  }
-  last_activity_ = std::chrono::steady_clock::now();
-  (&from == &client_ ? up_bytes_ : down_bytes_) += static_cast<std::uint64_t>(n);
-  to.pipe_bytes += static_cast<std::size_t>(n);
-  if (drain_pipe(to) == Next::close) return Next::close;
-  if (to.has_queued()) pause(from, pause_peer_full);
-  return Next::keep;
-}
-
-ClientConnection::Next ClientConnection::drain_pipe(Side& side) {
-  while (side.pipe_bytes > 0) {
-    const ssize_t n = ::splice(side.pipe_read.get(), nullptr, side.fd.get(), nullptr, side.pipe_bytes,
-                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-    if (n == -1) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        event_add(side.write_event.get(), nullptr);
-        return Next::keep;
-      }
-      return Next::close;
-    }
-    side.pipe_bytes -= static_cast<std::size_t>(n);
-  }
-  return Next::keep;
+  return step.eof ? check_tunnel_done() : Next::keep;
 }
 
 ClientConnection::Next ClientConnection::check_tunnel_done() {
   if (phase_ != Phase::relaying) return Next::keep;
-  const bool done = client_.read_eof && upstream_.read_eof && client_.write_shut && upstream_.write_shut;
-  return done ? Next::close : Next::keep;
+  return relay_finished(client_, upstream_) ? Next::close : Next::keep;
 }
 
 void ClientConnection::log_done() {

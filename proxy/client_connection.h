@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proxy/decision_log.h"
+#include "proxy/endpoint.h"
 #include "proxy/event_owners.h"
 #include "proxy/http_body.h"
 #include "proxy/resolver.h"
@@ -54,36 +55,8 @@ class ClientConnection {
   // Where the SOCKS5 negotiation stands.
   enum class Socks5Step : std::uint8_t { greeting, credentials, request };
 
-  // Reasons a side's reads are paused; reading resumes only when all are clear (STYLE 6).
-  enum PauseBit : unsigned {
-    pause_peer_full = 1u << 0,      // the other side has unwritten bytes from this one
-    pause_no_more_wanted = 1u << 1, // this side's input is not wanted now (decision, exchange done)
-  };
-
   // One end of the connection: the client, or the upstream.
-  struct Side {
-    UniqueFd fd;
-    EventPtr read_event;
-    EventPtr write_event;
-    std::string out;           // bytes queued for this side, not yet written
-    std::size_t out_offset = 0;
-    unsigned pause = 0;
-    bool reading = false;      // read_event is added
-    bool read_eof = false;     // this side sent FIN (or its read side is done)
-    bool shut_after_out = false;  // send FIN to this side once `out` is written
-    bool write_shut = false;   // FIN sent to this side
-    // The splice(2) fast path for bytes going to this side while relaying: a pipe the other
-    // side's bytes are spliced into and then out of to this side, never copied to user space.
-    // Made only once a direction carries bulk data (a read filled the whole read buffer), so
-    // short exchanges spend no descriptors on it; counted in the descriptor budget.
-    UniqueFd pipe_read;
-    UniqueFd pipe_write;
-    std::size_t pipe_bytes = 0;  // bytes in the pipe not yet written to this side
-    bool splice_failed = false;  // the kernel refused splice here: buffers from now on
-
-    [[nodiscard]] bool has_queued() const noexcept { return out_offset < out.size() || pipe_bytes > 0; }
-    [[nodiscard]] bool uses_pipe() const noexcept { return pipe_write.valid(); }
-  };
+  using Side = Endpoint;
 
   // The plain-HTTP exchange in progress.
   struct Exchange {
@@ -116,11 +89,11 @@ class ClientConnection {
   Next client_readable();
   Next upstream_readable();
   Next side_writable(Side& side);
-  Next queue(Side& side, std::string_view bytes);  // write now what the socket takes; queue the rest
-  Next flush_out(Side& side);
-  void update_reading(Side& side);
-  void pause(Side& side, unsigned bit);
-  void resume(Side& side, unsigned bit);
+  // Thin wrappers over proxy/endpoint.h that speak in Next.
+  Next queue(Side& side, std::string_view bytes) { return send_or_queue(side, bytes) ? Next::keep : Next::close; }
+  Next flush_out(Side& side) { return flush_queued(side) ? Next::keep : Next::close; }
+  static void pause(Side& side, unsigned bit) noexcept { pause_reading(side, bit); }
+  static void resume(Side& side, unsigned bit) noexcept { resume_reading(side, bit); }
   void arm_timer(double seconds);
   Next timer_fired();
   Side& other(Side& side) noexcept { return &side == &client_ ? upstream_ : client_; }
@@ -147,9 +120,6 @@ class ClientConnection {
 
   // After the decision.
   Next relay_readable(Side& from);
-  Next splice_readable(Side& from, Side& to);
-  Next drain_pipe(Side& side);
-  void try_pipe(Side& to) noexcept;
   Next forward_client_readable();
   Next forward_upstream_readable();
   Next pass_request_body(std::string_view bytes);

@@ -1,0 +1,200 @@
+#include "proxy/endpoint.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+namespace boxproxy {
+namespace {
+
+bool would_block(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK; }
+
+// Makes the pipe for bytes going to `to`. Out of descriptors is no error: the direction just
+// stays on buffers.
+void try_pipe(Endpoint& to) noexcept {
+  if (to.splice_failed || to.uses_pipe()) return;
+  int fds[2];
+  if (::pipe2(fds, O_NONBLOCK | O_CLOEXEC) == -1) return;
+  to.pipe_read.reset(fds[0]);
+  to.pipe_write.reset(fds[1]);
+}
+
+// Writes what the pipe holds to `end`. False on a write error.
+bool drain_pipe(Endpoint& end) {
+  while (end.pipe_bytes > 0) {
+    const ssize_t n = ::splice(end.pipe_read.get(), nullptr, end.fd.get(), nullptr, end.pipe_bytes,
+                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n == -1) {
+      if (errno == EINTR) continue;
+      if (would_block(errno)) {
+        event_add(end.write_event.get(), nullptr);
+        return true;
+      }
+      return false;
+    }
+    end.pipe_bytes -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+RelayStep pass_eof(Endpoint& from, Endpoint& to) {
+  // A FIN is passed on as a FIN, after everything before it: the relay lives on half-open.
+  from.read_eof = true;
+  update_reading(from);
+  to.shut_after_out = true;
+  RelayStep step;
+  step.eof = true;
+  step.failed = !flush_queued(to);
+  return step;
+}
+
+RelayStep splice_once(Endpoint& from, Endpoint& to);
+
+RelayStep buffered_once(Endpoint& from, Endpoint& to) {
+  char buffer[kReadChunk];
+  const ssize_t n = ::recv(from.fd.get(), buffer, sizeof buffer, 0);
+  if (n == -1) return RelayStep{!(would_block(errno) || errno == EINTR), 0, false};
+  if (n == 0) return pass_eof(from, to);
+  RelayStep step;
+  step.moved = static_cast<std::size_t>(n);
+  if (!send_or_queue(to, {buffer, step.moved})) {
+    step.failed = true;
+  } else if (to.has_queued()) {
+    pause_reading(from, pause_peer_full);
+  } else if (step.moved == sizeof buffer) {
+    try_pipe(to);  // bulk data: the next reads go through a pipe (nothing is queued now)
+  }
+  return step;
+}
+
+RelayStep splice_once(Endpoint& from, Endpoint& to) {
+  const ssize_t n = ::splice(from.fd.get(), nullptr, to.pipe_write.get(), nullptr, kSpliceChunk,
+                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  if (n == -1) {
+    if (errno == EINTR) return {};
+    if (would_block(errno)) {
+      // Readable but nothing moved: with bytes in the pipe, the pipe is full (as HAProxy reads it).
+      if (to.pipe_bytes > 0) pause_reading(from, pause_peer_full);
+      return {};
+    }
+    if ((errno == EINVAL || errno == ENOSYS) && to.pipe_bytes == 0) {
+      // This kernel or socket type cannot splice: fall back to buffers, for good.
+      to.splice_failed = true;
+      to.pipe_read.reset();
+      to.pipe_write.reset();
+      return buffered_once(from, to);
+    }
+    return RelayStep{true, 0, false};
+  }
+  if (n == 0) return pass_eof(from, to);
+  RelayStep step;
+  step.moved = static_cast<std::size_t>(n);
+  to.pipe_bytes += step.moved;
+  if (!drain_pipe(to)) {
+    step.failed = true;
+  } else if (to.has_queued()) {
+    pause_reading(from, pause_peer_full);
+  }
+  return step;
+}
+
+}  // namespace
+
+void Endpoint::reset() noexcept {
+  read_event.reset();
+  write_event.reset();
+  pipe_read.reset();
+  pipe_write.reset();
+  fd.reset();
+  std::string().swap(out);
+  out_offset = 0;
+  pause = 0;
+  reading = read_eof = shut_after_out = write_shut = false;
+  pipe_bytes = 0;
+  splice_failed = false;
+}
+
+void update_reading(Endpoint& end) noexcept {
+  const bool want = end.fd.valid() && end.read_event && end.pause == 0 && !end.read_eof;
+  if (want && !end.reading) {
+    event_add(end.read_event.get(), nullptr);
+    end.reading = true;
+  } else if (!want && end.reading) {
+    event_del(end.read_event.get());
+    end.reading = false;
+  }
+}
+
+void pause_reading(Endpoint& end, unsigned bit) noexcept {
+  end.pause |= bit;
+  update_reading(end);
+}
+
+void resume_reading(Endpoint& end, unsigned bit) noexcept {
+  end.pause &= ~bit;
+  update_reading(end);
+}
+
+bool send_or_queue(Endpoint& end, std::string_view bytes) {
+  if (bytes.empty()) return true;
+  if (!end.has_queued()) {
+    // Nothing queued: write through, and keep only what the socket did not take.
+    ssize_t n = ::send(end.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n == -1) {
+      if (!would_block(errno) && errno != EINTR) return false;
+      n = 0;
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+    if (bytes.empty()) return true;
+    end.out.assign(bytes);
+    end.out_offset = 0;
+  } else {
+    end.out.append(bytes);
+  }
+  event_add(end.write_event.get(), nullptr);
+  return true;
+}
+
+bool flush_queued(Endpoint& end) {
+  while (end.out_offset < end.out.size()) {
+    const ssize_t n =
+        ::send(end.fd.get(), end.out.data() + end.out_offset, end.out.size() - end.out_offset, MSG_NOSIGNAL);
+    if (n == -1) {
+      if (errno == EINTR) continue;
+      if (would_block(errno)) {
+        event_add(end.write_event.get(), nullptr);
+        return true;
+      }
+      return false;  // an error on either end ends both
+    }
+    end.out_offset += static_cast<std::size_t>(n);
+  }
+  // Drained: give the memory back (an idle tunnel holds no buffer).
+  if (!end.out.empty()) {
+    std::string().swap(end.out);
+    end.out_offset = 0;
+  }
+  // What went into the pipe came after what was in `out`: it is written second.
+  if (end.pipe_bytes > 0) {
+    if (!drain_pipe(end)) return false;
+    if (end.pipe_bytes > 0) return true;
+  }
+  if (end.write_event) event_del(end.write_event.get());
+  if (end.shut_after_out && !end.write_shut && end.fd.valid()) {
+    // Half-close by the book: FIN only after everything from the other end has been written.
+    ::shutdown(end.fd.get(), SHUT_WR);
+    end.write_shut = true;
+  }
+  return true;
+}
+
+RelayStep relay_once(Endpoint& from, Endpoint& to) {
+  return to.uses_pipe() ? splice_once(from, to) : buffered_once(from, to);
+}
+
+bool relay_finished(const Endpoint& a, const Endpoint& b) noexcept {
+  return a.read_eof && b.read_eof && a.write_shut && b.write_shut;
+}
+
+}  // namespace boxproxy

@@ -1,0 +1,85 @@
+// One end of a relayed connection, and the pump that moves bytes from one end to the other with
+// back-pressure, half-close by the book, and splice(2) as a fast path. Shared by the proxy's
+// tunnels and the in-box bridge, which relay the same way.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "proxy/event_owners.h"
+
+namespace boxproxy {
+
+// One read takes at most this much, into a buffer on the stack. What the other end does not take
+// at once is queued, and reading from this end pauses until the queue is written, so a direction
+// never holds more than one read in memory whatever the peers do.
+inline constexpr std::size_t kReadChunk = 16 * 1024;
+
+// The most one splice moves into a pipe: a default pipe's capacity (16 pages).
+inline constexpr std::size_t kSpliceChunk = 64 * 1024;
+
+// Reasons an end's reads are paused; reading resumes only when all are clear (STYLE 6).
+enum PauseBit : unsigned {
+  pause_peer_full = 1u << 0,       // the other end has unwritten bytes from this one
+  pause_no_more_wanted = 1u << 1,  // this end's input is not wanted now (decision, exchange done)
+};
+
+struct Endpoint {
+  UniqueFd fd;
+  EventPtr read_event;   // EV_READ | EV_PERSIST on fd; added only while reading
+  EventPtr write_event;  // EV_WRITE | EV_PERSIST on fd; added only while something is queued
+  std::string out;       // bytes queued for this end, not yet written
+  std::size_t out_offset = 0;
+  unsigned pause = 0;          // PauseBit mask
+  bool reading = false;        // read_event is added
+  bool read_eof = false;       // this end sent FIN (or its reading is over)
+  bool shut_after_out = false; // send FIN to this end once everything queued is written
+  bool write_shut = false;     // FIN sent to this end
+  // The splice(2) fast path for bytes going to this end: a pipe the other end's bytes are spliced
+  // into and then out of to this end, never copied to user space. Made only once a direction
+  // carries bulk data (a read filled the whole read buffer), so short exchanges spend no
+  // descriptors on it; counted in the descriptor budget.
+  UniqueFd pipe_read;
+  UniqueFd pipe_write;
+  std::size_t pipe_bytes = 0;  // bytes in the pipe not yet written to this end
+  bool splice_failed = false;  // the kernel refused splice here: buffers from now on
+
+  [[nodiscard]] bool has_queued() const noexcept { return out_offset < out.size() || pipe_bytes > 0; }
+  [[nodiscard]] bool uses_pipe() const noexcept { return pipe_write.valid(); }
+
+  // Closes the socket, its pipe and its events (events first), and forgets every state bit.
+  void reset() noexcept;
+};
+
+// Adds or deletes the read event so that it is added exactly when the end has a socket, no pause
+// bit, and has not sent FIN.
+void update_reading(Endpoint& end) noexcept;
+void pause_reading(Endpoint& end, unsigned bit) noexcept;
+void resume_reading(Endpoint& end, unsigned bit) noexcept;
+
+// Writes `bytes` to `end` now as far as the socket takes them and queues the rest (in order,
+// behind anything already queued). False on a write error: the connection must end.
+[[nodiscard]] bool send_or_queue(Endpoint& end, std::string_view bytes);
+
+// Writes what is queued for `end`: the buffer first, then the pipe (which only ever holds later
+// bytes). Once all is written, sends FIN if asked (half-close by the book: FIN only after
+// everything from the other end). False on a write error.
+[[nodiscard]] bool flush_queued(Endpoint& end);
+
+struct RelayStep {
+  bool failed = false;      // an error on either end: the connection must end
+  std::size_t moved = 0;    // bytes taken from `from`
+  bool eof = false;         // `from` sent FIN (now passed on to `to`, after its queue)
+};
+
+// One readable event on `from`: reads (or splices) once and writes through to `to`. Pauses
+// `from` while `to` has anything queued; switches the direction to a pipe once it carries bulk
+// data; falls back to buffers at run time where the kernel refuses splice.
+[[nodiscard]] RelayStep relay_once(Endpoint& from, Endpoint& to);
+
+// Both ends sent FIN and both were sent FIN: the relay is over.
+[[nodiscard]] bool relay_finished(const Endpoint& a, const Endpoint& b) noexcept;
+
+}  // namespace boxproxy
