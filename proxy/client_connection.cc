@@ -492,8 +492,7 @@ ClientConnection::Next ClientConnection::answers_known(std::vector<IpAddress> an
   if (answers.empty()) return refuse(Reason::name_not_resolved);
   // Step 4: every answer is judged, and only judged answers are ever dialled, so a name cannot
   // point somewhere else between the check and the dial.
-  const std::vector<IpAddress> locals = read_local_addresses();
-  const AnswersVerdict verdict = judge_answers(server_.config().policy, answers, locals);
+  const AnswersVerdict verdict = judge_answers_now(answers);
   if (verdict.refusal) {
     return refuse(*verdict.refusal, verdict.refused_address ? verdict.refused_address->to_string() : "-");
   }
@@ -505,6 +504,26 @@ ClientConnection::Next ClientConnection::answers_known(std::vector<IpAddress> an
   phase_ = Phase::dialling;
   arm_timer(server_.config().connect_timeout);
   return dial_next();
+}
+
+// Step 4 with the host's interface addresses read fresh, but only when they can change the answer:
+// this-host is the rule's last step, so an answer refused before it, or let through by --permit
+// (which is final), needs no interface list. Reading it costs a netlink round trip per decision.
+AnswersVerdict ClientConnection::judge_answers_now(const std::vector<IpAddress>& answers) const {
+  const Policy& policy = server_.config().policy;
+  AnswersVerdict verdict = judge_answers(policy, answers, {});
+  // With one answer, a refusal before this-host is the answer. With several, an earlier answer
+  // could be this-host, and the first refused answer names the class: judge them all again.
+  if (verdict.refusal && answers.size() == 1) return verdict;
+  bool all_permitted = true;
+  for (const IpAddress& answer : answers) {
+    bool permitted = false;
+    for (const Cidr& range : policy.rule.permit) permitted = permitted || range.contains(answer);
+    all_permitted = all_permitted && permitted;
+  }
+  if (all_permitted && !verdict.refusal) return verdict;
+  const std::vector<IpAddress> locals = read_local_addresses();
+  return judge_answers(policy, answers, locals);
 }
 
 ClientConnection::Next ClientConnection::dial_next() {

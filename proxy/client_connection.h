@@ -18,6 +18,7 @@
 #include "proxy/http_body.h"
 #include "proxy/resolver.h"
 #include "table/host_list.h"
+#include "table/policy.h"
 #include "table/target.h"
 
 namespace boxproxy {
@@ -112,6 +113,7 @@ class ClientConnection {
   Next decide(TargetResult parsed);
   Next decide_parsed(Target target);
   Next answers_known(std::vector<IpAddress> answers);
+  [[nodiscard]] AnswersVerdict judge_answers_now(const std::vector<IpAddress>& answers) const;
   Next dial_next();
   Next dial_finished();
   Next refuse(Reason reason, std::string_view ip = "-", std::string words = {});
