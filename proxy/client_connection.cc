@@ -508,8 +508,8 @@ ClientConnection::Next ClientConnection::answers_known(std::vector<IpAddress> an
 
 // Step 4 with the host's interface addresses read fresh, but only when they can change the answer:
 // this-host is the rule's last step, so an answer refused before it, or let through by --permit
-// (which is final), needs no interface list. Reading it costs a netlink round trip per decision.
-AnswersVerdict ClientConnection::judge_answers_now(const std::vector<IpAddress>& answers) const {
+// (which is final), needs no interface list. The list is cached and re-read on netlink news (LocalAddresses).
+AnswersVerdict ClientConnection::judge_answers_now(const std::vector<IpAddress>& answers) {
   const Policy& policy = server_.config().policy;
   AnswersVerdict verdict = judge_answers(policy, answers, {});
   // With one answer, a refusal before this-host is the answer. With several, an earlier answer
@@ -522,8 +522,7 @@ AnswersVerdict ClientConnection::judge_answers_now(const std::vector<IpAddress>&
     all_permitted = all_permitted && permitted;
   }
   if (all_permitted && !verdict.refusal) return verdict;
-  const std::vector<IpAddress> locals = read_local_addresses();
-  return judge_answers(policy, answers, locals);
+  return judge_answers(policy, answers, server_.local_addresses().current());
 }
 
 ClientConnection::Next ClientConnection::dial_next() {

@@ -113,7 +113,7 @@ class ClientConnection {
   Next decide(TargetResult parsed);
   Next decide_parsed(Target target);
   Next answers_known(std::vector<IpAddress> answers);
-  [[nodiscard]] AnswersVerdict judge_answers_now(const std::vector<IpAddress>& answers) const;
+  [[nodiscard]] AnswersVerdict judge_answers_now(const std::vector<IpAddress>& answers);
   Next dial_next();
   Next dial_finished();
   Next refuse(Reason reason, std::string_view ip = "-", std::string words = {});

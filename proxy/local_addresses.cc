@@ -1,8 +1,12 @@
 #include "proxy/local_addresses.h"
 
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace boxproxy {
@@ -29,6 +33,42 @@ std::vector<IpAddress> read_local_addresses() {
   }
   ::freeifaddrs(list);
   return out;
+}
+
+LocalAddresses::LocalAddresses() {
+  const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (fd == -1) return;
+  UniqueFd owned(fd);
+  sockaddr_nl local{};
+  local.nl_family = AF_NETLINK;
+  local.nl_groups = RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR;
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&local), sizeof local) == -1) return;
+  netlink_ = std::move(owned);
+}
+
+bool LocalAddresses::changed_since_last_read() noexcept {
+  if (!netlink_.valid()) return true;  // no notifications: every decision reads afresh
+  bool changed = false;
+  char buffer[8192];
+  for (;;) {
+    const ssize_t n = ::recv(netlink_.get(), buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n > 0) {
+      changed = true;  // any address message: read the list again
+      continue;
+    }
+    if (n == -1 && errno == EINTR) continue;
+    // ENOBUFS: notifications were lost while the queue overflowed; assume a change.
+    if (n == -1 && errno == ENOBUFS) changed = true;
+    return changed;
+  }
+}
+
+const std::vector<IpAddress>& LocalAddresses::current() {
+  if (changed_since_last_read() || !fresh_) {
+    addresses_ = read_local_addresses();
+    fresh_ = true;
+  }
+  return addresses_;
 }
 
 }  // namespace boxproxy

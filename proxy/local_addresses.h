@@ -3,12 +3,33 @@
 
 #include <vector>
 
+#include "proxy/event_owners.h"
 #include "table/address.h"
 
 namespace boxproxy {
 
-// Every address on every interface now (getifaddrs). Read fresh for each decision, as the spec
-// asks: an address added after start is still this host. Empty when it cannot be read.
+// Every address on every interface now (getifaddrs). Empty when it cannot be read.
 [[nodiscard]] std::vector<IpAddress> read_local_addresses();
+
+// The addresses as they are at the moment of each decision, without a netlink dump every time.
+//
+// The spec reads them fresh for each decision: an address added after start is still this host.
+// A getifaddrs() is a dozen system calls; instead a netlink socket subscribed to address changes
+// is checked (one non-blocking recv) at each decision, and the list is read again only when the
+// kernel reported a change. The kernel queues the notification before the change's system call
+// returns, so a change made before a decision is always seen by it. Without netlink (a seccomp
+// filter, an old kernel), every decision reads the list afresh.
+class LocalAddresses {
+ public:
+  LocalAddresses();
+  [[nodiscard]] const std::vector<IpAddress>& current();
+
+ private:
+  [[nodiscard]] bool changed_since_last_read() noexcept;
+
+  UniqueFd netlink_;
+  std::vector<IpAddress> addresses_;
+  bool fresh_ = false;
+};
 
 }  // namespace boxproxy

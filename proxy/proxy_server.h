@@ -9,6 +9,7 @@
 
 #include "proxy/decision_log.h"
 #include "proxy/event_owners.h"
+#include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
 #include "table/policy.h"
 
@@ -68,6 +69,7 @@ class ProxyServer {
   [[nodiscard]] Resolver& resolver() noexcept { return resolver_; }
   [[nodiscard]] DecisionLog& log() noexcept { return log_; }
   [[nodiscard]] ProxyStats& stats() noexcept { return stats_; }
+  [[nodiscard]] LocalAddresses& local_addresses() noexcept { return local_addresses_; }
   // §5 step 5: takes a slot (nullopt) or says why not (tunnel_cap, connection_budget).
   [[nodiscard]] std::optional<Reason> take_slot() noexcept;
   void release_slot() noexcept;
@@ -85,6 +87,7 @@ class ProxyServer {
   Resolver& resolver_;
   DecisionLog& log_;
   ProxyStats stats_;
+  LocalAddresses local_addresses_;
   ListenerPtr listener_;
   EventPtr resume_timer_;
   ClientConnection* first_ = nullptr;  // every live connection, linked through the connections
