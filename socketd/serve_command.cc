@@ -39,15 +39,18 @@ struct StartupError {
   std::string message;
 };
 
-// Raises the soft RLIMIT_NOFILE toward what --max-tunnels needs (at most the hard limit), and
-// says so when the hard limit is lower than that.
+// Raises RLIMIT_NOFILE toward what --max-tunnels needs, and says so when it cannot reach it.
 std::optional<std::string> raise_descriptor_limit(std::uint32_t max_tunnels) {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) == -1) return std::nullopt;
   const rlim_t wanted = kDescriptorsPerTunnel * max_tunnels + kMaxHandshakingClients + kDescriptorsReserved;
   if (limit.rlim_cur >= wanted) return std::nullopt;
+  // A process with CAP_SYS_RESOURCE (a supervisor running as root) may raise the hard limit too,
+  // up to fs.nr_open; otherwise the soft limit goes as far as the hard one allows.
+  rlimit raised{wanted, std::max(wanted, limit.rlim_max)};
+  if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) return std::nullopt;
   const rlim_t target = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
-  rlimit raised{target, limit.rlim_max};
+  raised = rlimit{target, limit.rlim_max};
   if (::setrlimit(RLIMIT_NOFILE, &raised) == -1 || target < wanted) {
     return fmt::format("descriptor limit {} is below the {} that --max-tunnels {} needs; tunnels past it are refused",
                        target, wanted, max_tunnels);
