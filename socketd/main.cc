@@ -3,7 +3,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "socketd/bridge_command.h"
 #include "socketd/check_command.h"
+#include "socketd/run_command.h"
 #include "socketd/serve_command.h"
 
 namespace {
@@ -11,9 +13,14 @@ namespace {
 constexpr const char* kUsage =
     "usage: boxproxy serve --socket PATH [OPTION]...      run the proxy for one session\n"
     "       boxproxy check [OPTION]... TARGET...          say what the rule makes of addresses or names, and why\n"
+    "       boxproxy bridge --socket PATH [--listen ADDR:PORT]...\n"
+    "                                                     inside a box: loopback TCP to the proxy's socket\n"
+    "       boxproxy run [SERVE OPTION]... -- COMMAND [ARG]...\n"
+    "                                                     run COMMAND in a new network namespace whose only way\n"
+    "                                                     out is a proxy of its own (or --socket PATH's)\n"
     "       boxproxy --help | --version\n"
     "\n"
-    "`boxproxy serve --help` and `boxproxy check --help` list each command's options; man boxproxy has the rest.\n";
+    "`boxproxy COMMAND --help` lists each command's options; man boxproxy has the rest.\n";
 
 }  // namespace
 
@@ -33,6 +40,8 @@ int main(int argc, char** argv) {
   }
   if (command == "serve") return boxproxy::run_serve_command(argc - 2, argv + 2);
   if (command == "check") return boxproxy::run_check_command(argc - 2, argv + 2);
+  if (command == "bridge") return boxproxy::run_bridge_command(argc - 2, argv + 2);
+  if (command == "run") return boxproxy::run_run_command(argc - 2, argv + 2);
   std::fprintf(stderr, "boxproxy: unknown command \"%s\"\n%s", argv[1], kUsage);
   return 2;
 }

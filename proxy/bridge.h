@@ -1,0 +1,120 @@
+// The in-box bridge: accepts loopback TCP and relays each connection, byte for byte, to the
+// proxy's Unix socket through the same pump as the proxy's tunnels (proxy/endpoint.h). It knows
+// nothing of the protocols: the proxy sniffs them from the first byte.
+//
+// One owner, one way to die (as ClientConnection): the BridgeServer creates a BridgeConnection;
+// every libevent callback is a static trampoline that calls a member, and only the trampoline (or
+// the server's stop()) deletes the object, when the member returns Next::close.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proxy/endpoint.h"
+#include "proxy/event_owners.h"
+
+namespace boxproxy {
+
+class BridgeServer;
+
+// How long a connection waits for the Unix socket to take it. A Unix socket whose backlog is full
+// answers a non-blocking connect with EAGAIN instead of queueing it, so the bridge retries every
+// kBridgeRetrySeconds until this much time has passed, then drops the client (reset).
+inline constexpr double kBridgeConnectSeconds = 10.0;
+inline constexpr double kBridgeRetrySeconds = 0.05;
+
+struct BridgeStats {
+  std::uint64_t open = 0;      // connections open now
+  std::uint64_t accepted = 0;  // connections accepted in all
+  std::uint64_t failed = 0;    // connections dropped because the socket could not be reached
+};
+
+class BridgeConnection {
+ public:
+  // Takes ownership of `client_fd` (non-blocking, accepted) and starts connecting to the socket.
+  // Returns null when the connection is already over (it cleaned up after itself).
+  static BridgeConnection* open(BridgeServer& server, int client_fd);
+  ~BridgeConnection();
+  BridgeConnection(const BridgeConnection&) = delete;
+  BridgeConnection& operator=(const BridgeConnection&) = delete;
+
+  // The server's list of live connections (for shutdown).
+  BridgeConnection* prev = nullptr;
+  BridgeConnection* next = nullptr;
+
+ private:
+  enum class Next { keep, close };
+
+  enum class Phase : std::uint8_t {
+    connecting,  // the Unix socket has not taken us yet; the client's reads are paused
+    relaying,    // bytes both ways until both sides have closed
+  };
+
+  BridgeConnection(BridgeServer& server, int client_fd);
+
+  // Trampolines: the only places (with BridgeServer::stop) that delete a connection.
+  static void on_client_read(evutil_socket_t, short, void* self);
+  static void on_client_write(evutil_socket_t, short, void* self);
+  static void on_upstream_read(evutil_socket_t, short, void* self);
+  static void on_upstream_write(evutil_socket_t, short, void* self);
+  static void on_retry(evutil_socket_t, short, void* self);
+  static void finish(BridgeConnection* connection, Next next);
+
+  Next try_connect();
+  Next connect_finished();
+  Next start_relaying();
+  Next readable(Endpoint& from);
+  Next writable(Endpoint& end);
+  Next give_up(int error);
+  Endpoint& other(Endpoint& end) noexcept { return &end == &client_ ? upstream_ : client_; }
+
+  BridgeServer& server_;
+  Endpoint client_;    // the loopback TCP client
+  Endpoint upstream_;  // the proxy's Unix socket
+  EventPtr retry_timer_;
+  Phase phase_ = Phase::connecting;
+  double waited_ = 0;  // seconds spent retrying a full backlog
+};
+
+class BridgeServer {
+ public:
+  // `socket_path`: the proxy's Unix socket, connected once per accepted client.
+  BridgeServer(event_base* base, std::string socket_path);
+  ~BridgeServer();
+  BridgeServer(const BridgeServer&) = delete;
+  BridgeServer& operator=(const BridgeServer&) = delete;
+
+  // Starts accepting on `listen_fd` (a listening, non-blocking TCP socket), taking ownership.
+  // Throws std::runtime_error at start-up on failure.
+  void add_listener(int listen_fd);
+  // Stops accepting and ends every connection (SIGTERM).
+  void stop() noexcept;
+
+  // --- for connections ---
+  [[nodiscard]] event_base* base() const noexcept { return base_; }
+  [[nodiscard]] const std::string& socket_path() const noexcept { return socket_path_; }
+  [[nodiscard]] BridgeStats& stats() noexcept { return stats_; }
+  // A connection could not reach the socket: says so on standard error, at most once a second
+  // (a dead proxy must not turn a client's retry loop into a flood of lines).
+  void report_unreachable(int error) noexcept;
+  // Called by a connection's destructor.
+  void forget(BridgeConnection* connection) noexcept;
+
+ private:
+  static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
+  static void on_accept_error(evconnlistener*, void* self);
+  static void on_resume_accepting(evutil_socket_t, short, void* self);
+
+  event_base* base_;
+  std::string socket_path_;
+  BridgeStats stats_;
+  std::vector<ListenerPtr> listeners_;
+  EventPtr resume_timer_;
+  BridgeConnection* first_ = nullptr;  // every live connection, linked through the connections
+  bool stopping_ = false;
+  std::int64_t last_report_ = 0;       // steady-clock seconds of the last unreachable line
+  std::uint64_t unreported_ = 0;       // failures since then, not yet reported
+};
+
+}  // namespace boxproxy

@@ -1,0 +1,322 @@
+#include "socketd/bridge_command.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "proxy/bridge.h"
+#include "proxy/event_owners.h"
+#include "socketd/readiness.h"
+
+namespace boxproxy {
+namespace {
+
+constexpr int kListenBacklog = 1024;
+constexpr std::uint16_t kDefaultPort = 3128;
+// A value quoted in a message is cut here so one bad argument cannot flood the terminal.
+constexpr std::size_t kMaxQuotedChars = 200;
+
+constexpr const char* kHelp =
+    "usage: boxproxy bridge --socket PATH [--listen ADDR:PORT]... [--die-with-parent]\n"
+    "\n"
+    "Inside a box: accepts TCP on ADDR:PORT and relays each connection, byte for byte, to the\n"
+    "proxy's Unix socket PATH (the proxy tells SOCKS5, SOCKS4a and HTTP apart itself).\n"
+    "\n"
+    "  --socket PATH         the proxy's Unix socket (boxproxy serve --socket). Required.\n"
+    "  --listen ADDR:PORT    an IPv4 or [IPv6] address and port to accept on; repeatable; port 0\n"
+    "                        picks a free one. Default: 127.0.0.1:3128, and [::1]:3128 when the\n"
+    "                        box has IPv6 loopback.\n"
+    "  --die-with-parent     exit as on SIGTERM when the process that started it dies\n"
+    "\n"
+    "Once listening it prints one line to standard output:\n"
+    "  {\"event\":\"listening\",\"socket\":PATH,\"listen\":[\"127.0.0.1:3128\",...],\"pid\":N}\n"
+    "SIGTERM or SIGINT: stop, close every connection, exit 0. SIGUSR1: a stats line on standard error.\n";
+
+struct UsageError {
+  std::string message;
+};
+struct HelpRequested {};
+
+struct ListenAddress {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  bool optional = false;  // the default [::1]: skipped when the box has no IPv6 loopback
+};
+
+struct BridgeOptions {
+  std::string socket_path;
+  std::vector<ListenAddress> listen;
+  bool die_with_parent = false;
+};
+
+std::string quote_value(std::string_view text) {
+  if (text.size() > kMaxQuotedChars) text = text.substr(0, kMaxQuotedChars);
+  return nlohmann::json(std::string(text)).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<std::uint16_t> parse_port(std::string_view text) {
+  if (text.empty() || text.size() > 5) return std::nullopt;
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value > 65535) return std::nullopt;
+  return static_cast<std::uint16_t>(value);
+}
+
+// ADDR:PORT with ADDR an IPv4 address in dotted form or a bracketed IPv6 address. Names are not
+// taken: the bridge never asks a resolver.
+std::optional<ListenAddress> parse_listen(std::string_view text) {
+  ListenAddress out;
+  std::string host;
+  std::string_view port;
+  if (text.starts_with('[')) {
+    const auto close = text.find("]:");
+    if (close == std::string_view::npos) return std::nullopt;
+    host = std::string(text.substr(1, close - 1));
+    port = text.substr(close + 2);
+    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&out.address);
+    sin6->sin6_family = AF_INET6;
+    if (::inet_pton(AF_INET6, host.c_str(), &sin6->sin6_addr) != 1) return std::nullopt;
+    const auto value = parse_port(port);
+    if (!value) return std::nullopt;
+    sin6->sin6_port = htons(*value);
+    out.length = sizeof(sockaddr_in6);
+    return out;
+  }
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  host = std::string(text.substr(0, colon));
+  port = text.substr(colon + 1);
+  auto* sin = reinterpret_cast<sockaddr_in*>(&out.address);
+  sin->sin_family = AF_INET;
+  if (::inet_pton(AF_INET, host.c_str(), &sin->sin_addr) != 1) return std::nullopt;
+  const auto value = parse_port(port);
+  if (!value) return std::nullopt;
+  sin->sin_port = htons(*value);
+  out.length = sizeof(sockaddr_in);
+  return out;
+}
+
+BridgeOptions parse_bridge_options(int argc, char** argv) {
+  BridgeOptions options;
+  bool have_socket = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") throw HelpRequested{};
+    if (arg == "--die-with-parent") {
+      options.die_with_parent = true;
+      continue;
+    }
+    std::string_view name = arg;
+    std::optional<std::string_view> value;
+    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    }
+    if (name != "--socket" && name != "--listen") {
+      throw UsageError{fmt::format("boxproxy bridge: unknown option {}", quote_value(arg))};
+    }
+    if (!value) {
+      if (i + 1 >= argc) throw UsageError{fmt::format("boxproxy bridge: {}: a value is needed", name)};
+      value = argv[++i];
+    }
+    if (name == "--socket") {
+      if (have_socket) throw UsageError{"boxproxy bridge: --socket: given twice"};
+      if (value->empty()) throw UsageError{"boxproxy bridge: --socket: \"\": a path is needed"};
+      if (value->size() >= sizeof(sockaddr_un::sun_path)) {
+        throw UsageError{fmt::format("boxproxy bridge: --socket: {}: longer than a Unix socket path may be ({} bytes)",
+                                     quote_value(*value), sizeof(sockaddr_un::sun_path) - 1)};
+      }
+      options.socket_path = std::string(*value);
+      have_socket = true;
+    } else {
+      auto address = parse_listen(*value);
+      if (!address) {
+        throw UsageError{fmt::format(
+            "boxproxy bridge: --listen: {}: not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)",
+            quote_value(*value))};
+      }
+      options.listen.push_back(*address);
+    }
+  }
+  if (!have_socket) throw UsageError{"boxproxy bridge: --socket PATH is required"};
+  if (options.listen.empty()) {
+    auto v4 = parse_listen("127.0.0.1:3128");
+    auto v6 = parse_listen("[::1]:3128");
+    static_assert(kDefaultPort == 3128);
+    v6->optional = true;
+    options.listen.push_back(*v4);
+    options.listen.push_back(*v6);
+  }
+  return options;
+}
+
+std::string address_text(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET6) {
+    const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&address);
+    ::inet_ntop(AF_INET6, &sin6->sin6_addr, text, sizeof text);
+    return fmt::format("[{}]:{}", text, ntohs(sin6->sin6_port));
+  }
+  const auto* sin = reinterpret_cast<const sockaddr_in*>(&address);
+  ::inet_ntop(AF_INET, &sin->sin_addr, text, sizeof text);
+  return fmt::format("{}:{}", text, ntohs(sin->sin_port));
+}
+
+struct StartupError {
+  std::string message;
+};
+
+// A listening, non-blocking socket on `address`; -1 for an optional address the box cannot have
+// (no IPv6 loopback). Throws StartupError otherwise.
+int open_listener(const ListenAddress& address, std::string& bound_text) {
+  const int fd = ::socket(address.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd == -1) {
+    if (address.optional) return -1;
+    throw StartupError{fmt::format("boxproxy bridge: listen {}: {}", address_text(address.address), std::strerror(errno))};
+  }
+  UniqueFd owner(fd);
+  const int one = 1;
+  (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // [::1] means IPv6 only: the IPv4 side is its own --listen.
+  if (address.address.ss_family == AF_INET6) (void)::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&address.address), address.length) == -1 ||
+      ::listen(fd, kListenBacklog) == -1) {
+    const int error = errno;
+    if (address.optional && (error == EADDRNOTAVAIL || error == EAFNOSUPPORT)) return -1;
+    throw StartupError{fmt::format("boxproxy bridge: listen {}: {}", address_text(address.address), std::strerror(error))};
+  }
+  sockaddr_storage bound{};
+  socklen_t length = sizeof bound;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length) == -1) bound = address.address;
+  bound_text = address_text(bound);
+  return owner.release();
+}
+
+// Each connection needs its two sockets and up to two splice pipes (two descriptors each): take
+// whatever the hard limit allows, since the bridge has no cap of its own (the proxy's
+// --max-tunnels is the cap); accept backs off on EMFILE past it.
+void raise_descriptor_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == -1 || limit.rlim_cur >= limit.rlim_max) return;
+  constexpr rlim_t kEnough = 1 << 20;
+  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? kEnough : std::min<rlim_t>(limit.rlim_max, kEnough);
+  (void)::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
+// Everything a running bridge owns, in dependency order: destroyed in reverse, so the
+// connections and listeners die before the event base.
+struct Bridge {
+  EventBasePtr base;
+  std::unique_ptr<BridgeServer> server;
+  EventPtr on_term, on_int, on_usr1;
+
+  static void on_signal(evutil_socket_t signal, short, void* self) {
+    auto* bridge = static_cast<Bridge*>(self);
+    if (signal == SIGUSR1) {
+      const BridgeStats& s = bridge->server->stats();
+      const std::string line =
+          fmt::format("{{\"event\":\"stats\",\"open\":{},\"accepted\":{},\"failed\":{}}}\n", s.open, s.accepted, s.failed);
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      return;
+    }
+    bridge->server->stop();
+    event_base_loopbreak(bridge->base.get());
+  }
+};
+
+int bridge(const BridgeOptions& options) {
+  const pid_t parent = ::getppid();
+  ::signal(SIGPIPE, SIG_IGN);
+  raise_descriptor_limit();
+
+  struct stat st {};
+  if (::stat(options.socket_path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
+    throw StartupError{fmt::format("boxproxy bridge: --socket {}: exists and is not a socket", quote_value(options.socket_path))};
+  }
+
+  Bridge bridge;
+  event_config* cfg = event_config_new();
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);  // one thread, no locks
+  bridge.base.reset(event_base_new_with_config(cfg));
+  event_config_free(cfg);
+  if (!bridge.base) throw StartupError{"boxproxy bridge: cannot create the event loop"};
+  try {
+    bridge.server = std::make_unique<BridgeServer>(bridge.base.get(), options.socket_path);
+  } catch (const std::runtime_error& error) {
+    throw StartupError{fmt::format("boxproxy bridge: {}", error.what())};
+  }
+  for (auto [signal, slot] : {std::pair{SIGTERM, &bridge.on_term}, std::pair{SIGINT, &bridge.on_int},
+                              std::pair{SIGUSR1, &bridge.on_usr1}}) {
+    slot->reset(evsignal_new(bridge.base.get(), signal, &Bridge::on_signal, &bridge));
+    if (!*slot || evsignal_add(slot->get(), nullptr) == -1) {
+      throw StartupError{"boxproxy bridge: cannot install signal handlers"};
+    }
+  }
+  if (options.die_with_parent) die_with_parent(SIGTERM, parent);
+
+  nlohmann::json bound = nlohmann::json::array();
+  for (const ListenAddress& address : options.listen) {
+    std::string text;
+    const int fd = open_listener(address, text);
+    if (fd == -1) continue;
+    try {
+      bridge.server->add_listener(fd);
+    } catch (const std::runtime_error& error) {
+      throw StartupError{fmt::format("boxproxy bridge: listen {}: {}", text, error.what())};
+    }
+    bound.push_back(text);
+  }
+
+  const std::string socket = nlohmann::json(options.socket_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string line = fmt::format("{{\"event\":\"listening\",\"socket\":{},\"listen\":{},\"pid\":{}}}\n", socket,
+                                       bound.dump(), ::getpid());
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
+
+  event_base_dispatch(bridge.base.get());
+  bridge.server->stop();
+  return 0;
+}
+
+}  // namespace
+
+int run_bridge_command(int argc, char** argv) {
+  BridgeOptions options;
+  try {
+    options = parse_bridge_options(argc, argv);
+  } catch (const HelpRequested&) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  } catch (const UsageError& error) {
+    std::fprintf(stderr, "%s\n", error.message.c_str());
+    return 2;
+  }
+  try {
+    return bridge(options);
+  } catch (const StartupError& error) {
+    std::fprintf(stderr, "%s\n", error.message.c_str());
+    return 1;
+  }
+}
+
+}  // namespace boxproxy
