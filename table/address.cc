@@ -43,10 +43,12 @@ std::optional<std::uint32_t> parse_aton_part(std::string_view part, std::uint32_
   return static_cast<std::uint32_t>(value);
 }
 
-// Copies `text` into `out` with a terminating NUL, for inet_pton. False when it does not fit.
+// Copies `text` into `out` with a terminating NUL, for inet_pton. False when it does not fit, or
+// when it holds a NUL: inet_pton would stop there and read only what comes before it, so
+// "2606:4700::1111\0junk" would be judged as an address the client never wrote in full.
 template <std::size_t N>
 bool to_c_string(std::string_view text, char (&out)[N]) noexcept {
-  if (text.size() >= N) return false;
+  if (text.size() >= N || text.find('\0') != std::string_view::npos) return false;
   std::memcpy(out, text.data(), text.size());
   out[text.size()] = '\0';
   return true;

@@ -15,6 +15,8 @@ namespace {
 std::optional<IpAddress> parse_strict_address(std::string_view text) {
   char buffer[64];
   if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
+  // inet_pton stops at a NUL: "10.0.0.1\0junk" (a JSON config can hold \u0000) is not 10.0.0.1.
+  if (text.find('\0') != std::string_view::npos) return std::nullopt;
   std::memcpy(buffer, text.data(), text.size());
   buffer[text.size()] = '\0';
   std::array<std::uint8_t, 16> bytes{};

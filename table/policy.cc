@@ -28,6 +28,8 @@ std::optional<IpAddress> parse_strict_answer(std::string_view text) {
   if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
   char buffer[64];
   if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
+  // inet_pton stops at a NUL: "192.0.2.1\0junk" (a JSON config can hold \u0000) is not 192.0.2.1.
+  if (text.find('\0') != std::string_view::npos) return std::nullopt;
   std::memcpy(buffer, text.data(), text.size());
   buffer[text.size()] = '\0';
   std::array<std::uint8_t, 16> bytes{};

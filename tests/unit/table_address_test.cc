@@ -126,6 +126,17 @@ TEST_CASE("IPv4: an embedded NUL is not the end of the text") {
   CHECK_FALSE(parse_ip_literal(text).has_value());
 }
 
+TEST_CASE("IPv6: an embedded NUL is not the end of the text (fuzz finding)") {
+  // inet_pton stops at the NUL, so these were read as "::" and "2606:4700::1111".
+  for (const std::string& text : {std::string("::\0\0.>", 6), std::string("2606:4700::1111\0junk", 20),
+                                 std::string("fe80::1\0%eth0", 13), std::string("[::1\0]", 6)}) {
+    CAPTURE(text);
+    CHECK_FALSE(parse_ipv6(text).has_value());
+    CHECK_FALSE(parse_ip_literal(text).has_value());
+  }
+  CHECK_FALSE(parse_ipv6(std::string("fe80::1%eth0\0", 13)).has_value());  // the zone refuses it too
+}
+
 TEST_CASE("IPv4: inet_aton as the oracle over generated forms") {
   // Every split of a value into 1..4 parts, each part in each base: the bytes must equal glibc's.
   const std::uint32_t values[] = {0,          1,          0x7f000001, 0x0a000001, 0xc0a80101, 0xffffffff,

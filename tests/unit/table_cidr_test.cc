@@ -83,6 +83,15 @@ TEST_CASE("parse_cidr: errors name the text and say what is wrong") {
   CHECK(error_of("192.168.1.1/31").find("192.168.1.0/31") != std::string::npos);
 }
 
+TEST_CASE("parse_cidr: an embedded NUL is not the end of the address (fuzz finding)") {
+  // inet_pton stops at the NUL: these were read as fe80::1/128 and 10.0.0.0/8.
+  for (const std::string& text : {std::string("fe80::1\0fe80\0\0" "4", 15), std::string("10.0.0.0\0x/8", 12),
+                                 std::string("10.0.0.0\0", 9)}) {
+    CAPTURE(text);
+    CHECK(std::holds_alternative<std::string>(parse_cidr(text)));
+  }
+}
+
 TEST_CASE("Cidr::contains: prefix bits, family, edges") {
   const Cidr ten = cidr("10.0.0.0/8");
   CHECK(ten.contains(ip("10.0.0.0")));

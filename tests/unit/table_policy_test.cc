@@ -88,6 +88,15 @@ TEST_CASE("parse_resolve_entry and fixed_answers_for") {
   }
 }
 
+TEST_CASE("parse_resolve_entry: an embedded NUL is not the end of an address (fuzz finding)") {
+  // inet_pton stops at the NUL: this was read as x.test=192.0.2.1.
+  for (const std::string& text : {std::string("x.test=192.0.2.1\0junk", 21), std::string("x.test=::1\0", 11),
+                                 std::string("x.test=[::1\0]", 13)}) {
+    CAPTURE(text);
+    CHECK(std::holds_alternative<std::string>(parse_resolve_entry(text)));
+  }
+}
+
 TEST_CASE("judge_answers: every answer is checked; the first refused one decides") {
   Policy policy;
   const std::vector<IpAddress> fine = {ip("1.1.1.1"), ip("2606:4700::1111")};
