@@ -27,6 +27,10 @@ void close_with_reset(int fd) noexcept {
   (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
 }
 
+bool is_resource_shortage(int error) noexcept {
+  return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -151,7 +155,11 @@ BridgeConnection::Next BridgeConnection::start_relaying() {
 }
 
 BridgeConnection::Next BridgeConnection::give_up(int error) {
-  server_.report_unreachable(error);
+  if (is_resource_shortage(error)) {
+    server_.back_off(error);
+  } else {
+    server_.report_unreachable(error);
+  }
   ++server_.stats().failed;
   close_with_reset(client_.fd.get());
   return Next::close;
@@ -237,17 +245,18 @@ void BridgeServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int
 }
 
 void BridgeServer::on_accept_error(evconnlistener*, void* self) {
-  auto* server = static_cast<BridgeServer*>(self);
-  const int error = EVUTIL_SOCKET_ERROR();
-  if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
-    for (auto& listener : server->listeners_) evconnlistener_disable(listener.get());
-    const timeval tv = to_timeval(kAcceptBackoffSeconds);
-    event_add(server->resume_timer_.get(), &tv);
-    const std::string line = fmt::format("boxproxy bridge: accept: {}; pausing accepts for {} ms\n",
-                                         evutil_socket_error_to_string(error),
-                                         static_cast<int>(kAcceptBackoffSeconds * 1000));
-    std::fwrite(line.data(), 1, line.size(), stderr);
-  }
+  static_cast<BridgeServer*>(self)->back_off(EVUTIL_SOCKET_ERROR());
+}
+
+void BridgeServer::back_off(int error) noexcept {
+  if (!is_resource_shortage(error) || stopping_ || !resume_timer_) return;
+  if (evtimer_pending(resume_timer_.get(), nullptr)) return;  // already paused
+  for (auto& listener : listeners_) evconnlistener_disable(listener.get());
+  const timeval tv = to_timeval(kAcceptBackoffSeconds);
+  event_add(resume_timer_.get(), &tv);
+  const std::string line = fmt::format("boxproxy bridge: {}; pausing accepts for {} ms\n", std::strerror(error),
+                                       static_cast<int>(kAcceptBackoffSeconds * 1000));
+  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 void BridgeServer::on_resume_accepting(evutil_socket_t, short, void* self) {

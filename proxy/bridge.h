@@ -98,6 +98,10 @@ class BridgeServer {
   // A connection could not reach the socket: says so on standard error, at most once a second
   // (a dead proxy must not turn a client's retry loop into a flood of lines).
   void report_unreachable(int error) noexcept;
+  // Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), at accept or at a
+  // connection's own socket: stop accepting for a moment rather than accept clients only to
+  // reset them; connections closing meanwhile free some.
+  void back_off(int error) noexcept;
   // Called by a connection's destructor.
   void forget(BridgeConnection* connection) noexcept;
 
