@@ -65,7 +65,11 @@ bool is_valid_name(std::string_view text) noexcept {
   }
   // A last label of digits only means the text was meant as an address ("256.1.1.1",
   // "1.2.3.4.5"); some resolvers would read parts of it as one, so it is never a name.
-  return !label_all_digits;
+  if (label_all_digits) return false;
+  // Nor is an address in any inet_aton form ("0x7f", "0x7f.1", "1.2.3.0x4"): every caller asks
+  // about addresses first today, but a name is only ever handed to a resolver, and a resolver
+  // reads these as the address, so "is a valid name" must never be true of one.
+  return !parse_ipv4(text).has_value();
 }
 
 TargetResult parse_host(std::string_view host, std::uint16_t port) {

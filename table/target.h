@@ -30,8 +30,9 @@ using TargetResult = std::variant<Target, Reason>;
 [[nodiscard]] std::optional<std::uint16_t> parse_port(std::string_view text) noexcept;
 
 // 1 to 253 characters of [A-Za-z0-9._-], no empty label, and a last label that is not all digits
-// (so "256.1.1.1" or "1.2.3.4.5", which look like addresses but are not, are not names either).
-// `text` has had its trailing dot dropped already.
+// (so "256.1.1.1" or "1.2.3.4.5", which look like addresses but are not, are not names either);
+// never an IPv4 address in any inet_aton form ("0x7f", "0x7f.1"). `text` has had its trailing dot
+// dropped already.
 [[nodiscard]] bool is_valid_name(std::string_view text) noexcept;
 
 // A host (bracketed IPv6, IPv4 in any inet_aton form, unbracketed IPv6, or a name) with a port

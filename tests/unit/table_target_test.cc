@@ -73,7 +73,16 @@ TEST_CASE("names") {
   CHECK(is_valid_name("_srv.x-y.example"));
   CHECK(is_valid_name("1.2.3.com"));
   CHECK(is_valid_name("1.2.3.4a"));
-  CHECK(is_valid_name("0x7f"));  // not a name parse_host ever asks about: it is an address first
+  // An address in an inet_aton form whose last label is not all digits is still no name: a
+  // resolver given one would read it as the address (fuzz finding: "0x30" was both).
+  CHECK_FALSE(is_valid_name("0x7f"));
+  CHECK_FALSE(is_valid_name("0x30"));
+  CHECK_FALSE(is_valid_name("0x7f.1"));
+  CHECK_FALSE(is_valid_name("1.2.3.0x4"));
+  CHECK_FALSE(is_valid_name("0XFFFFFFFF"));
+  CHECK(is_valid_name("0x"));          // no number: glibc refuses it as an address too
+  CHECK(is_valid_name("0x7g"));
+  CHECK(is_valid_name("1.2.3.4.0x5"));  // five parts: no address
   CHECK_FALSE(is_valid_name(""));
   CHECK_FALSE(is_valid_name("."));
   CHECK_FALSE(is_valid_name(".example.com"));
