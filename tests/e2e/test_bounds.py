@@ -10,7 +10,6 @@ client frees on the way (a string's smaller buffer when it grows) sits in the qu
 by fault_support.proxy_env), so the slack per client is larger there; both are printed.
 """
 
-import socket
 import sys
 import time
 import unittest

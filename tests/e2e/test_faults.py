@@ -18,9 +18,9 @@ import time
 import unittest
 
 from fault_support import (LoopOrigin, cpu_seconds, fd_targets, linger_reset, proxy_env, raise_own_nofile,
-                           rss_kib, sanitized, stats_line, wait_settled, connect_waiting, wait_slots_free)
-from harness import (ORIGIN_HOST, Blackhole, ProxyTestCase, closed_within, connect_request, read_http_response,
-                     recv_all, recv_exact, refusal_bytes, socks5_connect, socks5_reply, still_open, wait_until)
+                           rss_kib, sanitized, wait_settled, connect_waiting, wait_slots_free)
+from harness import (ORIGIN_HOST, Blackhole, ProxyTestCase, closed_within, connect_request, recv_all,
+                     recv_exact, refusal_bytes, socks5_connect, socks5_reply, still_open, wait_until)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 

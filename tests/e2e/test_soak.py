@@ -12,9 +12,7 @@ times slower, so the count is chosen from the warm-up's rate to stay within the 
 printed); set BOXPROXY_SOAK_COUNT to force a count.
 """
 
-import errno
 import os
-import re
 import select
 import socket
 import sys
