@@ -36,6 +36,15 @@ constexpr std::uint8_t kSocks5Version = 5;
 constexpr std::uint8_t kMethodNoAuth = 0;
 constexpr std::uint8_t kMethodUserPass = 2;
 
+// Appends `bytes` without letting the buffer's capacity grow past `limit` (or what it must hold):
+// std::string doubles its capacity, which would let a head just over half the limit hold twice
+// the memory the man page promises for a handshaking client.
+void append_bounded(std::string& to, std::string_view bytes, std::size_t limit) {
+  const std::size_t need = to.size() + bytes.size();
+  if (need > to.capacity()) to.reserve(std::max(need, std::min(2 * to.capacity(), limit)));
+  to.append(bytes);
+}
+
 // True when the peer of a Unix socket has closed its end entirely (not just shut down its writing):
 // the kernel then reports POLLHUP. A client that only half-closed still reads our reply.
 bool peer_fully_closed(int fd) noexcept {
@@ -228,7 +237,7 @@ ClientConnection::Next ClientConnection::client_readable() {
     return Next::close;
   }
   if (phase_ == Phase::replying) return Next::keep;
-  inbox_.append(buffer, static_cast<std::size_t>(n));
+  append_bounded(inbox_, {buffer, static_cast<std::size_t>(n)}, inbox_.size() + cap);
   if (phase_ == Phase::handshake && protocol_ == Protocol::http && inbox_.size() <= server_.config().max_head_bytes &&
       std::memchr(buffer, '\n', static_cast<std::size_t>(n)) == nullptr) {
     // The head parser reads the whole head again on each call; a client trickling a head a byte

@@ -1,6 +1,7 @@
 #include "proxy/decision_log.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,16 +27,33 @@ std::string utc_timestamp() {
 
 // Writes all of `text`, retrying on EINTR and short writes. A log that cannot be written is
 // dropped rather than blocking the loop forever (the fd is blocking only for files and pipes).
-bool write_all(int fd, std::string_view text) noexcept {
-  while (!text.empty()) {
-    ssize_t n = ::write(fd, text.data(), text.size());
+// Returns false on failure, with `written` saying how much of `text` reached the file.
+bool write_all(int fd, std::string_view text, std::size_t& written) noexcept {
+  written = 0;
+  while (written < text.size()) {
+    ssize_t n = ::write(fd, text.data() + written, text.size() - written);
     if (n == -1) {
       if (errno == EINTR) continue;
       return false;
     }
-    text.remove_prefix(static_cast<std::size_t>(n));
+    written += static_cast<std::size_t>(n);
   }
   return true;
+}
+
+// Writes whole lines or nothing: when a write fails part-way (a full disk), the part that reached
+// a regular file is cut off again, so the next line never ends up glued to half of this one.
+bool write_lines(int fd, std::string_view lines) noexcept {
+  std::size_t written = 0;
+  if (write_all(fd, lines, written)) return true;
+  const int saved = errno;
+  struct stat st {};
+  if (written > 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<std::size_t>(st.st_size) >= written) {
+    (void)::ftruncate(fd, st.st_size - static_cast<off_t>(written));
+  }
+  errno = saved;
+  return false;
 }
 
 std::string json_decision(const DecisionEntry& e, const std::string& ts) {
@@ -142,7 +160,7 @@ void DecisionLog::append(std::string_view line) {
 
 void DecisionLog::flush() noexcept {
   if (!pending_.empty()) {
-    (void)write_all(log_fd_, pending_);
+    (void)write_lines(log_fd_, pending_);
     pending_.clear();
   }
 }
@@ -156,7 +174,7 @@ void DecisionLog::on_flush(evutil_socket_t, short, void* self) {
 void DecisionLog::audit(std::string_view json_line, bool sync) {
   std::string line(json_line);
   line.push_back('\n');
-  bool ok = write_all(audit_.get(), line);
+  bool ok = write_lines(audit_.get(), line);
   if (ok && sync) ok = ::fdatasync(audit_.get()) == 0;
   if (!ok) {
     ++audit_failures_;

@@ -502,10 +502,8 @@ class FaultTest(ProxyTestCase):
         self.assertEqual([json.loads(l)["host"] for l in lines[-2:]], ["10.0.0.2"] * 2)
         self.assertTrue(p.alive())
 
-    # A proxy bug, reported: DecisionLog::audit writes a line with write_all(), and a write cut short
-    # by ENOSPC leaves the part already written; the next line written once there is room is glued
-    # to it ('..."class":"pr{"ts":...}'), so that line is lost to a line-by-line reader.
-    @unittest.expectedFailure
+    # Regression: a write cut short by ENOSPC used to leave the part already written, and the next
+    # line written once there was room was glued to it ('..."class":"pr{"ts":...}').
     def test_audit_full_disk_leaves_no_torn_line(self):
         # SPEC §12: the audit holds "one a line". A write cut short by the full disk must not
         # leave half a line for the next one to be glued to once there is room again.
