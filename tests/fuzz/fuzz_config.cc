@@ -1,0 +1,81 @@
+// socketd/serve_options: the --config file.
+//
+// The input is written to a file and read as `serve --socket x --config FILE`. Invariants: the
+// only outcomes are success or a UsageError (exit 2 with a message) — never another exception,
+// a crash or a hang (one known exception is tolerated until it is fixed: see below); a
+// UsageError's message starts "boxproxy serve: " and holds no control character but line breaks
+// (it goes to a terminal); on success every value is within its documented range and the command
+// line's --socket won over the config's.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "socketd/serve_options.h"
+#include "tests/fuzz/fuzz_support.h"
+
+using namespace boxproxy;
+
+namespace {
+
+std::string config_path() {
+  const char* dir = std::getenv("TMPDIR");
+  std::string path = std::string(dir != nullptr && *dir != '\0' ? dir : "/tmp") + "/boxproxy-fuzz-config-" +
+                     std::to_string(::getpid()) + ".json";
+  return path;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const std::string path = config_path();
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  FUZZ_CHECK(file != nullptr);
+  FUZZ_CHECK(std::fwrite(data, 1, size, file) == size);
+  FUZZ_CHECK(std::fclose(file) == 0);
+
+  std::string args[] = {"--socket", "x", "--config", path};
+  char* argv[] = {args[0].data(), args[1].data(), args[2].data(), args[3].data(), nullptr};
+  try {
+    const ServeOptions options = parse_serve_options(4, argv);
+    FUZZ_CHECK(options.socket_path == "x");
+    FUZZ_CHECK(options.max_tunnels >= 1 && options.max_tunnels <= 1'000'000);
+    FUZZ_CHECK(options.max_connections >= 1);
+    FUZZ_CHECK(options.max_head_bytes >= 1024 && options.max_head_bytes <= 1'048'576);
+    for (const double s : {options.head_timeout, options.dns_timeout, options.connect_timeout}) {
+      FUZZ_CHECK(s > 0 && s <= 86'400);
+    }
+    FUZZ_CHECK(options.idle_timeout >= 0 && options.idle_timeout <= 86'400);
+    for (const char c : options.allow_hint) FUZZ_CHECK(c >= 0x20 && c <= 0x7e);
+    if (options.policy.allow) {
+      for (const auto& entry : options.policy.allow->entries()) FUZZ_CHECK(is_valid_name(entry.name));
+    }
+  } catch (const UsageError& error) {
+    FUZZ_CHECK(error.message.starts_with("boxproxy serve: "));
+    // No C0 control character reaches the terminal. (DEL and bytes >= 0x80 can: nlohmann's
+    // parse error quotes the bytes it read as they are; see README.md, findings.)
+    for (const char c : error.message) {
+      const auto byte = static_cast<unsigned char>(c);
+      FUZZ_CHECK(byte == '\n' || byte >= 0x20);
+    }
+  } catch (const nlohmann::json::out_of_range& error) {
+    // KNOWN, REPORTED, NOT FIXED HERE (README.md, finding 5): a number too large for a double
+    // ("1e999") makes nlohmann::json::parse throw out_of_range 406, which collect_config does not
+    // catch (it catches parse_error only), so `serve` terminates instead of exiting 2. Tolerated
+    // only so that CI judges everything else; delete this clause once serve_options.cc is fixed.
+    if (error.id != 406) {
+      std::fprintf(stderr, "unexpected exception: %s\n", error.what());
+      std::abort();
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "unexpected exception: %s\n", error.what());
+    std::abort();
+  } catch (...) {
+    std::fprintf(stderr, "unexpected exception of another type\n");
+    std::abort();
+  }
+  return 0;
+}
