@@ -41,19 +41,6 @@ std::optional<std::uint64_t> parse_content_length(std::string_view text) noexcep
   return value;
 }
 
-constexpr bool is_tchar(unsigned char c) noexcept {
-  if (c >= '0' && c <= '9') return true;
-  if (c >= 'A' && c <= 'Z') return true;
-  if (c >= 'a' && c <= 'z') return true;
-  switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
-      return true;
-    default:
-      return false;
-  }
-}
-
 int hex_value(unsigned char c) noexcept {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -163,7 +150,7 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
         // no quoted strings, so that no CR, LF or quote can hide in it.
         if (++line_length_ > kMaxChunkExtensionBytes) return fail();
         if (previous_ == ';' || previous_ == '=') {
-          if (!is_tchar(c)) return fail();
+          if (!is_token_char(c)) return fail();
         } else if (c == ';') {
           in_value_ = false;
         } else if (c == '=') {
@@ -171,7 +158,7 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
           in_value_ = true;
         } else if (c == '\r') {
           state_ = State::size_lf;
-        } else if (!is_tchar(c)) {
+        } else if (!is_token_char(c)) {
           return fail();
         }
         previous_ = static_cast<char>(c);
@@ -202,7 +189,7 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
         }
         // A trailer line: a token name directly followed by ':'. A leading SP or HTAB (a fold)
         // or ':' (no name) fails here.
-        if (!is_tchar(c)) return fail();
+        if (!is_token_char(c)) return fail();
         if (++line_length_ > kMaxTrailerBytes) return fail();
         in_value_ = false;
         state_ = State::trailer_line;
@@ -212,7 +199,7 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
         if (!in_value_) {
           if (c == ':') {
             in_value_ = true;
-          } else if (!is_tchar(c)) {
+          } else if (!is_token_char(c)) {
             return fail();  // white space before ':', a control char, a line with no ':'
           }
         } else if (c == '\r') {

@@ -26,23 +26,10 @@
 namespace boxproxy {
 namespace {
 
-// RFC 9110 §5.6.2 tchar.
-constexpr bool is_tchar(unsigned char c) noexcept {
-  if (c >= '0' && c <= '9') return true;
-  if (c >= 'A' && c <= 'Z') return true;
-  if (c >= 'a' && c <= 'z') return true;
-  switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
-      return true;
-    default:
-      return false;
-  }
-}
 
 constexpr bool is_token(std::string_view s) noexcept {
   if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return is_tchar(static_cast<unsigned char>(c)); });
+  return std::all_of(s.begin(), s.end(), [](char c) { return is_token_char(static_cast<unsigned char>(c)); });
 }
 
 // A control character: C0 (NUL included) or DEL. HTAB is one too; callers allow it where RFC 9110

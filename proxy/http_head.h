@@ -42,6 +42,20 @@ struct ResponseHead {
 // The same for a response head from an origin.
 [[nodiscard]] ParseResult<ResponseHead> parse_response_head(std::string_view buffer, std::size_t max_head_bytes);
 
+// RFC 9110 §5.6.2 tchar: a character of a token (a method, a header name, a chunk extension).
+[[nodiscard]] constexpr bool is_token_char(unsigned char c) noexcept {
+  if (c >= '0' && c <= '9') return true;
+  if (c >= 'A' && c <= 'Z') return true;
+  if (c >= 'a' && c <= 'z') return true;
+  switch (c) {
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
+    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
 // Case-insensitive ASCII comparison of header names and tokens.
 [[nodiscard]] bool iequals(std::string_view a, std::string_view b) noexcept;
 
