@@ -157,4 +157,22 @@ std::optional<IpAddress> parse_ip_literal(std::string_view text) noexcept {
   return parse_ipv6(text);
 }
 
+std::optional<IpAddress> parse_strict_address(std::string_view text) noexcept {
+  char buffer[64];
+  if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
+  // inet_pton stops at a NUL: what follows it would go unjudged.
+  if (text.find('\0') != std::string_view::npos) return std::nullopt;
+  std::memcpy(buffer, text.data(), text.size());
+  buffer[text.size()] = '\0';
+  std::array<std::uint8_t, 16> bytes{};
+  if (inet_pton(AF_INET, buffer, bytes.data()) == 1) {
+    IpAddress a;
+    a.family = IpAddress::Family::v4;
+    a.bytes = bytes;
+    return a;
+  }
+  if (inet_pton(AF_INET6, buffer, bytes.data()) == 1) return IpAddress::v6(bytes);
+  return std::nullopt;
+}
+
 }  // namespace boxproxy

@@ -49,6 +49,11 @@ struct IpAddress {
 // An IPv6 address without brackets, optionally with a zone: "fe80::1%eth0", "fe80::1%25eth0".
 [[nodiscard]] std::optional<IpAddress> parse_ipv6(std::string_view text) noexcept;
 
+// An address as an operator writes one (--permit, --deny, --resolve): strict inet_pton forms, a
+// dotted quad or IPv6 without zone or brackets, never a guess. An embedded NUL ends no address
+// ("10.0.0.1\0junk", which a JSON config can hold, is not 10.0.0.1).
+[[nodiscard]] std::optional<IpAddress> parse_strict_address(std::string_view text) noexcept;
+
 // An IP literal as a host may carry it: any IPv4 form above, or IPv6 bracketed or not, with or
 // without a zone. Never a name.
 [[nodiscard]] std::optional<IpAddress> parse_ip_literal(std::string_view text) noexcept;

@@ -10,26 +10,6 @@
 namespace boxproxy {
 namespace {
 
-// The strict address of an operator's range: a dotted quad (inet_pton: four decimal parts, no
-// leading zeros) or an IPv6 address without zone or brackets.
-std::optional<IpAddress> parse_strict_address(std::string_view text) {
-  char buffer[64];
-  if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
-  // inet_pton stops at a NUL: "10.0.0.1\0junk" (a JSON config can hold \u0000) is not 10.0.0.1.
-  if (text.find('\0') != std::string_view::npos) return std::nullopt;
-  std::memcpy(buffer, text.data(), text.size());
-  buffer[text.size()] = '\0';
-  std::array<std::uint8_t, 16> bytes{};
-  if (inet_pton(AF_INET, buffer, bytes.data()) == 1) {
-    IpAddress a;
-    a.family = IpAddress::Family::v4;
-    a.bytes = bytes;
-    return a;
-  }
-  if (inet_pton(AF_INET6, buffer, bytes.data()) == 1) return IpAddress::v6(bytes);
-  return std::nullopt;
-}
-
 // `address` with every bit past the first `prefix` cleared.
 IpAddress mask(const IpAddress& address, unsigned prefix) noexcept {
   IpAddress masked;

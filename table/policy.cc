@@ -22,24 +22,11 @@ std::string normalise_name(std::string_view name) {
 
 constexpr bool is_printable(char c) noexcept { return c >= 0x20 && c <= 0x7e; }
 
-// The strict form of an answer in --resolve: a dotted quad or an IPv6 address (brackets
-// allowed, as curl takes them), no zone.
+// A --resolve answer: a strict address (parse_strict_address), IPv6 bracketed or not, as curl's
+// --resolve takes it.
 std::optional<IpAddress> parse_strict_answer(std::string_view text) {
   if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
-  char buffer[64];
-  if (text.empty() || text.size() >= sizeof buffer) return std::nullopt;
-  // inet_pton stops at a NUL: "192.0.2.1\0junk" (a JSON config can hold \u0000) is not 192.0.2.1.
-  if (text.find('\0') != std::string_view::npos) return std::nullopt;
-  std::memcpy(buffer, text.data(), text.size());
-  buffer[text.size()] = '\0';
-  std::array<std::uint8_t, 16> bytes{};
-  if (inet_pton(AF_INET, buffer, bytes.data()) == 1) {
-    IpAddress a;
-    a.bytes = bytes;
-    return a;
-  }
-  if (inet_pton(AF_INET6, buffer, bytes.data()) == 1) return IpAddress::v6(bytes);
-  return std::nullopt;
+  return parse_strict_address(text);
 }
 
 }  // namespace
