@@ -205,14 +205,11 @@ void BridgeServer::stop() noexcept {
   stopping_ = true;
   resume_timer_.reset();
   listeners_.clear();
-  while (first_ != nullptr) delete first_;  // each destructor unlinks itself
+  connections_.delete_all();
 }
 
 void BridgeServer::forget(BridgeConnection* connection) noexcept {
-  if (connection->prev != nullptr) connection->prev->next = connection->next;
-  if (connection->next != nullptr) connection->next->prev = connection->prev;
-  if (first_ == connection) first_ = connection->next;
-  connection->prev = connection->next = nullptr;
+  connections_.remove(connection);
 }
 
 void BridgeServer::report_unreachable(int error) noexcept {
@@ -239,9 +236,7 @@ void BridgeServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int
   }
   BridgeConnection* connection = BridgeConnection::open(*server, fd);
   if (connection == nullptr) return;  // closed by its destructor
-  connection->next = server->first_;
-  if (server->first_ != nullptr) server->first_->prev = connection;
-  server->first_ = connection;
+  server->connections_.add(connection);
 }
 
 void BridgeServer::on_accept_error(evconnlistener*, void* self) {

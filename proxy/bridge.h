@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proxy/endpoint.h"
+#include "proxy/connection_list.h"
 #include "proxy/event_owners.h"
 
 namespace boxproxy {
@@ -115,7 +116,7 @@ class BridgeServer {
   BridgeStats stats_;
   std::vector<ListenerPtr> listeners_;
   EventPtr resume_timer_;
-  BridgeConnection* first_ = nullptr;  // every live connection, linked through the connections
+  ConnectionList<BridgeConnection> connections_;
   bool stopping_ = false;
   std::int64_t last_report_ = 0;       // steady-clock seconds of the last unreachable line
   std::uint64_t unreported_ = 0;       // failures since then, not yet reported

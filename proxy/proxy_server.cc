@@ -37,7 +37,7 @@ void ProxyServer::stop() noexcept {
   stopping_ = true;
   resume_timer_.reset();
   listener_.reset();
-  while (first_ != nullptr) delete first_;  // each destructor unlinks itself
+  connections_.delete_all();
 }
 
 void ProxyServer::replace_host_list(std::optional<HostList> list) { config_.policy.allow = std::move(list); }
@@ -73,10 +73,7 @@ void ProxyServer::count_refusal(Reason reason) {
 }
 
 void ProxyServer::forget(ClientConnection* connection) noexcept {
-  if (connection->prev != nullptr) connection->prev->next = connection->next;
-  if (connection->next != nullptr) connection->next->prev = connection->prev;
-  if (first_ == connection) first_ = connection->next;
-  connection->prev = connection->next = nullptr;
+  connections_.remove(connection);
 }
 
 void ProxyServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) {
@@ -89,9 +86,7 @@ void ProxyServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int,
   }
   ClientConnection* connection = ClientConnection::open(*server, fd);
   if (connection == nullptr) return;  // closed by its destructor
-  connection->next = server->first_;
-  if (server->first_ != nullptr) server->first_->prev = connection;
-  server->first_ = connection;
+  server->connections_.add(connection);
 }
 
 void ProxyServer::on_accept_error(evconnlistener* listener, void* self) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "proxy/decision_log.h"
+#include "proxy/connection_list.h"
 #include "proxy/event_owners.h"
 #include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
@@ -90,7 +91,7 @@ class ProxyServer {
   LocalAddresses local_addresses_;
   ListenerPtr listener_;
   EventPtr resume_timer_;
-  ClientConnection* first_ = nullptr;  // every live connection, linked through the connections
+  ConnectionList<ClientConnection> connections_;
   bool stopping_ = false;
 };
 
