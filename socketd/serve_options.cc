@@ -114,6 +114,9 @@ struct RawValue {
 };
 using RawOptions = std::map<std::string, RawValue, std::less<>>;
 
+// The deepest a config file's arrays and objects may nest (a legal one nests two deep).
+constexpr std::size_t kMaxConfigNesting = 32;
+
 // The value in double quotes, with anything outside printable ASCII as \xNN (so a control
 // character in an argument cannot drive the terminal), cut at kMaxQuotedChars.
 std::string quote(std::string_view text) {
@@ -234,16 +237,50 @@ RawOptions collect_command_line(int argc, char** argv) {
   return raw;
 }
 
+// How deep arrays and objects nest in a JSON text, counting brackets outside strings. Runs
+// before the parser so that a hostile depth never reaches its recursion.
+std::size_t nesting_depth(std::string_view text) noexcept {
+  std::size_t depth = 0;
+  std::size_t deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 RawOptions collect_config(const std::string& path) {
   const std::string where = fmt::format("--config {}", quote(path));
   std::string error;
   const auto text = read_file_capped(path, kMaxConfigBytes, error);
   if (!text) fail("--config", path, fmt::format("cannot be read: {}", error));
+  // A config nested thousands deep would overflow the stack while the document is built or
+  // destroyed (a crash, on SIGHUP too): the deepest legal config is two levels.
+  if (nesting_depth(*text) > kMaxConfigNesting) {
+    fail("--config", path, fmt::format("nests arrays or objects more than {} deep", kMaxConfigNesting));
+  }
   nlohmann::json document;
   try {
     document = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail("--config", path, fmt::format("is not JSON: {}", e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    // Any parse failure (a syntax error, a number out of range such as 1e999) is a usage error.
+    // The library's message quotes the bad bytes as they are: quote() escapes them.
+    fail("--config", path, fmt::format("is not JSON: {}", quote(e.what())));
   }
   if (!document.is_object()) fail("--config", path, "is not a JSON object");
 
@@ -341,13 +378,14 @@ bool valid_nameserver(std::string_view text) {
     const auto value = parse_unsigned(port, 65535);
     return port.size() <= 5 && value && *value >= 1;
   };
+  // parse_strict_address: inet_pton forms, and an embedded NUL ends no address.
   auto is_v4 = [](std::string_view address) {
-    in_addr out{};
-    return ::inet_pton(AF_INET, std::string(address).c_str(), &out) == 1;
+    const auto parsed = parse_strict_address(address);
+    return parsed && parsed->is_v4();
   };
   auto is_v6 = [](std::string_view address) {
-    in6_addr out{};
-    return ::inet_pton(AF_INET6, std::string(address).c_str(), &out) == 1;
+    const auto parsed = parse_strict_address(address);
+    return parsed && !parsed->is_v4();
   };
   if (text.empty()) return false;
   if (text.front() == '[') {

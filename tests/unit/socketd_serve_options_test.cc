@@ -429,3 +429,33 @@ TEST_CASE("reload_host_list re-reads the files, by the start's precedence") {
   REQUIRE(from_new_config.has_value());
   CHECK(from_new_config->entries().size() == 3);
 }
+
+TEST_CASE("a hostile config is a usage error, never a crash (fuzz findings 3 to 6)") {
+  TempDir dir;
+  SUBCASE("a number too large for a double") {
+    const std::string config = dir.write("huge.json", R"({"max-tunnels": 1e999})");
+    const std::string message = usage_error({"--socket", "/tmp/x.sock", "--config", config});
+    CHECK(contains(message, "is not JSON"));
+  }
+  SUBCASE("nesting deeper than any legal config") {
+    const std::string config =
+        dir.write("deep.json", "{\"permit\": " + std::string(200000, '[') + std::string(200000, ']') + "}");
+    CHECK(contains(usage_error({"--socket", "/tmp/x.sock", "--config", config}), "more than 32 deep"));
+  }
+  SUBCASE("brackets inside strings do not count toward the depth") {
+    const std::string config = dir.write("strings.json", R"({"allow-hint": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})");
+    CHECK(parse({"--socket", "/tmp/x.sock", "--config", config}).allow_hint.size() == 39);
+  }
+  SUBCASE("bytes outside printable ASCII in a parse error are escaped") {
+    const std::string config = dir.write("del.json", "{\"m\x7f\xc3x");
+    const std::string message = usage_error({"--socket", "/tmp/x.sock", "--config", config});
+    for (const char c : message) {
+      const auto byte = static_cast<unsigned char>(c);
+      CHECK((byte >= 0x20 && byte <= 0x7e));
+    }
+  }
+  SUBCASE("an embedded NUL ends no nameserver address (a JSON string can hold one)") {
+    const std::string config = dir.write("nul.json", R"({"nameserver": ["127.0.0.1\u0000junk"]})");
+    CHECK(contains(usage_error({"--socket", "/tmp/x.sock", "--config", config}), "nameserver"));
+  }
+}
