@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 
-from harness import (ORIGIN_HOST, SOCKET_TIMEOUT, START_TIMEOUT, STOP_TIMEOUT, DnsServer, _OriginHandler, binary,
+from harness import (ORIGIN_HOST, SOCKET_TIMEOUT, START_TIMEOUT, STOP_TIMEOUT, DnsServer, HttpOrigin, binary,
                      wait_until)
 
 RUN_TIMEOUT = 60.0  # one `boxproxy run` of a short client command, start to teardown
@@ -194,36 +194,13 @@ def make_certificate(directory, name="origin.test"):
     return cert, key
 
 
-class TlsOrigin:
+class TlsOrigin(HttpOrigin):
     """The harness's HTTP origin (GET / is 512 bytes) behind TLS, on ORIGIN_HOST."""
 
     def __init__(self, cert, key, host=ORIGIN_HOST):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-            def get_request(self):
-                conn, peer = self.socket.accept()
-                conn.settimeout(SOCKET_TIMEOUT * 2)
-                return context.wrap_socket(conn, server_side=True), peer
-
-        self.server = Server((host, 0), _OriginHandler)
-        self.server.requests = []
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        self.thread.start()
-
-    @property
-    def requests(self):
-        return self.server.requests
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=2)
+        super().__init__(host=host, tls_context=context)
 
 
 # --------------------------------------------------------------------------------------------

@@ -923,10 +923,18 @@ class HttpOrigin:
     """http.server on ORIGIN_HOST in a thread. GET / (a 512-byte body), POST echo (chunked or not),
     /redirect (302), /hop (hop-by-hop headers and a forged x-egress-refused), /slow (X-Delay s)."""
 
-    def __init__(self, host=ORIGIN_HOST, port=0):
+    def __init__(self, host=ORIGIN_HOST, port=0, tls_context=None):
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
             allow_reuse_address = True
+
+            def get_request(self):
+                conn, peer = self.socket.accept()
+                if tls_context is None:
+                    return conn, peer
+                # Behind TLS (a CONNECT tunnel's origin): the handshake happens in the handler's thread.
+                conn.settimeout(SOCKET_TIMEOUT * 2)
+                return tls_context.wrap_socket(conn, server_side=True), peer
 
         self.server = Server((host, port), _OriginHandler)
         self.server.requests = []

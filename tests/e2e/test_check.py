@@ -11,16 +11,11 @@ import shutil
 import subprocess
 import unittest
 
+from harness import binary
+
 TIMEOUT = 10
 
 
-def binary():
-    path = os.environ.get("BOXPROXY")
-    if not path:
-        raise AssertionError("set BOXPROXY to the boxproxy binary")
-    if not os.access(path, os.X_OK):
-        raise AssertionError(f"BOXPROXY={path} is not an executable file")
-    return path
 
 
 def check(*args):

@@ -20,6 +20,8 @@ import threading
 import time
 import unittest
 
+from harness import binary, wait_until
+
 START_TIMEOUT = 10.0
 EXIT_TIMEOUT = 5.0
 IO_TIMEOUT = 5.0
@@ -27,22 +29,6 @@ IO_TIMEOUT = 5.0
 # test machine is allowed in the measurement, not in the promise.
 SHUTDOWN_LIMIT = 1.0
 SHUTDOWN_SLACK = 0.5
-
-
-def binary():
-    path = os.environ.get("BOXPROXY")
-    if not path:
-        raise unittest.SkipTest("set BOXPROXY to the boxproxy binary")
-    return path
-
-
-def wait_until(predicate, timeout, interval=0.02):
-    deadline = time.monotonic() + timeout
-    value = predicate()
-    while not value and time.monotonic() < deadline:
-        time.sleep(interval)
-        value = predicate()
-    return value
 
 
 def unix_connect(path, timeout=IO_TIMEOUT):
