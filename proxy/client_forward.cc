@@ -1,0 +1,177 @@
+// ClientConnection, part 4: plain HTTP (SPEC §8). The request body goes up exactly as framed;
+// the response comes back exactly as framed; nothing after either end is taken for part of it.
+#include "proxy/client_connection.h"
+
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "proxy/http_forward.h"
+#include "proxy/http_head.h"
+#include "proxy/proxy_server.h"
+#include "proxy/refusal_reply.h"
+
+namespace boxproxy {
+namespace {
+
+// The largest response head an origin may send. An origin is not the adversary the client is, but
+// a head without end must not grow without bound either.
+constexpr std::size_t kMaxResponseHeadBytes = 64 * 1024;
+
+}  // namespace
+
+ClientConnection::Next ClientConnection::forward_client_readable() {
+  if (!exchange_ || exchange_->request_done) {
+    pause(client_, pause_no_more_wanted);
+    return Next::keep;
+  }
+  std::size_t want = kReadChunk;
+  if (exchange_->request_body.kind == BodyFraming::Kind::length) {
+    want = static_cast<std::size_t>(std::min<std::uint64_t>(want, exchange_->request_body.length));
+  }
+  char buffer[kReadChunk];
+  const ssize_t n = ::recv(client_.fd.get(), buffer, want, 0);
+  if (n == -1) {
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Next::keep : Next::close;
+  }
+  if (n == 0) return Next::close;  // the client left in the middle of its body
+  last_activity_ = std::chrono::steady_clock::now();
+  return pass_request_body({buffer, static_cast<std::size_t>(n)});
+}
+
+ClientConnection::Next ClientConnection::pass_request_body(std::string_view bytes) {
+  Exchange& exchange = *exchange_;
+  std::size_t take = 0;
+  switch (exchange.request_body.kind) {
+    case BodyFraming::Kind::none:
+    case BodyFraming::Kind::until_close:
+      exchange.request_done = true;
+      break;
+    case BodyFraming::Kind::length:
+      take = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), exchange.request_body.length));
+      exchange.request_body.length -= take;
+      exchange.request_done = exchange.request_body.length == 0;
+      break;
+    case BodyFraming::Kind::chunked: {
+      const auto step = exchange.request_chunks.feed(bytes);
+      if (step.malformed) {
+        // The head has gone upstream already: the exchange ends. The client still gets its 400
+        // unless the origin's response has begun to reach it.
+        if (exchange.response_head_done || client_.has_queued()) return Next::close;
+        return refuse(Reason::bad_framing);
+      }
+      take = step.consumed;
+      exchange.request_done = step.finished;
+      break;
+    }
+  }
+  up_bytes_ += take;
+  if (queue(upstream_, bytes.substr(0, take)) == Next::close) return Next::close;
+  // Bytes past the body are the client's next request: kept until this exchange ends.
+  inbox_.append(bytes.substr(take));
+  if (exchange.request_done) pause(client_, pause_no_more_wanted);
+  if (upstream_.has_queued()) pause(client_, pause_peer_full);
+  return Next::keep;
+}
+
+ClientConnection::Next ClientConnection::forward_upstream_readable() {
+  char buffer[kReadChunk];
+  const ssize_t n = ::recv(upstream_.fd.get(), buffer, sizeof buffer, 0);
+  if (n == -1) {
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Next::keep : Next::close;
+  }
+  Exchange& exchange = *exchange_;
+  if (n == 0) {
+    upstream_.read_eof = true;
+    update_reading(upstream_);
+    if (exchange.response_head_done && exchange.response_body.kind == BodyFraming::Kind::until_close) {
+      exchange.response_done = true;
+      return end_exchange();
+    }
+    return Next::close;  // no response, or one cut short: the client must not wait for the rest
+  }
+  last_activity_ = std::chrono::steady_clock::now();
+  if (exchange.response_head_done) return pass_response({buffer, static_cast<std::size_t>(n)});
+  exchange.response_head.append(buffer, static_cast<std::size_t>(n));
+  for (;;) {
+    auto parsed = parse_response_head(exchange.response_head, kMaxResponseHeadBytes);
+    if (parsed.status == ParseResult<ResponseHead>::Status::need_more) return Next::keep;
+    if (parsed.status == ParseResult<ResponseHead>::Status::refused) return Next::close;
+    const ResponseHead& head = *parsed.value;
+    if (head.status >= 100 && head.status < 200) {
+      // An interim response (100 Continue): passed on, and the final one follows.
+      const std::string interim = rewrite_response_head(head, exchange.client_keep_alive);
+      down_bytes_ += interim.size();
+      if (queue(client_, interim) == Next::close) return Next::close;
+      exchange.response_head.erase(0, parsed.consumed);
+      continue;
+    }
+    auto framing = response_framing(exchange.method, head);
+    if (std::holds_alternative<Reason>(framing)) return Next::close;
+    exchange.response_body = std::get<BodyFraming>(framing);
+    exchange.keep_alive = exchange.client_keep_alive && exchange.response_body.kind != BodyFraming::Kind::until_close;
+    const std::string rewritten = rewrite_response_head(head, exchange.keep_alive);
+    down_bytes_ += rewritten.size();
+    if (queue(client_, rewritten) == Next::close) return Next::close;
+    std::string rest = exchange.response_head.substr(parsed.consumed);
+    std::string().swap(exchange.response_head);
+    exchange.response_head_done = true;
+    return pass_response(rest);
+  }
+}
+
+ClientConnection::Next ClientConnection::pass_response(std::string_view bytes) {
+  Exchange& exchange = *exchange_;
+  std::size_t take = 0;
+  switch (exchange.response_body.kind) {
+    case BodyFraming::Kind::none:
+      exchange.response_done = true;
+      break;
+    case BodyFraming::Kind::length:
+      take = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), exchange.response_body.length));
+      exchange.response_body.length -= take;
+      exchange.response_done = exchange.response_body.length == 0;
+      break;
+    case BodyFraming::Kind::chunked: {
+      const auto step = exchange.response_chunks.feed(bytes);
+      if (step.malformed) return Next::close;
+      take = step.consumed;
+      exchange.response_done = step.finished;
+      break;
+    }
+    case BodyFraming::Kind::until_close:
+      take = bytes.size();
+      break;
+  }
+  down_bytes_ += take;
+  if (queue(client_, bytes.substr(0, take)) == Next::close) return Next::close;
+  // Anything an origin sends past its response's end is dropped with the upstream connection:
+  // it must never reach the client as the answer to its next request.
+  if (exchange.response_done) return end_exchange();
+  if (client_.has_queued()) pause(upstream_, pause_peer_full);
+  return Next::keep;
+}
+
+ClientConnection::Next ClientConnection::end_exchange() {
+  log_done();
+  release_upstream();
+  Exchange& exchange = *exchange_;
+  // A client that has shut down its writing sends no next request: close once the response is out.
+  if (!exchange.keep_alive || !exchange.request_done || client_.read_eof) {
+    exchange.keep_alive = false;
+    return client_.has_queued() ? Next::keep : Next::close;
+  }
+  // Keep-alive: the next request on this connection is a new decision (SPEC §8).
+  exchange_.reset();
+  phase_ = Phase::handshake;
+  target_ = Target{};
+  ip_text_.assign(1, '-');  // (not = "-": GCC 12 warns falsely there, bug 105329)
+  ++server_.stats().handshaking;
+  counted_handshaking_ = true;
+  arm_timer(server_.config().head_timeout);
+  resume(client_, pause_no_more_wanted | pause_peer_full);
+  if (inbox_.empty()) return Next::keep;
+  return advance_http_head();
+}
+
+}  // namespace boxproxy
