@@ -20,7 +20,7 @@ import threading
 import time
 import unittest
 
-from harness import binary, wait_until
+from harness import binary, recv_all, wait_until
 
 START_TIMEOUT = 10.0
 EXIT_TIMEOUT = 5.0
@@ -38,32 +38,11 @@ def unix_connect(path, timeout=IO_TIMEOUT):
     return s
 
 
-def read_until_closed(sock, timeout=IO_TIMEOUT, limit=1 << 20):
-    """Everything the peer sends until it closes (or `timeout` passes, or `limit` bytes)."""
-    deadline = time.monotonic() + timeout
-    data = b""
-    while len(data) < limit:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        sock.settimeout(left)
-        try:
-            chunk = sock.recv(65536)
-        except socket.timeout:
-            break
-        except ConnectionResetError:
-            break
-        if not chunk:
-            break
-        data += chunk
-    return data
-
-
 def http_refusal(path, target, timeout=IO_TIMEOUT):
     """Sends `CONNECT target` on the proxy at `path`; returns (status, x-egress-refused, raw)."""
     with unix_connect(path, timeout) as s:
         s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-        raw = read_until_closed(s, timeout)
+        raw = recv_all(s, timeout)
     head = raw.split(b"\r\n\r\n", 1)[0].decode("latin-1")
     lines = head.split("\r\n")
     status = int(lines[0].split(" ")[1]) if lines[0].startswith("HTTP/1.") else None
