@@ -105,7 +105,6 @@ class ClientConnection {
   Next advance_socks5();
   Next socks5_wait_for_more() const;
   Next advance_socks4();
-  static TargetResult socks_target(const std::string& host, std::uint16_t port);
   static bool is_connect_line(std::string_view head) noexcept;
   bool authorized_http(const struct RequestHead& head) const;
 

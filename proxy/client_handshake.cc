@@ -178,7 +178,7 @@ ClientConnection::Next ClientConnection::advance_socks5() {
         target_.host = r.value->host;
         target_.port = r.value->port;
         if (r.value->command != 1) return refuse(socks5_command_refusal(r.value->command));
-        return decide(socks_target(r.value->host, r.value->port));
+        return decide(parse_host(r.value->host, r.value->port));
       }
     }
   }
@@ -198,13 +198,7 @@ ClientConnection::Next ClientConnection::advance_socks4() {
   if (r.value->command != 1) {
     return refuse(r.value->command == 2 ? Reason::socks_bind : Reason::socks_command);
   }
-  return decide(socks_target(r.value->host, r.value->port));
-}
-
-// A SOCKS request carries its port as two bytes; zero is not a port (SPEC §5 step 1).
-TargetResult ClientConnection::socks_target(const std::string& host, std::uint16_t port) {
-  if (port == 0) return Reason::invalid_target;
-  return parse_host(host, port);
+  return decide(parse_host(r.value->host, r.value->port));
 }
 
 }  // namespace boxproxy

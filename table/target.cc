@@ -73,6 +73,9 @@ bool is_valid_name(std::string_view text) noexcept {
 }
 
 TargetResult parse_host(std::string_view host, std::uint16_t port) {
+  // A port is 1 to 65535 (SPEC §5 step 1); text forms are checked by parse_port, and a SOCKS
+  // request's two bytes are checked here, so port 0 is never dialled whichever protocol sent it.
+  if (port == 0) return Reason::invalid_target;
   Target target;
   target.port = port;
   if (!host.empty() && host.front() == '[') {

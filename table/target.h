@@ -37,7 +37,8 @@ using TargetResult = std::variant<Target, Reason>;
 
 // A host (bracketed IPv6, IPv4 in any inet_aton form, unbracketed IPv6, or a name) with a port
 // already known, as SOCKS gives them. Drops one trailing dot unless the host is bracketed
-// ("[::1]." is invalid_host). Errors: invalid_host.
+// ("[::1]." is invalid_host). Errors: invalid_target (port 0: SOCKS carries the port as two bytes,
+// and zero is not a port), invalid_host.
 [[nodiscard]] TargetResult parse_host(std::string_view host, std::uint16_t port);
 
 // "host:port" or "[v6]:port" as CONNECT names a target: the port is required. An unbracketed

@@ -156,6 +156,9 @@ TEST_CASE("parse_host: addresses in every form, names, and what is neither") {
   CHECK(std::holds_alternative<Target>(parse_host(name, 80)));
   CHECK(std::holds_alternative<Target>(parse_host(name + ".", 80)));
   CHECK(std::get<Reason>(parse_host(name + "c", 80)) == kHost);
+  // SOCKS carries the port as two bytes: zero is not a port, whatever the host.
+  CHECK(std::get<Reason>(parse_host("example.com", 0)) == Reason::invalid_target);
+  CHECK(std::get<Reason>(parse_host("127.0.0.2", 0)) == Reason::invalid_target);
 }
 
 TEST_CASE("parse_authority: host:port and [v6]:port, the port required") {
