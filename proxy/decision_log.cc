@@ -111,29 +111,33 @@ DecisionLog::~DecisionLog() {
 }
 
 void DecisionLog::decision(const DecisionEntry& entry) {
-  const std::string ts = utc_timestamp();
-  const std::string json_line = json_decision(entry, ts);
-  // A refusal reaches the disk before it is answered (SPEC §2 --audit): fdatasync here.
-  if (audit_.valid()) audit(json_line, entry.refusal.has_value());
-  if (json_) {
-    append(json_line);
-  } else {
-    std::string_view cls = entry.refusal ? log_class(*entry.refusal) : std::string_view("ok");
-    append(fmt::format("egress {} host={} port={} ip={} class={}", kind_name(entry.kind),
-                       entry.host ? json_quote(*entry.host) : std::string("-"), entry.port, entry.ip, cls));
+  // The JSON form (and its timestamp) only when the audit or a JSON log wants it: the text log
+  // is the common case, and this runs for every decision.
+  if (audit_.valid() || json_) {
+    const std::string json_line = json_decision(entry, utc_timestamp());
+    // A refusal reaches the disk before it is answered (SPEC §2 --audit): fdatasync here.
+    if (audit_.valid()) audit(json_line, entry.refusal.has_value());
+    if (json_) {
+      append(json_line);
+      return;
+    }
   }
+  const std::string_view cls = entry.refusal ? log_class(*entry.refusal) : std::string_view("ok");
+  append(fmt::format("egress {} host={} port={} ip={} class={}", kind_name(entry.kind),
+                     entry.host ? json_quote(*entry.host) : std::string("-"), entry.port, entry.ip, cls));
 }
 
 void DecisionLog::done(const DoneEntry& entry) {
-  const std::string ts = utc_timestamp();
-  const std::string json_line = json_done(entry, ts);
-  if (audit_.valid()) audit(json_line, false);
-  if (json_) {
-    append(json_line);
-  } else {
-    append(fmt::format("egress {} host={} port={} ip={} class=done up={} down={} ms={}", kind_name(entry.kind),
-                       json_quote(entry.host), entry.port, entry.ip, entry.up, entry.down, entry.ms));
+  if (audit_.valid() || json_) {
+    const std::string json_line = json_done(entry, utc_timestamp());
+    if (audit_.valid()) audit(json_line, false);
+    if (json_) {
+      append(json_line);
+      return;
+    }
   }
+  append(fmt::format("egress {} host={} port={} ip={} class=done up={} down={} ms={}", kind_name(entry.kind),
+                     json_quote(entry.host), entry.port, entry.ip, entry.up, entry.down, entry.ms));
 }
 
 void DecisionLog::message(std::string_view text) {
