@@ -41,7 +41,9 @@ ClientConnection::Next ClientConnection::forward_client_readable() {
 
 ClientConnection::Next ClientConnection::pass_request_body(std::string_view bytes) {
   Exchange& exchange = *exchange_;
-  std::size_t take = 0;
+  std::size_t take = 0;                         // bytes of `bytes` that belong to the body
+  std::size_t pass = std::string_view::npos;    // of those, the ones passed on (all, unless trailers)
+  std::string_view ending;                      // what closes a chunked body in place of its trailers
   switch (exchange.request_body.kind) {
     case BodyFraming::Kind::none:
     case BodyFraming::Kind::until_close:
@@ -61,12 +63,17 @@ ClientConnection::Next ClientConnection::pass_request_body(std::string_view byte
         return refuse(Reason::bad_framing);
       }
       take = step.consumed;
+      pass = step.passed;
+      ending = step.ending;
       exchange.request_done = step.finished;
       break;
     }
   }
-  up_bytes_ += take;
-  if (queue(upstream_, bytes.substr(0, take)) == Next::close) return Next::close;
+  // Trailers are not passed on (SPEC §8): `pass` stops before them and `ending` closes the body.
+  pass = std::min(pass, take);
+  up_bytes_ += pass + ending.size();
+  if (queue(upstream_, bytes.substr(0, pass)) == Next::close) return Next::close;
+  if (queue(upstream_, ending) == Next::close) return Next::close;
   // Bytes past the body are the client's next request: kept until this exchange ends.
   inbox_.append(bytes.substr(take));
   if (exchange.request_done) pause(client_, pause_no_more_wanted);
@@ -122,7 +129,9 @@ ClientConnection::Next ClientConnection::forward_upstream_readable() {
 
 ClientConnection::Next ClientConnection::pass_response(std::string_view bytes) {
   Exchange& exchange = *exchange_;
-  std::size_t take = 0;
+  std::size_t take = 0;                         // bytes of `bytes` that belong to the body
+  std::size_t pass = std::string_view::npos;    // of those, the ones passed on (all, unless trailers)
+  std::string_view ending;                      // what closes a chunked body in place of its trailers
   switch (exchange.response_body.kind) {
     case BodyFraming::Kind::none:
       exchange.response_done = true;
@@ -136,6 +145,8 @@ ClientConnection::Next ClientConnection::pass_response(std::string_view bytes) {
       const auto step = exchange.response_chunks.feed(bytes);
       if (step.malformed) return Next::close;
       take = step.consumed;
+      pass = step.passed;
+      ending = step.ending;
       exchange.response_done = step.finished;
       break;
     }
@@ -143,8 +154,11 @@ ClientConnection::Next ClientConnection::pass_response(std::string_view bytes) {
       take = bytes.size();
       break;
   }
-  down_bytes_ += take;
-  if (queue(client_, bytes.substr(0, take)) == Next::close) return Next::close;
+  // Trailers are not passed on (SPEC §8): `pass` stops before them and `ending` closes the body.
+  pass = std::min(pass, take);
+  down_bytes_ += pass + ending.size();
+  if (queue(client_, bytes.substr(0, pass)) == Next::close) return Next::close;
+  if (queue(client_, ending) == Next::close) return Next::close;
   // Anything an origin sends past its response's end is dropped with the upstream connection:
   // it must never reach the client as the answer to its next request.
   if (exchange.response_done) return end_exchange();

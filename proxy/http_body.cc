@@ -102,9 +102,25 @@ std::variant<BodyFraming, Reason> response_framing(std::string_view request_meth
   return framing_from_headers(head.headers, head.version, false);
 }
 
+bool ChunkedScanner::in_trailer_section() const noexcept {
+  switch (state_) {
+    case State::trailer_start:
+    case State::trailer_line:
+    case State::trailer_lf:
+    case State::final_lf:
+    case State::done:
+      return true;
+    default:
+      return false;
+  }
+}
+
 ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
   Step step;
   std::size_t i = 0;
+  // Where the trailer section starts within `data`: nothing of it is passed on.
+  std::size_t trailers_from = in_trailer_section() ? 0 : std::string_view::npos;
+  const bool ended_before = state_ == State::done;
   auto fail = [&]() noexcept {
     state_ = State::malformed;
     step.consumed = i;
@@ -169,7 +185,8 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
         size_digits_ = 0;
         line_length_ = 0;
         if (remaining_ == 0) {
-          state_ = State::trailer_start;  // the last chunk
+          state_ = State::trailer_start;  // the last chunk: what follows is the trailer section
+          trailers_from = i + 1;
         } else {
           state_ = State::data;
         }
@@ -224,7 +241,10 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
     ++i;
   }
   step.consumed = i;
+  step.passed = std::min(i, trailers_from);
   step.finished = state_ == State::done;
+  // The closing CRLF once, in the feed that ends the body (the section's own end is dropped with it).
+  if (step.finished && !ended_before) step.ending = "\r\n";
   return step;
 }
 

@@ -38,11 +38,20 @@ struct BodyFraming {
 [[nodiscard]] std::variant<BodyFraming, Reason> response_framing(std::string_view request_method,
                                                                  const ResponseHead& head);
 
-// Follows a chunked body as its bytes go by, without changing them.
+// Follows a chunked body as its bytes go by, and says which of them to pass on.
+//
+// Every byte is passed on unchanged except the trailer section (the field lines after the last
+// chunk): trailers are dropped, never forwarded. A trailer field is a header that arrives after
+// the proxy has filtered the head, so passing it would let an origin forge `x-egress-refused`,
+// `Connection` or `Proxy-Authenticate` to the client, and a client carry `Proxy-Authorization` or
+// `Host` upstream (RFC 9112 §7.1.2 lets a recipient discard trailers). The body is then closed with
+// the empty line that ends a trailer section with no fields.
 class ChunkedScanner {
  public:
   struct Step {
     std::size_t consumed = 0;  // bytes of `data` that belong to the body
+    std::size_t passed = 0;    // of those, how many to pass on: a prefix, stopping before trailers
+    std::string_view ending;   // when finished, what to pass on after them: the closing CRLF
     bool finished = false;     // the body (last chunk and trailers) ended within `consumed`
     bool malformed = false;    // a bad chunk size, extension or line ending: bad_framing
   };
@@ -50,6 +59,7 @@ class ChunkedScanner {
   [[nodiscard]] Step feed(std::string_view data) noexcept;
 
  private:
+  [[nodiscard]] bool in_trailer_section() const noexcept;
   enum class State : std::uint8_t {
     size,             // reading hex digits of a chunk size
     extension,        // reading a chunk extension after ';'

@@ -8,7 +8,10 @@
 //   - after the end, it consumes nothing more (bytes past the body belong to the next message),
 //     and once malformed, it stays malformed;
 //   - a finished body is a prefix property: the consumed bytes alone, fed to a fresh scanner,
-//     finish at exactly the same place.
+//     finish at exactly the same place;
+//   - what is passed on (each feed's passed prefix, then its ending) is the same however the body
+//     is split, never more than was consumed, and for a finished body is itself a chunked body
+//     with no trailer field that a fresh scanner finishes exactly at its end (trailers dropped).
 #include <string>
 
 #include "proxy/http_body.h"
@@ -19,6 +22,7 @@ using namespace boxproxy;
 namespace {
 
 struct Total {
+  std::string passed;  // what the connection passes on
   std::size_t consumed = 0;
   bool finished = false;
   bool malformed = false;
@@ -32,7 +36,11 @@ Total feed_all(ChunkedScanner& scanner, std::string_view data, const std::vector
     const auto step = scanner.feed(piece);
     FUZZ_CHECK(step.consumed <= piece.size());
     FUZZ_CHECK(!(step.finished && step.malformed));
+    FUZZ_CHECK(step.passed <= step.consumed);
+    FUZZ_CHECK(step.ending.empty() || step.finished);
     total.consumed += step.consumed;
+    total.passed.append(piece.substr(0, step.passed));
+    total.passed.append(step.ending);
     if (step.finished || step.malformed) {
       total.finished = step.finished;
       total.malformed = step.malformed;
@@ -53,6 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   ChunkedScanner whole_scanner;
   const auto whole = whole_scanner.feed(body);
+  std::string whole_passed(body.substr(0, whole.passed));
+  whole_passed.append(whole.ending);
   FUZZ_CHECK(whole.consumed <= body.size());
   FUZZ_CHECK(!(whole.finished && whole.malformed));
   if (!whole.finished && !whole.malformed) FUZZ_CHECK(whole.consumed == body.size());
@@ -62,6 +72,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(pieces.consumed == whole.consumed);
   FUZZ_CHECK(pieces.finished == whole.finished);
   FUZZ_CHECK(pieces.malformed == whole.malformed);
+  if (!whole.malformed) FUZZ_CHECK(pieces.passed == whole_passed);
 
   // After the end nothing more is body; after malformed, still malformed.
   const auto after = whole_scanner.feed("0\r\n\r\n");
@@ -72,6 +83,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ChunkedScanner fresh;
     const auto again = fresh.feed(body.substr(0, whole.consumed));
     FUZZ_CHECK(again.finished && again.consumed == whole.consumed);
+    // What was passed on is a complete chunked body without trailers: it ends in an empty line.
+    ChunkedScanner check;
+    const auto passed = check.feed(whole_passed);
+    FUZZ_CHECK(passed.finished && passed.consumed == whole_passed.size());
+    FUZZ_CHECK(passed.passed == whole_passed.size() - 2 && passed.ending == "\r\n");
+    FUZZ_CHECK(whole_passed.ends_with("\r\n\r\n"));
   }
   return 0;
 }

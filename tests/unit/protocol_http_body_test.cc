@@ -286,3 +286,70 @@ TEST_CASE("chunked scanner: extensions and trailers are bounded") {
     CHECK(malformed);
   }
 }
+
+namespace {
+
+// What a scanner passes on for `text` fed in pieces of `piece` bytes: the passed prefix of each
+// feed, then its ending. Stops at the body's end.
+std::string passed_on(std::string_view text, std::size_t piece) {
+  ChunkedScanner scanner;
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto chunk = text.substr(at, piece);
+    const auto step = scanner.feed(chunk);
+    REQUIRE_FALSE(step.malformed);
+    REQUIRE(step.passed <= step.consumed);
+    out.append(chunk.substr(0, step.passed));
+    out.append(step.ending);
+    at += step.consumed;
+    if (step.finished) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("chunked scanner: trailers are dropped, every other byte passes unchanged") {
+  // Trailers are headers that arrive after the head was filtered: an origin could forge
+  // x-egress-refused or Connection, a client carry Proxy-Authorization or Host upstream.
+  const std::string body = "3\r\nabc\r\n5;ext=1\r\nhello\r\n0\r\n";
+  const std::string closed = body + "\r\n";
+  const std::string with_trailers[] = {
+      body + "\r\n",
+      body + "x-egress-refused: forged\r\n\r\n",
+      body + "Proxy-Authorization: Basic Zm9vOmJhcg==\r\nHost: other.example\r\n\r\n",
+      body + "Connection: close\r\nProxy-Authenticate: Basic realm=x\r\nX-Empty:\r\n\r\n",
+  };
+  for (const std::string& text : with_trailers) {
+    CAPTURE(text);
+    for (std::size_t piece : {text.size(), std::size_t{1}, std::size_t{2}, std::size_t{5}, std::size_t{13}}) {
+      CAPTURE(piece);
+      CHECK(passed_on(text + "GET /next", piece) == closed);
+    }
+  }
+}
+
+TEST_CASE("chunked scanner: the ending comes once, in the feed that ends the body") {
+  ChunkedScanner scanner;
+  auto step = scanner.feed("0\r\nA: b\r\n");
+  CHECK(step.passed == 3);
+  CHECK(step.ending.empty());
+  CHECK_FALSE(step.finished);
+  step = scanner.feed("\r\nNEXT");
+  CHECK(step.finished);
+  CHECK(step.consumed == 2);
+  CHECK(step.passed == 0);
+  CHECK(step.ending == "\r\n");
+  step = scanner.feed("more");
+  CHECK(step.consumed == 0);
+  CHECK(step.passed == 0);
+  CHECK(step.ending.empty());
+}
+
+TEST_CASE("chunked scanner: a body with no trailers passes byte for byte") {
+  const std::string body = "4\r\nwiki\r\n5\r\npedia\r\n0\r\n\r\n";
+  for (std::size_t piece : {body.size(), std::size_t{1}, std::size_t{3}}) {
+    CHECK(passed_on(body, piece) == body);
+  }
+}
