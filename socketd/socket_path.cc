@@ -174,9 +174,11 @@ SessionSocket SessionSocket::create(const std::string& path, int backlog) {
   FdGuard listener{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
   if (listener.fd == -1) fail(kRuntimeFailure, fmt::format("{}: cannot make a socket: {}", path, errno_text(errno)));
 
-  // bind() creates the file with 0777 & ~umask. A tight umask around it means the temporary
-  // name is never wider than 0600 even for an instant (start-up is single-threaded, so changing
-  // the process's umask briefly is safe). chmod below makes it 0600 whatever the umask was.
+  // bind() creates the file with 0777 & ~umask, so the umask of 0177 around it makes the
+  // temporary name exactly 0600 from the instant it exists (start-up is single-threaded, so
+  // changing the process's umask briefly is safe). The mode is set at creation and never by name
+  // afterwards: a chmod by path would follow a symlink swapped in at the temporary name between
+  // bind and chmod, and change the mode of whatever file it points at (SPEC §3).
   const sockaddr_un temporary_address = make_address(temporary);
   const mode_t old_umask = ::umask(0177);
   const int bound = ::bind(listener.fd, reinterpret_cast<const sockaddr*>(&temporary_address), sizeof temporary_address);
@@ -187,13 +189,8 @@ SessionSocket SessionSocket::create(const std::string& path, int backlog) {
   }
   TempNameGuard temporary_guard{temporary, true};
 
-  // Exactly 0600: only the session's user may connect. fchmod on a socket descriptor changes
-  // the socket's own inode, not the file bind made, so chmod by name (the name is ours: random,
-  // and nobody can connect yet because we do not listen yet).
-  if (::chmod(temporary.c_str(), 0600) == -1) {
-    fail(kRuntimeFailure, fmt::format("{}: cannot chmod 0600 the temporary name {}: {}", path, temporary, errno_text(errno)));
-  }
-  // Remember which file we made, to check that link() gave PATH exactly this one.
+  // Remember which file we made, to check that link() gave PATH exactly this one. lstat never
+  // follows a link: anything but our 0600 socket at the temporary name stops the start.
   struct stat made{};
   if (::lstat(temporary.c_str(), &made) == -1) {
     fail(kRuntimeFailure, fmt::format("{}: cannot look at the temporary name {}: {}", path, temporary, errno_text(errno)));
