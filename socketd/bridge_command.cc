@@ -25,7 +25,9 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/bridge.h"
+#include "proxy/decision_log.h"
 #include "proxy/event_owners.h"
+#include "socketd/message_text.h"
 #include "socketd/readiness.h"
 
 namespace boxproxy {
@@ -33,8 +35,6 @@ namespace {
 
 constexpr int kListenBacklog = 1024;
 constexpr std::uint16_t kDefaultPort = 3128;
-// A value quoted in a message is cut here so one bad argument cannot flood the terminal.
-constexpr std::size_t kMaxQuotedChars = 200;
 
 constexpr const char* kHelp =
     "usage: boxproxy bridge --socket PATH [--listen ADDR:PORT]... [--die-with-parent]\n"
@@ -68,11 +68,6 @@ struct BridgeOptions {
   std::vector<ListenAddress> listen;
   bool die_with_parent = false;
 };
-
-std::string quote_value(std::string_view text) {
-  if (text.size() > kMaxQuotedChars) text = text.substr(0, kMaxQuotedChars);
-  return nlohmann::json(std::string(text)).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-}
 
 std::optional<std::uint16_t> parse_port(std::string_view text) {
   if (text.empty() || text.size() > 5) return std::nullopt;
@@ -133,7 +128,7 @@ BridgeOptions parse_bridge_options(int argc, char** argv) {
       value = arg.substr(eq + 1);
     }
     if (name != "--socket" && name != "--listen") {
-      throw UsageError{fmt::format("boxproxy bridge: unknown option {}", quote_value(arg))};
+      throw UsageError{fmt::format("boxproxy bridge: unknown option {}", quote(arg))};
     }
     if (!value) {
       if (i + 1 >= argc) throw UsageError{fmt::format("boxproxy bridge: {}: a value is needed", name)};
@@ -144,7 +139,7 @@ BridgeOptions parse_bridge_options(int argc, char** argv) {
       if (value->empty()) throw UsageError{"boxproxy bridge: --socket: \"\": a path is needed"};
       if (value->size() >= sizeof(sockaddr_un::sun_path)) {
         throw UsageError{fmt::format("boxproxy bridge: --socket: {}: longer than a Unix socket path may be ({} bytes)",
-                                     quote_value(*value), sizeof(sockaddr_un::sun_path) - 1)};
+                                     quote(*value), sizeof(sockaddr_un::sun_path) - 1)};
       }
       options.socket_path = std::string(*value);
       have_socket = true;
@@ -153,7 +148,7 @@ BridgeOptions parse_bridge_options(int argc, char** argv) {
       if (!address) {
         throw UsageError{fmt::format(
             "boxproxy bridge: --listen: {}: not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)",
-            quote_value(*value))};
+            quote(*value))};
       }
       options.listen.push_back(*address);
     }
@@ -227,6 +222,10 @@ void raise_descriptor_limit() {
 // connections and listeners die before the event base.
 struct Bridge {
   EventBasePtr base;
+  // Standard error's lines (stats, libevent's own messages as JSON message lines), written
+  // without ever blocking: a reader that stalls never stalls the bridge (SPEC §12).
+  std::unique_ptr<DecisionLog> log;
+  std::optional<LibeventLogRoute> libevent_messages;
   std::unique_ptr<BridgeServer> server;
   EventPtr on_term, on_int, on_usr1;
 
@@ -234,9 +233,8 @@ struct Bridge {
     auto* bridge = static_cast<Bridge*>(self);
     if (signal == SIGUSR1) {
       const BridgeStats& s = bridge->server->stats();
-      const std::string line =
-          fmt::format("{{\"event\":\"stats\",\"open\":{},\"accepted\":{},\"failed\":{}}}\n", s.open, s.accepted, s.failed);
-      std::fwrite(line.data(), 1, line.size(), stderr);
+      bridge->log->raw_line(
+          fmt::format("{{\"event\":\"stats\",\"open\":{},\"accepted\":{},\"failed\":{}}}", s.open, s.accepted, s.failed));
       return;
     }
     bridge->server->stop();
@@ -251,7 +249,7 @@ int bridge(const BridgeOptions& options) {
 
   struct stat st {};
   if (::stat(options.socket_path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
-    throw StartupError{fmt::format("boxproxy bridge: --socket {}: exists and is not a socket", quote_value(options.socket_path))};
+    throw StartupError{fmt::format("boxproxy bridge: --socket {}: exists and is not a socket", quote(options.socket_path))};
   }
 
   Bridge bridge;
@@ -260,6 +258,8 @@ int bridge(const BridgeOptions& options) {
   bridge.base.reset(event_base_new_with_config(cfg));
   event_config_free(cfg);
   if (!bridge.base) throw StartupError{"boxproxy bridge: cannot create the event loop"};
+  bridge.log = std::make_unique<DecisionLog>(bridge.base.get(), /*json=*/true, STDERR_FILENO, false, UniqueFd());
+  bridge.libevent_messages.emplace(*bridge.log);
   try {
     bridge.server = std::make_unique<BridgeServer>(bridge.base.get(), options.socket_path);
   } catch (const std::runtime_error& error) {

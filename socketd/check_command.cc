@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "socketd/message_text.h"
 #include "table/policy.h"
 
 namespace boxproxy {
@@ -141,7 +142,7 @@ Options parse_options(int argc, char** argv) {
     }
     if (arg.size() < 2 || arg.substr(0, 2) != "--") {
       if (!arg.empty() && arg.front() == '-' && arg.size() > 1) {
-        throw UsageError{fmt::format("unknown option {}", arg)};
+        throw UsageError{fmt::format("unknown option {}", quote(arg))};
       }
       break;  // the first target: every argument from here on is one
     }
@@ -159,7 +160,7 @@ Options parse_options(int argc, char** argv) {
       has_value = true;
     }
     if (name != "--permit" && name != "--deny" && name != "--resolve" && name != "--allow") {
-      throw UsageError{fmt::format("unknown option {}", name)};
+      throw UsageError{fmt::format("unknown option {}", quote(name))};
     }
     if (!has_value) {
       if (i + 1 >= argc) throw UsageError{fmt::format("{}: a value is required", name)};
@@ -180,7 +181,8 @@ Options parse_options(int argc, char** argv) {
 }
 
 void print_line(std::string_view target, std::string_view address, std::string_view verdict) {
-  fmt::print("{}\t{}\t{}\n", target, address, verdict);
+  // The target as given, but never a byte that could drive a terminal or break the line format.
+  fmt::print("{}\t{}\t{}\n", printable(target), address, verdict);
 }
 
 // Judges one target (SPEC §5 steps 1-4) and prints its lines. True when it is allowed.
@@ -225,7 +227,8 @@ int run_check_command(int argc, char** argv) {
   try {
     options = parse_options(argc, argv);
   } catch (const UsageError& error) {
-    fmt::print(stderr, "boxproxy check: {}\n", error.message);
+    // The message may repeat a piece of an argument as a table/ parser quoted it, raw.
+    fmt::print(stderr, "{}\n", printable_lines(fmt::format("boxproxy check: {}", error.message)));
     return kUsage;
   }
   if (options.help) {

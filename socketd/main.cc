@@ -5,6 +5,7 @@
 
 #include "socketd/bridge_command.h"
 #include "socketd/check_command.h"
+#include "socketd/message_text.h"
 #include "socketd/run_command.h"
 #include "socketd/serve_command.h"
 
@@ -42,6 +43,6 @@ int main(int argc, char** argv) {
   if (command == "check") return boxproxy::run_check_command(argc - 2, argv + 2);
   if (command == "bridge") return boxproxy::run_bridge_command(argc - 2, argv + 2);
   if (command == "run") return boxproxy::run_run_command(argc - 2, argv + 2);
-  std::fprintf(stderr, "boxproxy: unknown command \"%s\"\n%s", argv[1], kUsage);
+  std::fprintf(stderr, "boxproxy: unknown command %s\n%s", boxproxy::quote(argv[1]).c_str(), kUsage);
   return 2;
 }

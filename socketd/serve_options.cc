@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "socketd/message_text.h"
 #include "table/cidr.h"
 #include "table/host_list.h"
 #include "table/policy.h"
@@ -47,8 +48,6 @@ constexpr std::uint64_t kMaxHeadBytesMax = 1'048'576;             // bounds per-
 constexpr std::size_t kMaxConfigBytes = 16 * 1024 * 1024;
 constexpr std::size_t kMaxAllowFileBytes = 16 * 1024 * 1024;
 constexpr std::size_t kMaxTokenBytes = 64 * 1024;
-// A value quoted in a message is cut here so one bad argument cannot flood the terminal.
-constexpr std::size_t kMaxQuotedChars = 200;
 
 enum class Kind {
   flag,    // no value: --die-with-parent; a JSON boolean in the config
@@ -117,32 +116,11 @@ using RawOptions = std::map<std::string, RawValue, std::less<>>;
 // The deepest a config file's arrays and objects may nest (a legal one nests two deep).
 constexpr std::size_t kMaxConfigNesting = 32;
 
-// The value in double quotes, with anything outside printable ASCII as \xNN (so a control
-// character in an argument cannot drive the terminal), cut at kMaxQuotedChars.
-std::string quote(std::string_view text) {
-  std::string out = "\"";
-  std::size_t shown = 0;
-  for (char c : text) {
-    if (shown++ == kMaxQuotedChars) {
-      out += "...";
-      break;
-    }
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte == '"' || byte == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20 || byte > 0x7e) {
-      out += fmt::format("\\x{:02x}", byte);
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
-
+// Every usage error is built here or in fail_plain: the value is quoted, and the whole message
+// made printable, since `what` may repeat a piece a table/ parser quoted raw ('\xc6\xbf1' is not
+// an address), and it goes to a terminal.
 [[noreturn]] void fail(std::string_view label, std::string_view value, std::string_view what) {
-  throw UsageError{fmt::format("{}{}: {} {}", kPrefix, label, quote(value), what)};
+  throw UsageError{printable_lines(fmt::format("{}{}: {} {}", kPrefix, label, quote(value), what))};
 }
 
 // A table/ parser's message usually starts by naming the text ("x=1: '1' is not ..."); the
@@ -156,7 +134,7 @@ std::string_view reason_of(std::string_view message, std::string_view value) {
 }
 
 [[noreturn]] void fail_plain(std::string_view text) {
-  throw UsageError{fmt::format("{}{}", kPrefix, text)};
+  throw UsageError{printable_lines(fmt::format("{}{}", kPrefix, text))};
 }
 
 // Reads a whole file (following symlinks, as any path argument would), at most `cap` bytes.
@@ -620,6 +598,8 @@ std::optional<HostList> reload_host_list(const ServeOptions& options) {
   }
   return build_host_list(allow ? &*allow : nullptr, allow_file ? &*allow_file : nullptr);
 }
+
+std::string read_auth_token_file(const std::string& label, const std::string& path) { return read_token(label, path); }
 
 std::string serve_help_text() {
   return R"(Usage: boxproxy serve --socket PATH [OPTION]...

@@ -60,6 +60,11 @@ struct HelpRequested {};
 // list it had and logs why.
 [[nodiscard]] std::optional<HostList> reload_host_list(const ServeOptions& options);
 
+// Reads a session token file by --auth-token-file's rules (one trailing line end dropped; empty,
+// or a control character inside, refused; the token never quoted). `label` names the option in
+// the UsageError. For `run --socket PATH --auth-token-file FILE`, which reads it as serve does.
+[[nodiscard]] std::string read_auth_token_file(const std::string& label, const std::string& path);
+
 // The text of `boxproxy serve --help`: every option with its default.
 [[nodiscard]] std::string serve_help_text();
 
