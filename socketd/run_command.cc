@@ -1,29 +1,31 @@
 // `boxproxy run`: the one-line way to run a command in a box whose only way out is boxproxy.
 //
-// The processes, and who ends whom:
+// The processes, their namespaces (socketd/box_namespaces.h), and who ends whom:
 //
-//   run (the caller's network namespace)
+//   run (the caller's namespaces)
 //    ├─ boxproxy serve --socket DIR/egress.sock   (unless --socket names a running proxy)
-//    └─ box: unshares a network namespace (and a user namespace when not root), brings lo up
-//        ├─ boxproxy bridge --socket ...           (127.0.0.1:3128, [::1]:3128)
-//        └─ COMMAND, with the proxy variables set
+//    └─ box: a user namespace of its own (also for root) and a network namespace, lo up
+//        ├─ boxproxy bridge --socket ...           (127.0.0.1:3128, [::1]:3128; the host's PID
+//        │                                          namespace, so COMMAND cannot see it)
+//        └─ pid 1 of a new PID namespace: a fresh /proc, then an inner user namespace that locks
+//           the mounts, PR_SET_NO_NEW_PRIVS, the Unix-socket filter (socketd/box_seccomp.h)
+//            └─ COMMAND, with the proxy variables set
 //
-// The box waits for the command, then ends the bridge; run waits for the box, then ends the
-// proxy it started. serve and bridge run in process groups of their own, so a Ctrl-C at the
-// terminal reaches the command (which shares run's group) and not the box's way out while the
-// command may still be using it. Each helper has --die-with-parent, and the box gets SIGTERM if
-// run dies, so nothing outlives a run that is killed.
+// pid 1 waits for the command (reaping orphans meanwhile) and exits with its status, which
+// ends every other process of the PID namespace; the box then ends the bridge; run waits for
+// the box, then ends the proxy it started. serve and bridge run in process groups of their own,
+// so a Ctrl-C at the terminal reaches the command (which shares run's group) and not the box's
+// way out while the command may still be using it. Each helper has --die-with-parent, the box
+// gets SIGTERM if run dies and pid 1 SIGKILL if the box dies, so nothing outlives a killed run.
+
 #include "socketd/run_command.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,6 +42,9 @@
 #include <vector>
 
 #include "proxy/event_owners.h"
+#include "socketd/box_namespaces.h"
+#include "socketd/box_seccomp.h"
+#include "socketd/serve_options.h"
 
 namespace boxproxy {
 namespace {
@@ -57,46 +62,90 @@ constexpr double kStartSeconds = 10;
 constexpr double kStopSeconds = 3;
 
 // Where the bridge listens inside the box, and what the command is told. The box's namespace is
-// new, so the port is always free.
-constexpr const char* kHttpProxy = "http://127.0.0.1:3128";
-// The bridge hands every byte to the proxy, which tells SOCKS5 from HTTP by the first byte: the
-// same port serves both. socks5h: names are resolved by the proxy (the box has no resolver).
-constexpr const char* kAllProxy = "socks5h://127.0.0.1:3128";
+// new, so the port is always free. The bridge hands every byte to the proxy, which tells SOCKS5
+// from HTTP by the first byte: the same port serves both.
+constexpr const char* kProxyHostPort = "127.0.0.1:3128";
 constexpr const char* kNoProxy = "localhost,127.0.0.1,::1";
+// The user name in the proxy variables when the proxy wants a token (any name will do, SPEC §11).
+constexpr const char* kTokenUser = "box";
 
 // One listening line is far below this; a helper that writes more is not ours.
 constexpr std::size_t kMaxLineBytes = 64 * 1024;
 
+// Variables that speak to run's service manager, not to anything run starts: with them the
+// inner proxy would send READY=1 for run (which is not ready until COMMAND is), and COMMAND could
+// send the manager anything (MAINPID=, STOPPING=1) or claim run's socket-activated descriptors.
+constexpr const char* kServiceManagerVariables[] = {"NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"};
+
+// The signals run, the box and pid 1 pass on to the command.
+constexpr int kForwardedSignals[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+
 constexpr const char* kHelp =
-    "usage: boxproxy run [SERVE OPTION]... -- COMMAND [ARG]...\n"
-    "       boxproxy run --socket PATH -- COMMAND [ARG]...\n"
+    "usage: boxproxy run [SERVE OPTION]... [--allow-unix-sockets] -- COMMAND [ARG]...\n"
+    "       boxproxy run --socket PATH [--auth-token-file FILE] [--allow-unix-sockets] -- COMMAND [ARG]...\n"
     "\n"
-    "Runs COMMAND in a new network namespace that holds only its own loopback (with a user\n"
-    "namespace when not root), whose only way out is boxproxy: it starts `boxproxy serve` with\n"
-    "the SERVE OPTIONs on a socket in a fresh private directory (or, with --socket, uses a\n"
-    "running proxy's socket), starts `boxproxy bridge` on 127.0.0.1:3128 (and [::1]:3128) inside,\n"
-    "and sets for COMMAND:\n"
-    "  HTTP_PROXY, HTTPS_PROXY  http://127.0.0.1:3128\n"
+    "Runs COMMAND in a box whose only way out is boxproxy: its own user namespace (root inside,\n"
+    "the caller outside, also when run is root), network namespace (only its own loopback), mount\n"
+    "namespace and PID namespace (a /proc of its own processes), with no new privileges and no\n"
+    "capability outside. run starts `boxproxy serve` with the SERVE OPTIONs on a socket in a fresh\n"
+    "private directory (or, with --socket, uses a running proxy's socket), starts `boxproxy bridge`\n"
+    "on 127.0.0.1:3128 (and [::1]:3128) inside, and sets for COMMAND:\n"
+    "  HTTP_PROXY, HTTPS_PROXY  http://127.0.0.1:3128 (http://box:TOKEN@... when the proxy wants\n"
+    "                           a token)\n"
     "  ALL_PROXY                socks5h://127.0.0.1:3128 (the same port: the proxy sniffs)\n"
     "  NO_PROXY                 localhost,127.0.0.1,::1\n"
-    "  (and their lower-case forms), and BOXPROXY_SOCKET, the proxy's socket path.\n"
+    "  (and their lower-case forms), and BOXPROXY_SOCKET, the proxy's socket path. NOTIFY_SOCKET,\n"
+    "LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES are removed for the proxy and for COMMAND.\n"
     "The proxy's decision lines go to standard error unless --log-file says otherwise.\n"
     "\n"
+    "Options of run itself:\n"
+    "  --socket PATH            use the running proxy at PATH instead of starting one\n"
+    "  --auth-token-file FILE   with --socket: the token that proxy wants, for the variables\n"
+    "                           (without --socket it is a serve option, read by both)\n"
+    "  --allow-unix-sockets     let COMMAND make Unix sockets: by default socket(AF_UNIX, ...)\n"
+    "                           fails with EPERM in the box, so that the host's pathname sockets\n"
+    "                           (another session's proxy, an ssh agent) are out of reach\n"
+    "\n"
     "Exit status: COMMAND's, or 128+N when signal N ended it; 2 a usage error; 125 the box could\n"
-    "not be set up; 126 COMMAND cannot be executed; 127 COMMAND was not found.\n"
+    "not be set up (say, no user namespaces here: run never makes a weaker box); 126 COMMAND\n"
+    "cannot be executed; 127 COMMAND was not found.\n"
     "SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 are passed on to COMMAND; SIGINT and SIGQUIT are left to\n"
     "the terminal, which sends them to COMMAND itself.\n";
 
-struct UsageError {
-  std::string message;
-};
-struct HelpRequested {};
-
 struct RunOptions {
-  std::optional<std::string> socket_path;  // --socket: a running proxy's socket
-  std::vector<std::string> serve_args;     // passed to `boxproxy serve` as given
+  std::optional<std::string> socket_path;      // --socket: a running proxy's socket
+  std::optional<std::string> auth_token_file;  // --auth-token-file with --socket
+  bool allow_unix_sockets = false;             // --allow-unix-sockets
+  std::vector<std::string> serve_args;         // passed to `boxproxy serve` as given
   std::vector<std::string> command;
 };
+
+// With --socket the only option besides run's own is --auth-token-file (run reads it to put
+// the token in the variables); every other serve option belongs to a proxy run starts.
+void take_token_file_from_serve_args(RunOptions& options) {
+  std::vector<std::string> rest;
+  for (std::size_t i = 0; i < options.serve_args.size(); ++i) {
+    const std::string& arg = options.serve_args[i];
+    std::optional<std::string> value;
+    if (arg == "--auth-token-file" && i + 1 < options.serve_args.size()) {
+      value = options.serve_args[++i];
+    } else if (arg.starts_with("--auth-token-file=")) {
+      value = arg.substr(18);
+    }
+    if (!value) {
+      rest.push_back(arg);
+      continue;
+    }
+    if (options.auth_token_file) throw UsageError{"boxproxy run: --auth-token-file: given twice"};
+    options.auth_token_file = std::move(*value);
+  }
+  if (!rest.empty()) {
+    throw UsageError{fmt::format("boxproxy run: {}: serve options are for a proxy run starts; with --socket the "
+                                 "running proxy keeps its own",
+                                 rest.front())};
+  }
+  options.serve_args.clear();
+}
 
 RunOptions parse_run_options(int argc, char** argv) {
   RunOptions options;
@@ -105,6 +154,10 @@ RunOptions parse_run_options(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (arg == "--") break;
     if (arg == "--help" || arg == "-h") throw HelpRequested{};
+    if (arg == "--allow-unix-sockets") {
+      options.allow_unix_sockets = true;
+      continue;
+    }
     if (arg == "--socket" || arg.starts_with("--socket=")) {
       if (options.socket_path) throw UsageError{"boxproxy run: --socket: given twice"};
       if (arg == "--socket") {
@@ -127,12 +180,55 @@ RunOptions parse_run_options(int argc, char** argv) {
   if (i >= argc) throw UsageError{"boxproxy run: -- COMMAND is needed: boxproxy run [SERVE OPTION]... -- COMMAND [ARG]..."};
   for (++i; i < argc; ++i) options.command.emplace_back(argv[i]);
   if (options.command.empty()) throw UsageError{"boxproxy run: a COMMAND is needed after --"};
-  if (options.socket_path && !options.serve_args.empty()) {
-    throw UsageError{fmt::format("boxproxy run: {}: serve options are for a proxy run starts; with --socket the "
-                                 "running proxy keeps its own",
-                                 options.serve_args.front())};
-  }
+  if (options.socket_path) take_token_file_from_serve_args(options);
   return options;
+}
+
+// The token a proxy run starts will want, read as serve reads it (--auth-token-file, on the
+// command line or in --config): the serve options parsed here as serve will parse them. Throws
+// UsageError as serve would, so a bad option is reported before anything starts.
+std::optional<std::string> token_of_serve_args(const std::vector<std::string>& serve_args, const std::string& socket) {
+  std::vector<std::string> args = {"--socket", socket};
+  args.insert(args.end(), serve_args.begin(), serve_args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  return parse_serve_options(static_cast<int>(args.size()), argv.data()).auth_token;
+}
+
+// The token of `run --socket PATH --auth-token-file FILE`, read by serve's rules. Throws
+// UsageError (the message is run's).
+std::string token_of_file(const std::string& path) {
+  try {
+    return read_auth_token_file("--auth-token-file", path);
+  } catch (UsageError& error) {
+    constexpr std::string_view kServePrefix = "boxproxy serve: ";
+    if (error.message.starts_with(kServePrefix)) error.message.replace(0, kServePrefix.size(), "boxproxy run: ");
+    throw;
+  }
+}
+
+// The token as URL userinfo: every byte but RFC 3986's unreserved ones percent-encoded, so that
+// an '@', ':' or '/' in a token cannot change where the URL points.
+std::string userinfo_encoded(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    const bool unreserved = (byte >= 'A' && byte <= 'Z') || (byte >= 'a' && byte <= 'z') || (byte >= '0' && byte <= '9') ||
+                            byte == '-' || byte == '.' || byte == '_' || byte == '~';
+    if (unreserved) {
+      out.push_back(c);
+    } else {
+      out += fmt::format("%{:02X}", byte);
+    }
+  }
+  return out;
+}
+
+// "SCHEME://127.0.0.1:3128", with box:TOKEN@ when the proxy wants a token.
+std::string proxy_url(std::string_view scheme, const std::optional<std::string>& token) {
+  if (!token) return fmt::format("{}://{}", scheme, kProxyHostPort);
+  return fmt::format("{}://{}:{}@{}", scheme, kTokenUser, userinfo_encoded(*token), kProxyHostPort);
 }
 
 // --- signals --------------------------------------------------------------------------------
@@ -152,14 +248,25 @@ void supervise(pid_t child) {
   struct sigaction forward {};
   forward.sa_handler = &forward_signal;
   sigemptyset(&forward.sa_mask);
-  for (int signal : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) ::sigaction(signal, &forward, nullptr);
+  for (int signal : kForwardedSignals) ::sigaction(signal, &forward, nullptr);
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGQUIT, SIG_IGN);
 }
 
-// In a child before exec: the dispositions a plain process starts with.
+// Blocks (how == SIG_BLOCK) or unblocks (SIG_UNBLOCK) the signals passed on. The box blocks them
+// across the fork of pid 1: a signal for pid 1 of a PID namespace that has no handler yet would
+// be dropped, while a blocked one waits until pid 1 has installed its handler and unblocks it.
+void mask_forwarded_signals(int how) noexcept {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal : kForwardedSignals) sigaddset(&set, signal);
+  ::sigprocmask(how, &set, nullptr);
+}
+
+// In a child before exec: the dispositions and mask a plain process starts with.
 void default_signals() noexcept {
   for (int signal : {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2, SIGINT, SIGQUIT, SIGPIPE}) ::signal(signal, SIG_DFL);
+  mask_forwarded_signals(SIG_UNBLOCK);
 }
 
 // --- processes ------------------------------------------------------------------------------
@@ -273,74 +380,20 @@ pid_t start_helper(const std::vector<std::string>& args, int* status) {
 
 // --- the box --------------------------------------------------------------------------------
 
-bool write_file(const char* path, std::string_view text) {
-  const int fd = ::open(path, O_WRONLY | O_CLOEXEC);
-  if (fd == -1) return false;
-  const ssize_t n = ::write(fd, text.data(), text.size());
-  ::close(fd);
-  return n == static_cast<ssize_t>(text.size());
-}
+// What COMMAND is told about its way out.
+struct BoxEnvironment {
+  std::string socket_path;
+  std::optional<std::string> token;  // the proxy wants this token
+};
 
-// A new network namespace for this process, holding only a loopback that is down. When not root
-// (or root without CAP_SYS_ADMIN, as in a container), a user namespace too, mapping the caller
-// to root inside it, which is what may make a network namespace there. An error message when
-// neither can be made.
-std::optional<std::string> enter_network_namespace() {
-  const uid_t uid = ::getuid();
-  const gid_t gid = ::getgid();
-  if (::geteuid() == 0) {
-    if (::unshare(CLONE_NEWNET) == 0) return std::nullopt;
-    if (errno != EPERM) {
-      return fmt::format("boxproxy run: cannot make a network namespace: unshare(CLONE_NEWNET): {}", std::strerror(errno));
-    }
-  }
-  if (::unshare(CLONE_NEWUSER | CLONE_NEWNET) == -1) {
-    const int error = errno;
-    std::string message = fmt::format(
-        "boxproxy run: cannot make a network namespace: unshare(CLONE_NEWUSER|CLONE_NEWNET): {}", std::strerror(error));
-    if (error == EPERM || error == EINVAL || error == ENOSPC || error == EUSERS || error == ENOSYS) {
-      message +=
-          "\n  This system does not let this user make namespaces. Either run boxproxy run as root, or allow"
-          "\n  unprivileged user namespaces: sysctl -w kernel.unprivileged_userns_clone=1 (Debian and older"
-          "\n  Ubuntu kernels), sysctl -w user.max_user_namespaces=15000 (when it is 0), and on Ubuntu 23.10 or"
-          "\n  later sysctl -w kernel.apparmor_restrict_unprivileged_userns=0. In a container, the runtime must"
-          "\n  allow unshare (its seccomp profile), or run boxproxy serve outside and bind-mount the socket in"
-          "\n  (man boxproxy, EXAMPLES).";
-    }
-    return message;
-  }
-  // Map the caller to root in the new user namespace (setgroups must be denied before an
-  // unprivileged process may write gid_map).
-  (void)write_file("/proc/self/setgroups", "deny");
-  if (!write_file("/proc/self/uid_map", fmt::format("0 {} 1\n", uid)) ||
-      !write_file("/proc/self/gid_map", fmt::format("0 {} 1\n", gid))) {
-    return fmt::format("boxproxy run: cannot map user {} to root in the new user namespace: {}", uid, std::strerror(errno));
-  }
-  return std::nullopt;
-}
-
-// `ip link set lo up`, without needing ip(8): SIOCSIFFLAGS on any socket of the namespace.
-std::optional<std::string> bring_loopback_up() {
-  UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return fmt::format("boxproxy run: cannot bring lo up: socket: {}", std::strerror(errno));
-  ifreq request{};
-  std::strncpy(request.ifr_name, "lo", IFNAMSIZ - 1);
-  if (::ioctl(fd.get(), SIOCGIFFLAGS, &request) == -1) {
-    return fmt::format("boxproxy run: cannot bring lo up: SIOCGIFFLAGS: {}", std::strerror(errno));
-  }
-  request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP | IFF_RUNNING);
-  if (::ioctl(fd.get(), SIOCSIFFLAGS, &request) == -1) {
-    return fmt::format("boxproxy run: cannot bring lo up: SIOCSIFFLAGS: {}", std::strerror(errno));
-  }
-  return std::nullopt;
-}
-
-[[noreturn]] void exec_command(const RunOptions& options, const std::string& socket_path) {
+[[noreturn]] void exec_command(const RunOptions& options, const BoxEnvironment& environment) {
   default_signals();
-  for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) ::setenv(name, kHttpProxy, 1);
-  for (const char* name : {"ALL_PROXY", "all_proxy"}) ::setenv(name, kAllProxy, 1);
+  const std::string http = proxy_url("http", environment.token);
+  const std::string all = proxy_url("socks5h", environment.token);  // socks5h: the proxy resolves names
+  for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) ::setenv(name, http.c_str(), 1);
+  for (const char* name : {"ALL_PROXY", "all_proxy"}) ::setenv(name, all.c_str(), 1);
   for (const char* name : {"NO_PROXY", "no_proxy"}) ::setenv(name, kNoProxy, 1);
-  ::setenv("BOXPROXY_SOCKET", socket_path.c_str(), 1);
+  ::setenv("BOXPROXY_SOCKET", environment.socket_path.c_str(), 1);
   std::vector<char*> argv;
   for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
@@ -351,35 +404,128 @@ std::optional<std::string> bring_loopback_up() {
   ::_exit(error == ENOENT ? kNotFound : kCannotExecute);
 }
 
-// The box: runs in a child of run. Returns its exit status (the command's, or a setup failure).
-int box(const RunOptions& options, const std::string& socket_path, pid_t run_pid) {
-  // If run dies, the box ends the command (SIGTERM passed on) and the bridge with it.
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM, 0UL, 0UL, 0UL);
-  if (::getppid() != run_pid) return kSetupFailed;
-  if (auto error = enter_network_namespace()) {
+// Waits for `command`, reaping every other child meanwhile (orphans of the PID namespace come
+// to its pid 1). Returns the command's wait status, or -1.
+int reap_until(pid_t command) noexcept {
+  for (;;) {
+    int status = 0;
+    const pid_t done = ::waitpid(-1, &status, 0);
+    if (done == command) return status;
+    if (done == -1 && errno != EINTR) return -1;
+  }
+}
+
+// True while the box (the process holding the write end of `box_alive`) lives.
+bool box_alive(int read_end) noexcept {
+  pollfd p{read_end, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 0;
+}
+
+// Pid 1 of the box's PID namespace: makes COMMAND's view of the system and its limits, starts
+// it and waits for it. Returns the exit status for the box (the command's, or a setup failure).
+// Its return ends every process left in the PID namespace.
+int box_init(const RunOptions& options, const BoxEnvironment& environment, UniqueFd box_alive_fd) {
+  // If the box dies, so does pid 1, and with it everything in the namespace. The box holds a
+  // pipe's write end: EOF here means it died before this line could arm the signal.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0UL, 0UL, 0UL);
+  if (!box_alive(box_alive_fd.get())) return kSetupFailed;
+  box_alive_fd.reset();
+  UniqueFd self_dir(::open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!self_dir.valid()) {
+    std::fprintf(stderr, "boxproxy run: cannot open /proc/self: %s\n", std::strerror(errno));
+    return kSetupFailed;
+  }
+  std::string note;
+  auto error = mount_box_proc(&note);
+  if (!error) error = enter_inner_user_namespace(self_dir.get());
+  self_dir.reset();
+  if (error) {
     std::fprintf(stderr, "%s\n", error->c_str());
     return kSetupFailed;
   }
-  if (auto error = bring_loopback_up()) {
-    std::fprintf(stderr, "%s\n", error->c_str());
+  if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
+  // No exec can give COMMAND a privilege this process lacks (no setuid binary, no file
+  // capability), and the filter below requires it.
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) == -1) {
+    std::fprintf(stderr, "boxproxy run: PR_SET_NO_NEW_PRIVS: %s\n", std::strerror(errno));
     return kSetupFailed;
   }
-  int status = 0;
-  const pid_t bridge = start_helper({"boxproxy", "bridge", "--socket", socket_path, "--die-with-parent"}, &status);
-  if (bridge == -1) {
-    std::fprintf(stderr, "boxproxy run: the bridge did not start\n");
-    return kSetupFailed;
+  // COMMAND (same user) must not ptrace pid 1 or open its /proc/1/mem: a process that is not
+  // dumpable can be traced only with CAP_SYS_PTRACE in the host's user namespace. (pid 1 is under
+  // the filter too, so even that would give nothing more.)
+  ::prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+  if (!options.allow_unix_sockets) {
+    if (auto refused = refuse_unix_sockets()) {
+      std::fprintf(stderr, "%s\n", refused->c_str());
+      return kSetupFailed;
+    }
   }
   std::fflush(nullptr);
   const pid_t command = ::fork();
   if (command == -1) {
     std::fprintf(stderr, "boxproxy run: fork: %s\n", std::strerror(errno));
+    return kSetupFailed;
+  }
+  if (command == 0) exec_command(options, environment);
+  supervise(command);
+  mask_forwarded_signals(SIG_UNBLOCK);  // a signal that came meanwhile goes on to the command now
+  const int status = reap_until(command);
+  g_forward_to = 0;
+  return status == -1 ? kSetupFailed : exit_status(status);
+}
+
+// The box: runs in a child of run. Returns its exit status (the command's, or a setup failure).
+int box(const RunOptions& options, const BoxEnvironment& environment, pid_t run_pid) {
+  // If run dies, the box ends the command (SIGTERM passed on) and the bridge with it.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM, 0UL, 0UL, 0UL);
+  if (::getppid() != run_pid) return kSetupFailed;
+  auto error = enter_box_namespaces();
+  if (!error) error = bring_loopback_up();
+  if (error) {
+    std::fprintf(stderr, "%s\n", error->c_str());
+    return kSetupFailed;
+  }
+  allow_low_ports();
+  int status = 0;
+  // The bridge starts before the new PID namespace exists: it stays in the host's, where
+  // COMMAND can neither see nor trace it (it makes Unix sockets, outside the filter).
+  const pid_t bridge =
+      start_helper({"boxproxy", "bridge", "--socket", environment.socket_path, "--die-with-parent"}, &status);
+  if (bridge == -1) {
+    std::fprintf(stderr, "boxproxy run: the bridge did not start\n");
+    return kSetupFailed;
+  }
+  if (::unshare(CLONE_NEWPID) == -1) {
+    std::fprintf(stderr, "boxproxy run: cannot make the box's PID namespace: %s\n", std::strerror(errno));
     stop_child(bridge);
     return kSetupFailed;
   }
-  if (command == 0) exec_command(options, socket_path);
-  supervise(command);
-  status = wait_for(command);
+  int alive[2];
+  if (::pipe2(alive, O_CLOEXEC) == -1) {
+    std::fprintf(stderr, "boxproxy run: pipe: %s\n", std::strerror(errno));
+    stop_child(bridge);
+    return kSetupFailed;
+  }
+  UniqueFd alive_read(alive[0]);
+  const UniqueFd alive_write(alive[1]);  // held until the box exits
+  std::fflush(nullptr);
+  mask_forwarded_signals(SIG_BLOCK);
+  const pid_t init = ::fork();
+  if (init == 0) {
+    const int code = box_init(options, environment, std::move(alive_read));
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  alive_read.reset();
+  if (init == -1) {
+    std::fprintf(stderr, "boxproxy run: fork: %s\n", std::strerror(errno));
+    mask_forwarded_signals(SIG_UNBLOCK);
+    stop_child(bridge);
+    return kSetupFailed;
+  }
+  supervise(init);
+  mask_forwarded_signals(SIG_UNBLOCK);
+  status = wait_for(init);
   g_forward_to = 0;
   stop_child(bridge);
   return status == -1 ? kSetupFailed : exit_status(status);
@@ -402,19 +548,19 @@ std::optional<std::string> make_private_dir() {
   return path;
 }
 
-int run(const RunOptions& options) {
-  std::string socket_path;
+int run(const RunOptions& options, const std::optional<std::string>& token) {
+  BoxEnvironment environment{.socket_path = {}, .token = token};
   std::string dir;
   pid_t serve = -1;
   if (options.socket_path) {
-    socket_path = *options.socket_path;
+    environment.socket_path = *options.socket_path;
     struct stat st {};
-    if (::stat(socket_path.c_str(), &st) == -1) {
-      std::fprintf(stderr, "boxproxy run: --socket %s: %s\n", socket_path.c_str(), std::strerror(errno));
+    if (::stat(options.socket_path->c_str(), &st) == -1) {
+      std::fprintf(stderr, "boxproxy run: --socket %s: %s\n", options.socket_path->c_str(), std::strerror(errno));
       return kSetupFailed;
     }
     if (!S_ISSOCK(st.st_mode)) {
-      std::fprintf(stderr, "boxproxy run: --socket %s: not a socket\n", socket_path.c_str());
+      std::fprintf(stderr, "boxproxy run: --socket %s: not a socket\n", options.socket_path->c_str());
       return kSetupFailed;
     }
   } else {
@@ -424,13 +570,13 @@ int run(const RunOptions& options) {
       return kSetupFailed;
     }
     dir = *made;
-    socket_path = dir + "/egress.sock";
-    std::vector<std::string> args = {"boxproxy", "serve", "--socket", socket_path, "--die-with-parent"};
+    environment.socket_path = dir + "/egress.sock";
+    std::vector<std::string> args = {"boxproxy", "serve", "--socket", environment.socket_path, "--die-with-parent"};
     args.insert(args.end(), options.serve_args.begin(), options.serve_args.end());
     int status = 0;
     serve = start_helper(args, &status);
     if (serve == -1) {
-      ::unlink(socket_path.c_str());
+      ::unlink(environment.socket_path.c_str());
       ::rmdir(dir.c_str());
       // serve said why on standard error; a usage error in the serve options is run's too.
       if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == kUsage) return kUsage;
@@ -443,7 +589,7 @@ int run(const RunOptions& options) {
   std::fflush(nullptr);
   const pid_t box_pid = ::fork();
   if (box_pid == 0) {
-    const int code = box(options, socket_path, run_pid);
+    const int code = box(options, environment, run_pid);
     std::fflush(nullptr);
     ::_exit(code);
   }
@@ -460,7 +606,7 @@ int run(const RunOptions& options) {
     if (serve_status != -1 && !(WIFEXITED(serve_status) && WEXITSTATUS(serve_status) == 0)) {
       std::fprintf(stderr, "boxproxy run: the proxy ended with status %d\n", exit_status(serve_status));
     }
-    ::unlink(socket_path.c_str());  // serve removed it already unless it was killed
+    ::unlink(environment.socket_path.c_str());  // serve removed it already unless it was killed
     ::rmdir(dir.c_str());
   }
   return status == -1 ? kSetupFailed : exit_status(status);
@@ -469,9 +615,17 @@ int run(const RunOptions& options) {
 }  // namespace
 
 int run_run_command(int argc, char** argv) {
+  for (const char* name : kServiceManagerVariables) ::unsetenv(name);
   RunOptions options;
+  std::optional<std::string> token;
   try {
     options = parse_run_options(argc, argv);
+    if (options.auth_token_file) {
+      token = token_of_file(*options.auth_token_file);
+    } else if (!options.socket_path) {
+      // Parsing looks at no socket path: the real one is made only once the options are good.
+      token = token_of_serve_args(options.serve_args, "egress.sock");
+    }
   } catch (const HelpRequested&) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -479,7 +633,7 @@ int run_run_command(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.message.c_str());
     return kUsage;
   }
-  return run(options);
+  return run(options, token);
 }
 
 }  // namespace boxproxy

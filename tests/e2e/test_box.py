@@ -5,6 +5,7 @@ The bridge tests need no namespace. The run tests skip, saying why, where this s
 boxproxy make one (they run as root in CI)."""
 
 import hashlib
+import json
 import os
 import resource
 import signal
@@ -400,6 +401,81 @@ class BoxTest(unittest.TestCase):
         for name in ("NO_PROXY", "no_proxy"):
             self.assertEqual(env.get(name), "localhost,127.0.0.1,::1")
         self.assertTrue(env.get("BOXPROXY_SOCKET", "").endswith("/egress.sock"))
+
+    # -- the session token in the variables (issue 10 item 14)
+
+    # ':', '@', '/' and '%' must not change where the proxy URL points: run percent-encodes them.
+    TOKEN = "s3cret:t@ken/%x"
+    TOKEN_IN_URL = "s3cret%3At%40ken%2F%25x"
+
+    def token_file(self):
+        path = os.path.join(self.box.dir, "token")
+        with open(path, "w") as f:
+            f.write(self.TOKEN + "\n")
+        return path
+
+    def curl_through_http_proxy_and_all_proxy(self):
+        url = f"http://origin.test:{self.http.port}/"
+        return ["sh", "-c", f"echo $HTTP_PROXY $ALL_PROXY; curl -sS --max-time 20 {url} && "
+                            f"env -u http_proxy -u HTTP_PROXY curl -sS --max-time 20 {url}"]
+
+    def assert_token_carried(self, r):
+        self.assert_ok(r)
+        self.assertEqual(r.stdout, f"http://box:{self.TOKEN_IN_URL}@127.0.0.1:3128 "
+                                   f"socks5h://box:{self.TOKEN_IN_URL}@127.0.0.1:3128\n".encode() + BODY + BODY)
+
+    def test_the_variables_carry_the_token_of_the_proxy_run_starts(self):
+        r = self.run_box(self.curl_through_http_proxy_and_all_proxy(), "--auth-token-file", self.token_file())
+        self.assert_token_carried(r)
+        self.assertIn(f'egress http host="origin.test" port={self.http.port} ip=127.0.0.2 class=ok'.encode(), r.stderr)
+        self.assertIn(f'egress socks host="origin.test" port={self.http.port} ip=127.0.0.2 class=ok'.encode(), r.stderr)
+        self.assertNotIn(b"auth required", r.stderr)
+
+    def test_the_variables_carry_a_token_file_named_in_the_config(self):
+        config = os.path.join(self.box.dir, "config.json")
+        with open(config, "w") as f:
+            json.dump({"auth-token-file": self.token_file()}, f)
+        self.assert_token_carried(self.run_box(self.curl_through_http_proxy_and_all_proxy(), "--config", config))
+
+    def test_the_variables_carry_the_token_given_with_socket(self):
+        from harness import Proxy
+        token = self.token_file()
+        p = Proxy("--resolve", "origin.test=127.0.0.2", "--auth-token-file", token, dns=self.box.dns)
+        self.addCleanup(p.cleanup)
+        p.start()
+        r = subprocess.run([binary(), "run", "--socket", p.socket_path, "--auth-token-file", token, "--",
+                            *self.curl_through_http_proxy_and_all_proxy()], capture_output=True, timeout=RUN_TIMEOUT,
+                           env=self.box.env(), stdin=subprocess.DEVNULL)
+        self.assert_token_carried(r)
+        p.wait_log(kind="http", cls="ok", host="origin.test")
+        p.wait_log(kind="socks", cls="ok", host="origin.test")
+        self.assertEqual(p.find_logs(cls="auth required"), [])
+        # run reads the file by serve's rules, and names only the file.
+        r = subprocess.run([binary(), "run", "--socket", p.socket_path, "--auth-token-file", "/nonexistent/token",
+                            "--", "true"], capture_output=True, timeout=RUN_TIMEOUT, env=self.box.env(),
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn(b"boxproxy run: --auth-token-file: ", r.stderr)
+        p.stop()
+
+    # -- the service manager's variables (issue 10 item 15)
+
+    def test_service_manager_variables_reach_neither_the_proxy_nor_the_command(self):
+        notify_path = os.path.join(self.box.dir, "notify.sock")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.addCleanup(notify.close)
+        notify.bind(notify_path)
+        names = ("NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES")
+        r = self.run_box(["env"], env={"NOTIFY_SOCKET": notify_path, "LISTEN_FDS": "1",
+                                       "LISTEN_PID": str(os.getpid()), "LISTEN_FDNAMES": "run"})
+        self.assert_ok(r)
+        env = dict(line.split("=", 1) for line in r.stdout.decode().splitlines() if "=" in line)
+        for name in names:
+            self.assertNotIn(name, env)
+        # The proxy was ready before COMMAND started: a READY=1 would be queued by now.
+        notify.setblocking(False)
+        with self.assertRaises(BlockingIOError):
+            notify.recv(4096)
 
     def test_exit_status_is_the_commands(self):
         self.assertEqual(self.run_box(["sh", "-c", "exit 7"]).returncode, 7)

@@ -1,0 +1,43 @@
+// The namespaces of a `boxproxy run` box (SPEC §14).
+//
+// Two user namespaces, one inside the other:
+//   outer: made by the box process (also when run is root), with the box's network namespace;
+//          the bridge runs here, and pid 1 of the box's PID namespace mounts its /proc here.
+//   inner: made by pid 1 just before it starts COMMAND, with a mount namespace copied from the
+//          outer one. Copied into a less privileged namespace, every mount is locked to the one
+//          beneath it, so COMMAND (root inside, with every capability there) cannot unmount the
+//          box's /proc to uncover the host's, whose /proc/PID/mem of a process of the same user
+//          (the proxy) it could otherwise write. COMMAND has no capability in the outer
+//          namespace, so none over its network namespace either: it cannot setns(2) anywhere.
+// Every function returns a complete error message for standard error, or nullopt.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace boxproxy {
+
+// A new user namespace mapping the caller (root or not) to root inside it, and a new network
+// namespace owned by it holding only a loopback that is down. No fallback: without a user
+// namespace the box would keep the caller's capabilities in the host's namespaces.
+[[nodiscard]] std::optional<std::string> enter_box_namespaces();
+
+// `ip link set lo up`, without needing ip(8).
+[[nodiscard]] std::optional<std::string> bring_loopback_up();
+
+// Lets any user of the box's network namespace bind ports below 1024 (COMMAND has no
+// CAP_NET_BIND_SERVICE there). Best effort: a read-only /proc/sys leaves the default.
+void allow_low_ports() noexcept;
+
+// In pid 1 of the box's PID namespace: a mount namespace of its own with a fresh /proc of that
+// PID namespace (COMMAND sees its own processes only). Where proc cannot be mounted (the host's
+// /proc has paths masked, as in a container) an empty read-only tmpfs covers /proc instead, so
+// the host's processes stay hidden, and *note says so.
+[[nodiscard]] std::optional<std::string> mount_box_proc(std::string* note);
+
+// In pid 1, after mount_box_proc: the inner user namespace (root mapped to root) and mount
+// (which locks the mounts), IPC and UTS namespaces in it. `self_dir` is a descriptor of this process's
+// /proc/PID directory, opened before /proc was covered (the maps are written through it).
+[[nodiscard]] std::optional<std::string> enter_inner_user_namespace(int self_dir);
+
+}  // namespace boxproxy

@@ -1,0 +1,247 @@
+"""What an attacker inside a `boxproxy run` box tries (test_box_escape.py runs it as COMMAND).
+
+    python3 box_probe.py '{"CHECK": ARGUMENT, ...}'
+
+Runs each check in a child process of its own (so a check the kernel kills is reported, not
+fatal to the others) and prints one JSON object: CHECK -> its result, a string. "ok" or
+"connected" means the check got through; an errno name ("EPERM") that it did not; "signal N"
+that the kernel killed it. Loopback only: every address it dials is the test's own.
+"""
+
+import ctypes
+import errno
+import json
+import mmap
+import os
+import socket
+import struct
+import subprocess
+import sys
+
+CLONE_NEWNET = 0x40000000
+MNT_DETACH = 2
+PTRACE_ATTACH = 16
+CONNECT_TIMEOUT = 5.0
+CHECK_TIMEOUT = 20.0
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def errno_name(number):
+    return errno.errorcode.get(number, str(number))
+
+
+def os_error(e):
+    return errno_name(e.errno) if e.errno else type(e).__name__
+
+
+def checked(result):
+    """A libc call's result: 'ok', or the errno name."""
+    return "ok" if result != -1 else errno_name(ctypes.get_errno())
+
+
+def connect(address):
+    host, port = address
+    s = socket.socket()
+    s.settimeout(CONNECT_TIMEOUT)
+    try:
+        s.connect((host, port))
+        return "connected"
+    except OSError as e:
+        return os_error(e)
+    finally:
+        s.close()
+
+
+def setns_then_connect(fd, address):
+    result = checked(libc.setns(fd, CLONE_NEWNET))
+    return result if result != "ok" else "setns ok, " + connect(address)
+
+
+# -- the checks -------------------------------------------------------------------------------
+
+
+def check_connect(address):
+    return connect(tuple(address))
+
+
+def check_nsenter_connect(address):
+    """nsenter --net=/proc/1/ns/net, then a connection from there."""
+    code = f"import socket; socket.create_connection(({address[0]!r}, {address[1]}), timeout=5); print('connected')"
+    r = subprocess.run(["nsenter", "--net=/proc/1/ns/net", sys.executable, "-c", code], capture_output=True,
+                       timeout=CHECK_TIMEOUT)
+    if r.returncode == 0 and b"connected" in r.stdout:
+        return "connected"
+    return f"nsenter failed ({r.returncode}): {r.stderr.decode('utf-8', 'replace').strip()[:200]}"
+
+
+def check_setns_path(argument):
+    path, address = argument
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        return os_error(e)
+    return setns_then_connect(fd, tuple(address))
+
+
+def check_setns_fd(argument):
+    fd, address = argument
+    return setns_then_connect(fd, tuple(address))
+
+
+def check_kill(pid):
+    try:
+        os.kill(pid, 0)
+        return "ok"
+    except OSError as e:
+        return os_error(e)
+
+
+def check_ptrace(argument):
+    """PTRACE_ATTACH, tried only in a PID namespace that is not the host's (as check_umount_proc),
+    so a box without its own never stops the proxy."""
+    pid, host_pid_namespace = argument
+    if os.stat("/proc/self/ns/pid").st_ino == host_pid_namespace:
+        return "the host's PID namespace: not tried"
+    return checked(libc.ptrace(PTRACE_ATTACH, pid, None, None))
+
+
+def check_pids(_):
+    return " ".join(sorted((n for n in os.listdir("/proc") if n.isdigit()), key=int))
+
+
+def check_status(_):
+    with open("/proc/self/status") as f:
+        fields = dict(line.split(":", 1) for line in f if ":" in line)
+    return f"NoNewPrivs={fields['NoNewPrivs'].strip()} CapEff={fields['CapEff'].strip()}"
+
+
+def check_umount_proc(host_mount_namespace):
+    """umount2("/proc", MNT_DETACH), tried only in a mount namespace that is not the host's (the
+    inode of the test runner's /proc/self/ns/mnt), so a box that fails to have its own cannot
+    take the host's /proc away."""
+    if os.stat("/proc/self/ns/mnt").st_ino == host_mount_namespace:
+        return "the host's mount namespace: not tried"
+    return checked(libc.umount2(b"/proc", MNT_DETACH))
+
+
+def check_sysv_shm(key):
+    """shmget of a segment the test made outside the box."""
+    return "ok" if libc.shmget(key, 0, 0) != -1 else errno_name(ctypes.get_errno())
+
+
+def check_bind_low_port(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return "ok"
+    finally:
+        s.close()
+
+
+def check_unix_connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # raises EPERM under the filter
+    try:
+        s.settimeout(CONNECT_TIMEOUT)
+        s.connect(path)
+        return "connected"
+    finally:
+        s.close()
+
+
+def check_socketpair(_):
+    a, b = socket.socketpair()
+    a.sendall(b"x")
+    got = b.recv(1)
+    a.close()
+    b.close()
+    return "ok" if got == b"x" else "no data"
+
+
+def fd_or_errno(result):
+    if result >= 0:
+        os.close(result)
+        return "ok"
+    return errno_name(ctypes.get_errno())
+
+
+def check_socket_high_bits(_):
+    # The kernel reads the family as an int: 0x100000001 is AF_UNIX to it.
+    return fd_or_errno(libc.syscall(41, ctypes.c_ulong(0x100000000 | socket.AF_UNIX), socket.SOCK_STREAM, 0))
+
+
+def check_x32_socket(_):
+    return fd_or_errno(libc.syscall(0x40000000 | 41, socket.AF_UNIX, socket.SOCK_STREAM, 0))
+
+
+def check_io_uring(_):
+    params = ctypes.create_string_buffer(120)
+    return fd_or_errno(libc.syscall(425, 4, params))
+
+
+def int80(number, b, c, d, memory=b""):
+    """A system call through the i386 ABI (int $0x80) from this 64-bit process; returns eax. A
+    register given as None gets the address of `memory`, copied below 4 GiB (where a 32-bit
+    pointer reaches)."""
+    page = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40,  # MAP_32BIT
+                     prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    base = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    page.seek(2048)
+    page.write(memory)
+    b, c, d = (base + 2048 if r is None else r for r in (b, c, d))
+    # push rbx; mov eax, N; mov ebx, B; mov ecx, C; mov edx, D; int 0x80; pop rbx; ret
+    code = (b"\x53\xb8" + struct.pack("<I", number) + b"\xbb" + struct.pack("<I", b) + b"\xb9" + struct.pack("<I", c)
+            + b"\xba" + struct.pack("<I", d) + b"\xcd\x80\x5b\xc3")
+    page.seek(0)
+    page.write(code)
+    return ctypes.CFUNCTYPE(ctypes.c_int)(base)()
+
+
+def i386_result(value):
+    return "ok" if value >= 0 else errno_name(-value)
+
+
+def check_i386_socket(family):
+    return i386_result(int80(359, family, socket.SOCK_STREAM, 0))
+
+
+def check_i386_socketcall(family):
+    # socketcall(SYS_SOCKET, {family, type, protocol}): the arguments in memory
+    return i386_result(int80(102, 1, None, 0, memory=struct.pack("<III", family, socket.SOCK_STREAM, 0)))
+
+
+CHECKS = {name[len("check_"):]: f for name, f in globals().items() if name.startswith("check_")}
+
+
+def run_check(name, argument):
+    """Runs one check in a child; its result, or how the child died."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            result = CHECKS[name](argument)
+        except OSError as e:
+            result = os_error(e)
+        except Exception as e:  # reported, not raised: the test shows what went wrong
+            result = f"{type(e).__name__}: {e}"
+        os.write(write_end, result.encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return data.decode()
+
+
+def main():
+    checks = json.loads(sys.argv[1])
+    results = {name: run_check(name, argument) for name, argument in checks.items()}
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""The box's walls (issue 10 items 1 and 2, SPEC §14): what an attacker inside `boxproxy run`
+tries, run as COMMAND (box_probe.py), against a service of the test's own in the caller's
+network namespace (on 127.0.0.2) and a Unix socket of the test's own on the host.
+
+The tests run as root, where the old `run` left COMMAND every capability in the host's user
+namespace. They skip, saying why, where this system does not let boxproxy make a box."""
+
+import ctypes
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from box_support import (RUN_TIMEOUT, BoxRun, listening_unix_socket, namespaces_usable, processes_mentioning,
+                         wait_gone)
+from harness import ORIGIN_HOST, HttpOrigin, Proxy, binary
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "box_probe.py")
+
+
+class BoxWallsCase(unittest.TestCase):
+    """A harness proxy (so its pid is known) that `run --socket` uses, and the probe as COMMAND."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = namespaces_usable()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.host_service = HttpOrigin()  # in the caller's network namespace only
+        cls.host_address = [ORIGIN_HOST, cls.host_service.port]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.host_service.close()
+
+    def setUp(self):
+        self.box = BoxRun(self)
+        self.proxy = Proxy(dns=self.box.dns)
+        self.addCleanup(self.proxy.cleanup)
+        self.proxy.start()
+
+    def run_argv(self, command, run_args=()):
+        return [binary(), "run", "--socket", self.proxy.socket_path, *run_args, "--", *command]
+
+    def probe_argv(self, checks, run_args=()):
+        return self.run_argv([sys.executable, PROBE, json.dumps(checks)], run_args)
+
+    def probe(self, checks, run_args=(), pass_fds=(), wrapper=()):
+        """Runs the probe in a box; returns (its results, run's standard error)."""
+        r = subprocess.run([*wrapper, *self.probe_argv(checks, run_args)], stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=RUN_TIMEOUT, env=self.box.env(), pass_fds=pass_fds)
+        self.assertEqual(r.returncode, 0, f"stdout={r.stdout[-2000:]!r} stderr={r.stderr[-3000:]!r}")
+        return json.loads(r.stdout.decode().strip().splitlines()[-1]), r.stderr.decode("utf-8", "replace")
+
+    def assert_no_host_requests(self, before):
+        self.assertEqual(len(self.host_service.requests), before, "the box reached the host's network")
+
+
+class NamespaceEscapeTest(BoxWallsCase):
+    """Item 1: own user, network, mount and PID namespaces, no new privileges, no capability outside."""
+
+    def test_nsenter_into_pid_1s_network_does_not_reach_the_host(self):
+        before = len(self.host_service.requests)
+        results, _ = self.probe({"connect": self.host_address, "nsenter_connect": self.host_address})
+        self.assertEqual(results["connect"], "ECONNREFUSED")  # the box's own 127.0.0.2: nobody there
+        self.assertNotEqual(results["nsenter_connect"], "connected", results)
+        self.assert_no_host_requests(before)
+
+    def test_setns_by_the_test_runners_namespace_path_fails(self):
+        before = len(self.host_service.requests)
+        path = f"/proc/{os.getpid()}/ns/net"
+        results, _ = self.probe({"setns_path": [path, self.host_address]})
+        self.assertIn(results["setns_path"], ("ENOENT", "EPERM", "EACCES"), results)
+        self.assert_no_host_requests(before)
+
+    def test_setns_by_a_descriptor_of_the_hosts_network_fails_eperm(self):
+        # Even given the host's namespace itself, COMMAND has no capability over it.
+        before = len(self.host_service.requests)
+        fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+        self.addCleanup(os.close, fd)
+        results, _ = self.probe({"setns_fd": [fd, self.host_address]}, pass_fds=(fd,))
+        self.assertEqual(results["setns_fd"], "EPERM", results)
+        self.assert_no_host_requests(before)
+
+    def test_the_proxy_and_the_caller_are_out_of_sight_and_reach(self):
+        proxy_pid = self.proxy.pid
+        host_pid_namespace = os.stat("/proc/self/ns/pid").st_ino
+        results, _ = self.probe({"kill": proxy_pid, "ptrace": [proxy_pid, host_pid_namespace], "pids": None})
+        self.assertEqual(results["kill"], "ESRCH", results)
+        self.assertEqual(results["ptrace"], "ESRCH", results)
+        pids = [int(p) for p in results["pids"].split()]
+        self.assertNotIn(proxy_pid, pids)
+        self.assertNotIn(os.getpid(), pids)
+        # pid 1 of the box, the probe and its check: the box's own processes only.
+        self.assertIn(1, pids)
+        self.assertLessEqual(len(pids), 5, pids)
+        self.assertTrue(self.proxy.alive())
+
+    def test_system_v_ipc_of_the_host_is_out_of_sight(self):
+        libc = ctypes.CDLL(None, use_errno=True)
+        key = 0x5B0C0000 | (os.getpid() & 0xFFFF)
+        segment = libc.shmget(key, 4096, 0o1600)  # IPC_CREAT | 0600
+        self.assertNotEqual(segment, -1, os.strerror(ctypes.get_errno()))
+        self.addCleanup(libc.shmctl, segment, 0, None)  # IPC_RMID
+        results, _ = self.probe({"sysv_shm": key})
+        self.assertEqual(results["sysv_shm"], "ENOENT", results)
+
+    def test_no_new_privileges_capabilities_only_inside_and_proc_stays_mounted(self):
+        results, _ = self.probe({"status": None, "umount_proc": os.stat("/proc/self/ns/mnt").st_ino})
+        status = dict(field.split("=") for field in results["status"].split())
+        self.assertEqual(status["NoNewPrivs"], "1")
+        self.assertNotEqual(int(status["CapEff"], 16), 0)  # root inside its own user namespace
+        # The box's /proc is locked over the host's: unmounting it would uncover every process.
+        self.assertIn(results["umount_proc"], ("EINVAL", "EPERM"), results)
+
+    def test_the_box_keeps_the_loopback_usable(self):
+        # No capability over its network namespace, yet a port below 1024 may be bound there.
+        results, _ = self.probe({"bind_low_port": 80})
+        self.assertEqual(results["bind_low_port"], "ok")
+
+    def test_nothing_the_command_starts_outlives_it(self):
+        # A daemon left behind by COMMAND dies with the box's PID namespace.
+        marker = f"boxproxy-daemon-{os.getpid()}-{time.monotonic_ns()}"
+        r = subprocess.run(self.run_argv(["sh", "-c", f"sh -c 'sleep 30; : {marker}' & echo started"]),
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=RUN_TIMEOUT, env=self.box.env())
+        self.assertEqual((r.returncode, r.stdout), (0, b"started\n"), r)
+        self.assertTrue(wait_gone(processes_mentioning(marker)), "a process of the box outlived run")
+
+    def test_without_user_namespaces_run_refuses_to_start(self):
+        # A user namespace of the test's own whose limit is 0: there root may make a network
+        # namespace but no user namespace, and run must not make a box without one.
+        script = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
+        r = subprocess.run(["unshare", "--user", "--map-root-user", "sh", "-c", script, "sh",
+                            *self.probe_argv({"connect": self.host_address})],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=RUN_TIMEOUT, env=self.box.env())
+        self.assertEqual(r.returncode, 125, r)
+        self.assertIn(b"user namespace", r.stderr)
+        self.assertIn(b"does not start a weaker box", r.stderr)
+        self.assertEqual(r.stdout, b"")
+
+    def test_where_proc_cannot_be_mounted_the_box_gets_an_empty_one(self):
+        # A /proc with a path masked (as container runtimes mask /proc/kcore): the kernel refuses a
+        # fresh proc in a user namespace. The host's processes must stay hidden all the same.
+        script = 'mount --bind /dev/null /proc/version && exec "$@"'
+        results, stderr = self.probe({"pids": None, "kill": self.proxy.pid},
+                                     wrapper=["unshare", "--mount", "--propagation", "private", "sh", "-c", script,
+                                              "sh"])
+        self.assertIn("COMMAND gets an empty /proc", stderr)
+        self.assertEqual(results["pids"], "")
+        self.assertEqual(results["kill"], "ESRCH")
+
+
+class UnixSocketTest(BoxWallsCase):
+    """Item 2: no new Unix socket in the box unless --allow-unix-sockets; socketpair works."""
+
+    def setUp(self):
+        super().setUp()
+        d = tempfile.TemporaryDirectory(prefix="boxproxy-unix-")
+        self.addCleanup(d.cleanup)
+        self.host_socket_path = os.path.join(d.name, "host.sock")
+        self.host_socket = listening_unix_socket(self.host_socket_path)
+        self.addCleanup(self.host_socket.close)
+
+    def test_a_hosts_unix_socket_is_refused_and_socketpair_works(self):
+        results, _ = self.probe({"unix_connect": self.host_socket_path, "socketpair": None})
+        self.assertEqual(results, {"unix_connect": "EPERM", "socketpair": "ok"})
+
+    def test_allow_unix_sockets_lifts_it(self):
+        results, _ = self.probe({"unix_connect": self.host_socket_path}, run_args=["--allow-unix-sockets"])
+        self.assertEqual(results, {"unix_connect": "connected"})
+
+    def test_the_bridge_still_reaches_the_proxy(self):
+        # The proxy refuses what it does not allow, but it answers: the box's way out works.
+        r = subprocess.run(self.run_argv(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20",
+                                          "http://10.0.0.1/"]),
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=RUN_TIMEOUT, env=self.box.env())
+        self.assertEqual(r.stdout, b"403", r)
+
+    def test_no_way_round_the_filter(self):
+        # Another ABI or a register with high bits set must not make what socket(AF_UNIX) may not.
+        outside = json.loads(subprocess.run([sys.executable, PROBE, json.dumps({"i386_socket": socket.AF_INET})],
+                                            capture_output=True, timeout=RUN_TIMEOUT).stdout)
+        checks = {"socket_high_bits": None, "x32_socket": None, "io_uring": None}
+        if outside["i386_socket"] == "ok":  # this kernel runs i386 programs
+            checks.update({"i386_socket": socket.AF_UNIX, "i386_socketcall": socket.AF_UNIX})
+        results, _ = self.probe(checks)
+        for name, result in results.items():
+            with self.subTest(check=name):
+                self.assertNotEqual(result, "ok", results)
+                self.assertFalse(result.startswith(("signal", "Type", "Value")), results)
+        self.assertEqual(results["socket_high_bits"], "EPERM")
+        self.assertEqual(results["io_uring"], "EPERM")
+        if "i386_socket" in results:
+            self.assertEqual((results["i386_socket"], results["i386_socketcall"]), ("EPERM", "EPERM"))
+
+
+if __name__ == "__main__":
+    unittest.main()
