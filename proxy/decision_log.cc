@@ -1,20 +1,35 @@
 #include "proxy/decision_log.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <limits.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 namespace boxproxy {
 namespace {
 
-// Past this much buffered text the log is written at once rather than at the end of the loop
-// iteration: a burst of decisions cannot grow the buffer without bound.
+// Past this much queued text the log is written at once rather than at the end of the loop
+// iteration: a burst of decisions is written in pieces of this size.
 constexpr std::size_t kLogFlushThreshold = 64 * 1024;
+
+// The most the log may hold for a reader that does not keep up; past it, whole lines are dropped
+// and counted. Derived: one loop iteration can decide for every handshaking client at once
+// (kMaxHandshakingClients, 1,024) and a typical line is about 150 to 250 bytes, so 256 KiB holds
+// such a burst whole, about four pipe buffers' worth (64 KiB each); a stalled reader costs at
+// most this much memory.
+constexpr std::size_t kLogQueueBytes = 256 * 1024;
+
+// Longest operational message kept (before escaping): libevent's own are cut at 1,024 bytes.
+constexpr std::size_t kMessageMaxChars = 4096;
 
 std::string utc_timestamp() {
   timeval now{};
@@ -25,9 +40,8 @@ std::string utc_timestamp() {
                      parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, now.tv_usec / 1000);
 }
 
-// Writes all of `text`, retrying on EINTR and short writes. A log that cannot be written is
-// dropped rather than blocking the loop forever (the fd is blocking only for files and pipes).
-// Returns false on failure, with `written` saying how much of `text` reached the file.
+// Writes all of `text` to a regular file, retrying on EINTR and short writes. Returns false on
+// failure, with `written` saying how much of `text` reached the file.
 bool write_all(int fd, std::string_view text, std::size_t& written) noexcept {
   written = 0;
   while (written < text.size()) {
@@ -88,9 +102,12 @@ std::string json_quote(std::string_view text, std::size_t max_chars) {
     if (c == '"' || c == '\\') {
       out.push_back('\\');
       out.push_back(static_cast<char>(c));
-    } else if (c < 0x20 || c >= 0x7f) {
-      // Every byte outside printable ASCII becomes \u00XX: no newline, no escape sequence and no
-      // invalid UTF-8 can reach a log reader.
+    } else if (c >= 0x80) {
+      // A byte of 0x80 or more is the text \xHH (an escaped backslash, then xHH), never \u0080:
+      // that would decode to a C1 control (U+0080..U+009F), which some terminals act on (SPEC §12).
+      out += fmt::format("\\\\x{:02x}", c);
+    } else if (c < 0x20 || c == 0x7f) {
+      // A control byte becomes \u00XX: no newline and no raw escape sequence reaches a log reader.
       out += fmt::format("\\u{:04x}", c);
     } else {
       out.push_back(static_cast<char>(c));
@@ -100,23 +117,75 @@ std::string json_quote(std::string_view text, std::size_t max_chars) {
   return out;
 }
 
+namespace {
+
+// Text for a text-format message line: printable ASCII only, so no message (libevent's, or one
+// quoting a file) can break a line or carry an escape sequence to a terminal.
+std::string printable(std::string_view text) {
+  if (text.size() > kMessageMaxChars) text = text.substr(0, kMessageMaxChars);
+  std::string out(text);
+  for (char& c : out) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return out;
+}
+
+// The length of the longest run of whole lines at the start of `text` that fits in `limit` bytes;
+// the first line whole when it alone is longer (a long message line may then be cut by a full pipe).
+std::size_t whole_lines_within(std::string_view text, std::size_t limit) {
+  if (text.size() <= limit) return text.size();
+  const std::size_t last_newline = text.substr(0, limit).rfind('\n');
+  if (last_newline != std::string_view::npos) return last_newline + 1;
+  const std::size_t first_newline = text.find('\n');
+  return first_newline == std::string_view::npos ? text.size() : first_newline + 1;
+}
+
+}  // namespace
+
 DecisionLog::DecisionLog(event_base* base, bool json, int log_fd, bool owns_log_fd, UniqueFd audit)
     : json_(json), log_fd_(log_fd), owns_log_fd_(owns_log_fd), audit_(std::move(audit)) {
-  if (base != nullptr) flush_event_ = make_event(base, -1, 0, &DecisionLog::on_flush, this);
+  struct stat st {};
+  if (::fstat(log_fd_, &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))) {
+    mode_ = WriteMode::regular_file;
+  } else if (S_ISSOCK(st.st_mode)) {
+    mode_ = WriteMode::socket;
+  } else {
+    // A pipe, FIFO or terminal. O_NONBLOCK on the inherited descriptor would change the open file
+    // description the supervisor shares (its own writes would start failing with EAGAIN); a new
+    // one opened through /proc has its own flags. Where that is refused, poll before each write.
+    const std::string path = fmt::format("/proc/self/fd/{}", log_fd_);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd != -1) {
+      reopened_log_.reset(fd);
+      mode_ = WriteMode::nonblocking;
+    } else {
+      mode_ = WriteMode::poll_guarded;
+    }
+  }
+  if (base != nullptr) {
+    flush_event_ = make_event(base, -1, 0, &DecisionLog::on_flush, this);
+    if (mode_ != WriteMode::regular_file) {
+      const int fd = reopened_log_.valid() ? reopened_log_.get() : log_fd_;
+      writable_event_ = make_event(base, fd, EV_WRITE, &DecisionLog::on_log_writable, this);
+    }
+  }
 }
 
 DecisionLog::~DecisionLog() {
   flush();
+  writable_event_.reset();
+  flush_event_.reset();
   if (owns_log_fd_ && log_fd_ != -1) ::close(log_fd_);
 }
 
-void DecisionLog::decision(const DecisionEntry& entry) {
+void DecisionLog::decision(const DecisionEntry& entry, AuditSync sync) {
   // The JSON form (and its timestamp) only when the audit or a JSON log wants it: the text log
   // is the common case, and this runs for every decision.
   if (audit_.valid() || json_) {
     const std::string json_line = json_decision(entry, utc_timestamp());
-    // A refusal reaches the disk before it is answered (SPEC §2 --audit): fdatasync here.
-    if (audit_.valid()) audit(json_line, entry.refusal.has_value());
+    // A refusal reaches the disk before it is answered (SPEC §2 --audit): fdatasync now, or with
+    // this loop iteration's other refusals when the caller holds its answer until then.
+    if (audit_.valid()) audit(json_line, entry.refusal ? std::optional<AuditSync>(sync) : std::nullopt);
     if (json_) {
       append(json_line);
       return;
@@ -130,7 +199,7 @@ void DecisionLog::decision(const DecisionEntry& entry) {
 void DecisionLog::done(const DoneEntry& entry) {
   if (audit_.valid() || json_) {
     const std::string json_line = json_done(entry, utc_timestamp());
-    if (audit_.valid()) audit(json_line, false);
+    if (audit_.valid()) audit(json_line, std::nullopt);
     if (json_) {
       append(json_line);
       return;
@@ -142,30 +211,106 @@ void DecisionLog::done(const DoneEntry& entry) {
 
 void DecisionLog::message(std::string_view text) {
   if (json_) {
-    append(fmt::format(R"({{"ts":"{}","event":"message","text":{}}})", utc_timestamp(), json_quote(text, 4096)));
+    append(fmt::format(R"({{"ts":"{}","event":"message","text":{}}})", utc_timestamp(),
+                       json_quote(text, kMessageMaxChars)));
   } else {
-    append(fmt::format("boxproxy: {}", text));
+    append(fmt::format("boxproxy: {}", printable(text)));
   }
 }
 
 void DecisionLog::raw_line(std::string_view line) { append(line); }
 
 void DecisionLog::append(std::string_view line) {
+  if (pending_.size() + line.size() + 1 > kLogQueueBytes) {
+    // The reader is this far behind: drop the whole line and count it; a log-dropped line says
+    // how many once the queue has drained (write_queue). Memory stays bounded whatever it does.
+    ++dropped_;
+    schedule_flush();
+    return;
+  }
   pending_.append(line);
   pending_.push_back('\n');
-  if (pending_.size() >= kLogFlushThreshold || !flush_event_) {
-    flush();
-  } else if (!flush_scheduled_) {
-    // Written once the loop has run this iteration's callbacks: one write for a burst of lines.
-    flush_scheduled_ = true;
-    event_active(flush_event_.get(), 0, 0);
+  const bool reader_behind = writable_event_ && event_pending(writable_event_.get(), EV_WRITE, nullptr) != 0;
+  if ((pending_.size() >= kLogFlushThreshold && !reader_behind) || !flush_event_) {
+    write_queue();
+  } else {
+    schedule_flush();
   }
 }
 
+void DecisionLog::schedule_flush() noexcept {
+  if (flush_scheduled_ || !flush_event_) return;
+  // Run once the loop has run this iteration's callbacks: one write for a burst of lines, and one
+  // fdatasync for a burst of refusals.
+  flush_scheduled_ = true;
+  event_active(flush_event_.get(), 0, 0);
+}
+
 void DecisionLog::flush() noexcept {
-  if (!pending_.empty()) {
-    (void)write_lines(log_fd_, pending_);
+  sync_audit_now();
+  write_queue();
+}
+
+void DecisionLog::drop_queue() noexcept {
+  dropped_ += static_cast<std::uint64_t>(std::count(pending_.begin(), pending_.end(), '\n'));
+  pending_.clear();
+}
+
+void DecisionLog::write_queue() noexcept {
+  if (mode_ == WriteMode::regular_file) {
+    // A file is written whole lines or nothing (write_lines); what a full disk refuses is counted.
+    if (!pending_.empty() && !write_lines(log_fd_, pending_)) drop_queue();
     pending_.clear();
+    if (dropped_ > 0 && pending_.empty()) {
+      const std::string line = fmt::format("{{\"event\":\"log-dropped\",\"n\":{}}}\n", dropped_);
+      if (write_lines(log_fd_, line)) dropped_ = 0;
+    }
+    return;
+  }
+  const int fd = reopened_log_.valid() ? reopened_log_.get() : log_fd_;
+  for (int round = 0; round < 2; ++round) {
+    std::size_t written = 0;
+    while (written < pending_.size()) {
+      std::size_t want = pending_.size() - written;
+      ssize_t n = -1;
+      if (mode_ == WriteMode::socket) {
+        n = ::send(fd, pending_.data() + written, want, MSG_DONTWAIT | MSG_NOSIGNAL);
+      } else {
+        // A pipe takes a write of at most PIPE_BUF bytes whole or not at all: written as whole
+        // lines in such pieces, what a reader finds in it, even after we exit, is whole lines.
+        want = whole_lines_within(std::string_view(pending_).substr(written), PIPE_BUF);
+        if (mode_ == WriteMode::poll_guarded) {
+          // A blocking pipe that polls writable has room for PIPE_BUF bytes: such a write cannot
+          // block.
+          pollfd p{fd, POLLOUT, 0};
+          if (::poll(&p, 1, 0) != 1 || (p.revents & POLLOUT) == 0) {
+            errno = (p.revents & (POLLERR | POLLHUP)) != 0 ? EPIPE : EAGAIN;
+            break;
+          }
+        }
+        n = ::write(fd, pending_.data() + written, want);
+      }
+      if (n == -1) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      written += static_cast<std::size_t>(n);
+    }
+    const int error = errno;
+    pending_.erase(0, written);
+    if (!pending_.empty()) {
+      if (error == EAGAIN || error == EWOULDBLOCK) {
+        // The reader is behind: try again when the log takes more (never wait here).
+        if (writable_event_) event_add(writable_event_.get(), nullptr);
+      } else {
+        drop_queue();  // the reader is gone (EPIPE) or the log is broken: nothing will take it
+      }
+      return;
+    }
+    // Writing works again: say how many lines were lost, once.
+    if (dropped_ == 0) return;
+    pending_ = fmt::format("{{\"event\":\"log-dropped\",\"n\":{}}}\n", dropped_);
+    dropped_ = 0;
   }
 }
 
@@ -175,11 +320,33 @@ void DecisionLog::on_flush(evutil_socket_t, short, void* self) {
   log->flush();
 }
 
-void DecisionLog::audit(std::string_view json_line, bool sync) {
+void DecisionLog::on_log_writable(evutil_socket_t, short, void* self) {
+  static_cast<DecisionLog*>(self)->write_queue();
+}
+
+void DecisionLog::audit(std::string_view json_line, std::optional<AuditSync> sync) {
   std::string line(json_line);
   line.push_back('\n');
-  bool ok = write_lines(audit_.get(), line);
-  if (ok && sync) ok = ::fdatasync(audit_.get()) == 0;
+  if (!write_lines(audit_.get(), line)) {
+    audit_result(false);
+  } else if (!sync) {
+    audit_result(true);  // an ok or done line: the disk gets it in its own time
+  } else if (*sync == AuditSync::now) {
+    audit_result(::fdatasync(audit_.get()) == 0);
+  } else {
+    // Group commit: one fdatasync at the end of this loop iteration covers every refusal in it.
+    audit_sync_owed_ = true;
+    schedule_flush();
+  }
+}
+
+void DecisionLog::sync_audit_now() noexcept {
+  if (!audit_sync_owed_) return;
+  audit_sync_owed_ = false;
+  audit_result(::fdatasync(audit_.get()) == 0);
+}
+
+void DecisionLog::audit_result(bool ok) {
   if (!ok) {
     ++audit_failures_;
     // The refusal still stands (it is answered whatever happens to the audit); the failure is
@@ -192,6 +359,44 @@ void DecisionLog::audit(std::string_view json_line, bool sync) {
     audit_failing_ = false;
     message("audit: writes succeed again");
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// libevent's own messages
+
+namespace {
+
+DecisionLog* libevent_log_target = nullptr;
+bool in_libevent_message = false;
+
+void on_libevent_message(int severity, const char* text) noexcept {
+  // Outside a LibeventLogRoute's life (teardown) the message is dropped, never written raw; a
+  // message raised while one is being logged is dropped too (no recursion into the log).
+  if (libevent_log_target == nullptr || in_libevent_message || text == nullptr) return;
+  in_libevent_message = true;
+  std::string_view level = "msg";
+  if (severity == EVENT_LOG_DEBUG) level = "debug";
+  if (severity == EVENT_LOG_WARN) level = "warn";
+  if (severity == EVENT_LOG_ERR) level = "err";
+  try {
+    libevent_log_target->message(fmt::format("libevent: [{}] {}", level, text));
+  } catch (...) {
+    // No exception through a libevent frame: an allocation failure loses this message only.
+  }
+  in_libevent_message = false;
+}
+
+}  // namespace
+
+LibeventLogRoute::LibeventLogRoute(DecisionLog& log) noexcept {
+  libevent_log_target = &log;
+  event_set_log_callback(&on_libevent_message);
+}
+
+LibeventLogRoute::~LibeventLogRoute() {
+  // The callback stays installed: libevent may still report while the base is freed, and then
+  // the message is dropped rather than written in libevent's own format among JSON lines.
+  libevent_log_target = nullptr;
 }
 
 }  // namespace boxproxy

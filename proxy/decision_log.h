@@ -1,9 +1,13 @@
 // Decision lines, done lines, stats and operational messages (SPEC §12), and the audit file.
 //
-// Lines are built by hand with every host escaped as a JSON string of ASCII only (control and
-// non-ASCII bytes as \u00XX), so a client-chosen host can never break a line or forge another.
-// Log lines are buffered and written once per loop iteration; an audit refusal is written and
-// fdatasync'ed at once, before the caller answers the refusal.
+// Lines are built by hand with every host escaped as a JSON string of ASCII only (control bytes as
+// \u00XX, bytes of 0x80 or more as the text \\xHH), so a client-chosen host can never break a
+// line, forge another, or decode to a C1 control.
+//
+// Log lines are queued and written once per loop iteration, never with a write that can block:
+// a log reader that stalls costs at most kLogQueueBytes of memory, then whole lines are dropped
+// and counted (SPEC §12). An audit refusal is on disk (fdatasync) before the caller answers it:
+// at once, or for a caller that holds its answer, once per loop iteration for all of them.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +49,14 @@ struct DoneEntry {
 // Escapes `text` as a JSON string (with quotes), cut first at `max_chars` bytes, ASCII only.
 [[nodiscard]] std::string json_quote(std::string_view text, std::size_t max_chars = 255);
 
+// How a refusal's audit line reaches the disk before the refusal is answered (SPEC §2 --audit).
+enum class AuditSync : std::uint8_t {
+  now,        // fdatasync before decision() returns: the caller answers at once
+  with_turn,  // one fdatasync for every such line when this loop iteration's callbacks are done
+              // (group commit): the caller answers only after the loop polls again, or after
+              // sync_audit_now() (see audit_sync_owed())
+};
+
 class DecisionLog {
  public:
   // `log_fd` is written to (standard error, or the --log-file this object then owns when
@@ -54,33 +66,73 @@ class DecisionLog {
   DecisionLog(const DecisionLog&) = delete;
   DecisionLog& operator=(const DecisionLog&) = delete;
 
-  void decision(const DecisionEntry& entry);
+  void decision(const DecisionEntry& entry, AuditSync sync = AuditSync::now);
   void done(const DoneEntry& entry);
   // An operational message ("sighup: kept the old host list: ..."): a text line, or a JSON
   // object {"ts":..,"event":"message","text":..}.
   void message(std::string_view text);
   // A whole line the caller built (the stats object), written as is with a newline.
   void raw_line(std::string_view line);
-  // Writes everything buffered now (at exit, and once per loop iteration).
+  // Writes what the log's reader takes now without blocking (at exit, and once per loop
+  // iteration), and syncs the audit if a line is owed a sync.
   void flush() noexcept;
+
+  // True while an audit line written with AuditSync::with_turn is not yet synced. The sync runs
+  // from an event made active when the line was written: libevent runs every event made active
+  // during an iteration in that same iteration (one priority, no dispatch limit), before it polls
+  // again; so an answer that waits for a write event (which only a poll can fire) goes out after
+  // the sync.
+  [[nodiscard]] bool audit_sync_owed() const noexcept { return audit_sync_owed_; }
+  // The owed sync, now: for a caller whose write event may already be due in this iteration.
+  void sync_audit_now() noexcept;
 
   // How many audit writes have failed (the failure is also logged once each time it starts).
   [[nodiscard]] std::uint64_t audit_failures() const noexcept { return audit_failures_; }
 
  private:
+  // How lines reach the log without ever blocking the loop.
+  enum class WriteMode : std::uint8_t {
+    regular_file,  // a file: writes do not wait for a reader; whole lines or nothing
+    nonblocking,   // a pipe, FIFO or terminal opened anew with O_NONBLOCK (not the shared one)
+    socket,        // a socket: send with MSG_DONTWAIT, never changing the shared descriptor
+    poll_guarded,  // a pipe we could not open anew: poll for room, then at most PIPE_BUF bytes
+  };
+
   void append(std::string_view line);
-  void audit(std::string_view json_line, bool sync);
+  void schedule_flush() noexcept;
+  void write_queue() noexcept;
+  void drop_queue() noexcept;
+  // Appends a line to the audit; `sync` for a refusal (an ok or done line is not synced).
+  void audit(std::string_view json_line, std::optional<AuditSync> sync);
+  void audit_result(bool ok);
   static void on_flush(evutil_socket_t, short, void* self);
+  static void on_log_writable(evutil_socket_t, short, void* self);
 
   bool json_;
   int log_fd_;
   bool owns_log_fd_;
+  UniqueFd reopened_log_;        // the log opened anew with O_NONBLOCK (nonblocking mode)
+  WriteMode mode_ = WriteMode::regular_file;
   UniqueFd audit_;
-  std::string pending_;
+  std::string pending_;          // whole lines not yet written (a written prefix is erased)
+  std::uint64_t dropped_ = 0;    // lines dropped since the last log-dropped line
   EventPtr flush_event_;
+  EventPtr writable_event_;      // EV_WRITE on the log, added while the reader is behind
   bool flush_scheduled_ = false;
+  bool audit_sync_owed_ = false;
   std::uint64_t audit_failures_ = 0;
   bool audit_failing_ = false;
+};
+
+// Routes libevent's own messages (event_set_log_callback: "[msg] Nameserver ... has failed") into
+// `log` as message lines in its format, for as long as this object lives; outside that lifetime
+// (teardown, before start) they are dropped rather than written raw among the log's lines.
+class LibeventLogRoute {
+ public:
+  explicit LibeventLogRoute(DecisionLog& log) noexcept;
+  ~LibeventLogRoute();
+  LibeventLogRoute(const LibeventLogRoute&) = delete;
+  LibeventLogRoute& operator=(const LibeventLogRoute&) = delete;
 };
 
 }  // namespace boxproxy

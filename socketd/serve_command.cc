@@ -85,6 +85,7 @@ struct Daemon {
   const ServeOptions& options;
   EventBasePtr base;
   std::unique_ptr<DecisionLog> log;
+  std::optional<LibeventLogRoute> libevent_messages;  // libevent's own reports, into `log`
   std::unique_ptr<Resolver> resolver;
   std::unique_ptr<ProxyServer> server;
   std::optional<SessionSocket> socket;
@@ -170,6 +171,8 @@ int serve(const ServeOptions& options) {
   if (!daemon.base) throw StartupError{1, "boxproxy serve: cannot create the event loop"};
   daemon.log = std::make_unique<DecisionLog>(daemon.base.get(), options.log_format == LogFormat::json, log_fd,
                                              owns_log, std::move(audit));
+  // Everything libevent reports goes through the log, in its format (SPEC §12).
+  daemon.libevent_messages.emplace(*daemon.log);
   if (auto warning = raise_descriptor_limit(options.max_tunnels)) daemon.log->message(*warning);
   try {
     daemon.resolver = std::make_unique<Resolver>(daemon.base.get(), options.nameservers, options.dns_timeout);

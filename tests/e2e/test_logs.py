@@ -67,6 +67,77 @@ class LogTest(OriginsMixin, ProxyTestCase):
         for l in lines:
             self.assertLessEqual(len(l.host), 255)
 
+    # -- one format: bytes of 0x80 or more, libevent's own messages (SPEC §12)
+
+    HIGH_BYTES_HOST = b"caf\xc3\xa9\x80\x9f\xff.example"
+    HIGH_BYTES_TEXT = "caf\\xc3\\xa9\\x80\\x9f\\xff.example"  # what it decodes to: backslash, x, two digits
+
+    def assert_no_c1(self, host, where):
+        self.assertIsNotNone(host, where)
+        bad = [hex(ord(c)) for c in host if 0x80 <= ord(c) <= 0x9F]
+        self.assertEqual(bad, [], f"{where}: C1 controls in {host!r}")
+        self.assertTrue(host.isascii(), f"{where}: {host!r}")
+
+    def refuse_high_bytes(self, p):
+        s, _method, _auth, reply = socks5_connect(p, self.HIGH_BYTES_HOST, 443)
+        self.assertEqual(reply[:1], b"\x05")
+        self.assertNotEqual(reply[1:2], b"\x00", "refused")
+        s.close()
+
+    def test_host_bytes_of_0x80_and_more_are_never_c1_controls(self):
+        for fmt in ("text", "json"):
+            with self.subTest(log=fmt):
+                p, path = self.proxy_with_audit("--log", fmt)
+                p.start()
+                self.refuse_high_bytes(p)
+                line = p.wait_log(kind="socks", cls="invalid host")[0]
+                self.assert_no_c1(line.host, f"{fmt} log")
+                self.assertEqual(line.host, self.HIGH_BYTES_TEXT)
+                self.assertTrue(line.raw.isascii())
+                p.stop()
+                with open(path) as f:
+                    audit = [json.loads(l) for l in f.read().splitlines()]
+                hosts = [o["host"] for o in audit if o["class"] == "invalid host"]
+                self.assertEqual(len(hosts), 1, audit)
+                self.assert_no_c1(hosts[0], "audit")
+                self.assertEqual(hosts[0], self.HIGH_BYTES_TEXT)
+
+    def fail_the_nameserver(self, *args):
+        # A nameserver that never answers: after a few timed-out requests evdns reports
+        # "[msg] Nameserver ... has failed", a message libevent writes itself unless it is routed.
+        from harness import DnsServer
+        dns = DnsServer(silent=True)
+        self.addCleanup(dns.close)
+        p = self.proxy("--dns-timeout", "2", *args, dns=dns)
+        clients = []
+        for i in range(3):
+            s = p.connect()
+            s.sendall(connect_request(f"nx{i}.test:443"))
+            clients.append(s)
+        for s in clients:
+            recv_all(s)
+            s.close()
+        p.wait_log(kind="connect", cls="name not resolved", count=3)
+        return p
+
+    def test_libevent_messages_are_json_lines_with_log_json(self):
+        p = self.fail_the_nameserver("--log", "json")
+        message = p.wait_raw(r'"event":"message".*libevent.*[Nn]ameserver')
+        p.stop()
+        for line in p.stderr_text().splitlines():
+            obj = json.loads(line)  # every line on standard error is JSON
+            self.assertIsInstance(obj, dict)
+        obj = json.loads(message)
+        self.assertEqual(set(obj), {"ts", "event", "text"})
+        self.assertTrue(obj["text"].startswith("libevent: "), obj)
+
+    def test_libevent_messages_are_text_lines_with_log_text(self):
+        p = self.fail_the_nameserver()
+        line = p.wait_raw(r"^boxproxy: libevent: \[\w+\] .*[Nn]ameserver")
+        self.assertTrue(line.isascii())
+        p.stop()
+        self.assertFalse([l for l in p.stderr_text().splitlines() if l.startswith("[")])
+
     def test_kinds(self):
         p = self.start()
         self.tunnel(p)
