@@ -43,15 +43,20 @@ std::vector<IpAddress> collect(evutil_addrinfo* list) {
 }  // namespace
 
 Resolver::Resolver(event_base* base, const std::vector<std::string>& nameservers, double timeout_seconds) {
-  const bool use_system = nameservers.empty();
-  dns_.reset(evdns_base_new(base, use_system ? EVDNS_BASE_INITIALIZE_NAMESERVERS : 0));
-  if (!dns_) {
-    // No usable /etc/resolv.conf: evdns_base_new with INITIALIZE fails. Go on with no servers:
-    // names then fail as "name not resolved", and --resolve and IP literals still work.
-    dns_.reset(evdns_base_new(base, 0));
-    if (!dns_) throw std::runtime_error("cannot create the DNS resolver");
-  }
-  if (!use_system) {
+  // Never EVDNS_BASE_INITIALIZE_NAMESERVERS: it reads resolv.conf's `search` and `ndots` (or,
+  // without a search line, the host name's domain), and evdns then asks for a listed name with a
+  // suffix first (api.example.com.corp.test under ndots:5) and dials what that off-list name
+  // answers. Every name is absolute (SPEC §5): only the servers and timing options are read.
+  dns_.reset(evdns_base_new(base, 0));
+  if (!dns_) throw std::runtime_error("cannot create the DNS resolver");
+  if (nameservers.empty()) {
+    // DNS_OPTION_SEARCH is left out, so neither `search`, `domain`, `ndots` nor the host name's
+    // domain is taken. A missing file means 127.0.0.1 (evdns' default, as the C library's);
+    // other failures leave no server: names then fail as "name not resolved", and --resolve
+    // and IP literals still work.
+    (void)evdns_base_resolv_conf_parse(dns_.get(), DNS_OPTION_NAMESERVERS | DNS_OPTION_MISC | DNS_OPTION_HOSTSFILE,
+                                       "/etc/resolv.conf");
+  } else {
     evdns_base_load_hosts(dns_.get(), nullptr);
     for (const auto& server : nameservers) {
       if (evdns_base_nameserver_ip_add(dns_.get(), server.c_str()) != 0) {
@@ -59,6 +64,8 @@ Resolver::Resolver(event_base* base, const std::vector<std::string>& nameservers
       }
     }
   }
+  // And no search list whatever was read: a name is asked exactly as the client wrote it.
+  evdns_base_search_clear(dns_.get());
   // evdns retries within its own timeout; the whole lookup is also bounded by the connection's
   // --dns-timeout timer, which cancels it.
   const std::string timeout = fmt::format("{}", timeout_seconds > 1 ? timeout_seconds / 2 : timeout_seconds);

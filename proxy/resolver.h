@@ -23,7 +23,9 @@ class Resolver {
   struct Lookup;
 
   // `nameservers` ("ADDR" or "ADDR:PORT", "[v6]:PORT"): ask these instead of /etc/resolv.conf's
-  // (/etc/hosts is read first either way). Throws std::runtime_error at start-up on failure.
+  // (/etc/hosts is read first either way). Of resolv.conf only the nameserver lines and the
+  // timing options are read: never `search`, `domain` or `ndots`, so every name is asked as it
+  // was given, never with a suffix. Throws std::runtime_error at start-up on failure.
   Resolver(event_base* base, const std::vector<std::string>& nameservers, double timeout_seconds);
 
   // Starts an A+AAAA lookup of `name`. When evdns answers at once (a hosts-file entry, a
