@@ -17,6 +17,23 @@ constexpr std::uint8_t kSocks5Version = 5;
 constexpr std::uint8_t kMethodNoAuth = 0;
 constexpr std::uint8_t kMethodUserPass = 2;
 
+// The host and port an absolute-form request target ("scheme://authority/path") names as sent,
+// for the log line of a refused request: port 80 when absent from an http:// URI, 0 when absent
+// from another. An empty host when there is none, and when the target has a backslash or a '#',
+// or its authority an '@' (SPEC §8): which host such a target names depends on who reads it, so
+// none is logged.
+AuthorityText uri_host_text(std::string_view target) noexcept {
+  if (target.find_first_of("\\#") != std::string_view::npos) return {};
+  const std::size_t slashes = target.find("://");
+  if (slashes == std::string_view::npos || slashes == 0) return {};
+  const std::string_view scheme = target.substr(0, slashes);
+  if (scheme.find_first_of("/?") != std::string_view::npos) return {};
+  const std::string_view rest = target.substr(slashes + 3);
+  const std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
+  if (authority.find('@') != std::string_view::npos) return {};
+  return split_authority_text(authority, iequals(scheme, "http") ? std::optional<std::uint16_t>(80) : std::nullopt);
+}
+
 }  // namespace
 
 void ClientConnection::leave_handshake() noexcept {
@@ -87,16 +104,24 @@ ClientConnection::Next ClientConnection::advance_http_head() {
   if (head.method == "CONNECT") {
     kind_ = ClientKind::connect;
     TargetResult target = parse_authority(head.target);
-    // For the log line when the target is refused: the host and port as far as they split.
-    const std::size_t colon = head.target.rfind(':');
-    target_.host.assign(head.target.substr(0, colon));
-    if (colon != std::string_view::npos) target_.port = parse_port(head.target.substr(colon + 1)).value_or(0);
+    // For the log line when the target is refused: the host and port as sent, as far as they
+    // split (the client has proved its token by now, SPEC §11).
+    const AuthorityText sent = split_authority_text(head.target, std::nullopt);
+    target_.host.assign(sent.host);
+    target_.port = sent.port;
     inbox_.erase(0, parsed.consumed);  // what is left is early data, to go upstream first
     return decide(std::move(target));
   }
   kind_ = ClientKind::http;
   auto forward = prepare_forward_request(head);
-  if (auto* reason = std::get_if<Reason>(&forward)) return refuse(*reason);
+  if (auto* reason = std::get_if<Reason>(&forward)) {
+    // The log line names the host as sent when the target has one (SPEC §12), also when the host
+    // itself is what is refused ("http://256.1.1.1/"). The token was checked above (SPEC §11).
+    const AuthorityText sent = uri_host_text(head.target);
+    target_.host.assign(sent.host);
+    target_.port = sent.host.empty() ? 0 : sent.port;
+    return refuse(*reason);
+  }
   auto& request = std::get<ForwardRequest>(forward);
   exchange_.emplace();
   exchange_->method.assign(head.method);
@@ -108,7 +133,11 @@ ClientConnection::Next ClientConnection::advance_http_head() {
     // Chunk bytes that came with the head are checked now, so a malformed body that is already
     // here is refused before any upstream socket opens.
     ChunkedScanner lookahead;
-    if (lookahead.feed(inbox_).malformed) return refuse(Reason::bad_framing);
+    if (lookahead.feed(inbox_).malformed) {
+      target_.host = request.target.host;
+      target_.port = request.target.port;
+      return refuse(Reason::bad_framing);
+    }
   }
   return decide(std::move(request.target));
 }

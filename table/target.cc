@@ -10,7 +10,7 @@ constexpr bool is_name_char(char c) noexcept {
 }
 
 // Where the port separator of an authority is: the ':' right after a bracketed host, else the
-// last ':' (so an unbracketed IPv6 host is split at its last colon). npos when there is none.
+// last ':'. npos when there is none.
 std::size_t port_colon(std::string_view text) noexcept {
   if (!text.empty() && text.front() == '[') {
     const std::size_t close = text.find(']');
@@ -32,7 +32,13 @@ TargetResult split_and_parse(std::string_view text, std::optional<std::uint16_t>
   // A bad port is checked before the host: the target as a whole cannot be split.
   const auto port = parse_port(text.substr(colon + 1));
   if (!port) return Reason::invalid_target;
-  return parse_host(text.substr(0, colon), *port);
+  const std::string_view host = text.substr(0, colon);
+  // An authority writes an IPv6 host in brackets (RFC 3986 §3.2.2, SPEC §7). Without them
+  // "::1:443" could be ::1 port 443 or ::1:443 with no port, and "1::2:80" is either 1::2 port 80
+  // or 1::2:80 port 443 to another reader: a target two readers split differently is refused,
+  // never judged as one of them.
+  if (host.find(':') != std::string_view::npos && !host.starts_with('[')) return Reason::invalid_target;
+  return parse_host(host, *port);
 }
 
 }  // namespace
@@ -111,6 +117,12 @@ TargetResult parse_authority(std::string_view text) { return split_and_parse(tex
 
 TargetResult parse_authority_default_port(std::string_view text, std::uint16_t default_port) {
   return split_and_parse(text, default_port);
+}
+
+AuthorityText split_authority_text(std::string_view authority, std::optional<std::uint16_t> default_port) noexcept {
+  const std::size_t colon = port_colon(authority);
+  if (colon == std::string_view::npos) return {authority, default_port.value_or(0)};
+  return {authority.substr(0, colon), parse_port(authority.substr(colon + 1)).value_or(0)};
 }
 
 TargetResult parse_check_target(std::string_view text, std::uint16_t default_port) {

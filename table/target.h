@@ -41,14 +41,25 @@ using TargetResult = std::variant<Target, Reason>;
 // and zero is not a port), invalid_host.
 [[nodiscard]] TargetResult parse_host(std::string_view host, std::uint16_t port);
 
-// "host:port" or "[v6]:port" as CONNECT names a target: the port is required. An unbracketed
-// IPv6 host is split at the last colon. Errors: invalid_target (no port, bad port, nothing to
-// split), invalid_host.
+// "host:port" or "[v6]:port" as CONNECT names a target: the port is required. Errors:
+// invalid_target (no port, bad port, nothing to split, an IPv6 host without its brackets such as
+// "::1:443"), invalid_host.
 [[nodiscard]] TargetResult parse_authority(std::string_view text);
 
 // An authority whose port may be absent, as an http:// URI carries it ("example.com" means port
-// `default_port`); "example.com:" is invalid_target.
+// `default_port`); "example.com:" and an unbracketed IPv6 host ("::1") are invalid_target.
 [[nodiscard]] TargetResult parse_authority_default_port(std::string_view text, std::uint16_t default_port);
+
+// The host and port of an authority as far as it splits, as sent: the text before the port's
+// colon, brackets and all, nothing dropped or checked. For the log line of a refused target
+// (SPEC §12: the host as sent). `port` is the port when it parses, `default_port` when there is
+// no colon (0 without one), else 0.
+struct AuthorityText {
+  std::string_view host;
+  std::uint16_t port = 0;
+};
+[[nodiscard]] AuthorityText split_authority_text(std::string_view authority,
+                                                 std::optional<std::uint16_t> default_port) noexcept;
 
 // A target as `boxproxy check` takes it (SPEC §13): "host:port" or "[v6]:port" with that port;
 // a bare host, or an unbracketed IPv6 address (two colons or more), with `default_port`.

@@ -181,6 +181,22 @@ class ConnectTest(OriginsMixin, ProxyTestCase):
                 s.sendall(connect_request(target))
                 assert_http_refusal(self, s, 400, "invalid target")
 
+    def test_unbracketed_ipv6_is_invalid_target(self):
+        # SPEC §7: CONNECT names an IPv6 host as [v6]:port. Unbracketed, "::1:443" has no one way to
+        # split (::1 port 443, or ::1:443 without a port): refused as it is, never judged as one of
+        # them; the log line names the host as sent, as far as it splits.
+        p = self.start(log_file=True)
+        for target, host in [("::1:443", "::1"), ("::ffff:127.0.0.1:443", "::ffff:127.0.0.1"),
+                             ("2001:db8::1:443", "2001:db8::1"), ("::ffff:127.0.0.2:443", "::ffff:127.0.0.2")]:
+            with self.subTest(target=target):
+                s = p.connect()
+                s.sendall(connect_request(target))
+                assert_http_refusal(self, s, 400, "invalid target")
+                s.close()
+                (line,) = p.wait_log(kind="connect", host=host)
+                self.assertEqual((line.port, line.ip, line.cls), (443, "-", "invalid target"))
+        self.assertEqual(p.find_logs(cls="loopback"), [])
+
     def test_invalid_host(self):
         p = self.start()
         for target in ["bad!host:443", "a..b:443", "256.1.1.1:443", "08.0.0.1:443", "1.2.3.4.5:443",

@@ -1,5 +1,6 @@
 """Plain http:// requests end to end (SPEC §8, and the §6 refusals they carry)."""
 
+import tempfile
 import time
 import unittest
 
@@ -237,6 +238,45 @@ class PlainHttpTest(OriginsMixin, ProxyTestCase):
         p = self.start()
         self.refused(p, request("GET", "http://bad!host/", host=False), 400, "invalid host")
         self.refused(p, request("GET", "http://256.1.1.1/", host=False), 400, "invalid host")
+
+    def test_refused_host_is_logged_as_sent(self):
+        # SPEC §12: a refusal of a target whose host text is known names that host, JSON-quoted and
+        # cut at 255 characters, even when the host itself is what is refused.
+        p = self.start(log_file=True)
+        long_host = "a" * 300
+        for uri, host, port, reason in [
+                ("http://256.1.1.1/", "256.1.1.1", 80, "invalid host"),
+                ("http://bad!host:8080/x", "bad!host", 8080, "invalid host"),
+                ("http://origin.test:99999/", "origin.test", 0, "invalid target"),
+                (f"http://{long_host}/", long_host[:255], 80, "invalid host"),
+                ("https://secure.test/", "secure.test", 0, "not an http URI")]:
+            with self.subTest(uri=uri):
+                self.refused(p, request("GET", uri, host=False), 400, reason)
+                (line,) = p.wait_log(kind="http", host=host, cls=reason)
+                self.assertEqual((line.port, line.ip), (port, "-"))
+        # A target whose host depends on who reads it names none.
+        self.refused(p, request("GET", "http://user@origin.test/", host=False), 400, "invalid target")
+        p.wait_log(kind="http", host=None, cls="invalid target")
+        self.assertEqual(p.find_logs(host="user@origin.test"), [])
+
+    def test_refused_host_of_an_unauthenticated_client_is_never_logged(self):
+        # SPEC §11: the token comes first, and an unauthenticated client puts no host in the log.
+        token_path = f"{self._tmp_dir()}/token"
+        with open(token_path, "w") as f:
+            f.write("s3cret-token\n")
+        p = self.start("--auth-token-file", token_path, log_file=True)
+        s = p.connect()
+        s.sendall(request("GET", "http://256.1.1.1/", host=False))
+        self.assertEqual(read_http_response(s).status, 407)
+        s.close()
+        (line,) = p.wait_log(kind="http", cls="auth required")
+        self.assertIsNone(line.host)
+        self.assertEqual(p.find_logs(host="256.1.1.1"), [])
+
+    def _tmp_dir(self):
+        d = tempfile.TemporaryDirectory(prefix="boxproxy-e2e-token-")
+        self.addCleanup(d.cleanup)
+        return d.name
 
     def test_host_mismatch(self):
         p = self.start("--resolve", "other.test=127.0.0.2")

@@ -170,7 +170,13 @@ TEST_CASE("parse_authority: host:port and [v6]:port, the port required") {
       {"[::1]:80", "::1", "::1", 80, {}},
       {"[fe80::1%25eth0]:443", "fe80::1%25eth0", "fe80::1", 443, {}},
       {"0x7f.1:22", "0x7f.1", "127.0.0.1", 22, {}},
-      {"::1:80", "::1", "::1", 80, {}},  // unbracketed: split at the last colon
+      // An IPv6 host must be bracketed (SPEC §7): unbracketed, it has no one way to split.
+      {"::1:80", nullptr, nullptr, 0, kTarget},
+      {"::1:443", nullptr, nullptr, 0, kTarget},
+      {"1::2:80", nullptr, nullptr, 0, kTarget},
+      {"::ffff:127.0.0.1:80", nullptr, nullptr, 0, kTarget},
+      {"fe80::1%eth0:443", nullptr, nullptr, 0, kTarget},
+      {"2001:db8::1:443", nullptr, nullptr, 0, kTarget},
       {"example.com", nullptr, nullptr, 0, kTarget},
       {"example.com:", nullptr, nullptr, 0, kTarget},
       {"example.com:0", nullptr, nullptr, 0, kTarget},
@@ -186,7 +192,8 @@ TEST_CASE("parse_authority: host:port and [v6]:port, the port required") {
       {"[::1].:80", nullptr, nullptr, 0, kHost},
       {"[::1]x:80", nullptr, nullptr, 0, kHost},
       {"256.1.1.1:80", nullptr, nullptr, 0, kHost},
-      {"a:b:80", nullptr, nullptr, 0, kHost},
+      {"a:b:80", nullptr, nullptr, 0, kTarget},
+      {"[::1]:80:80", nullptr, nullptr, 0, kTarget},
       {"user@example.com:80", nullptr, nullptr, 0, kHost},
   };
   for (const Case& c : cases) check_case(c, parse_authority(c.text));
@@ -203,6 +210,10 @@ TEST_CASE("parse_authority_default_port: the port may be absent") {
       {"[::1]:", nullptr, nullptr, 0, kTarget},
       {"[::1].", nullptr, nullptr, 0, kHost},
       {"", nullptr, nullptr, 0, kHost},
+      // Unbracketed IPv6 in a URI's authority: no way to tell the host from a port.
+      {"::1", nullptr, nullptr, 0, kTarget},
+      {"::1:80", nullptr, nullptr, 0, kTarget},
+      {"2001:db8::1", nullptr, nullptr, 0, kTarget},
   };
   for (const Case& c : cases) check_case(c, parse_authority_default_port(c.text, 80));
 }
@@ -226,4 +237,32 @@ TEST_CASE("parse_check_target: bare hosts take 443; host:port and [v6]:port take
   };
   for (const Case& c : cases) check_case(c, parse_check_target(c.text));
   CHECK(std::get<Target>(parse_check_target("example.com", 80)).port == 80);
+}
+
+TEST_CASE("split_authority_text: the host as sent, for the log line of a refusal") {
+  struct Row {
+    const char* text;
+    std::optional<std::uint16_t> default_port;
+    const char* host;
+    std::uint16_t port;
+  };
+  const Row rows[] = {
+      {"256.1.1.1", 80, "256.1.1.1", 80},
+      {"256.1.1.1:8080", 80, "256.1.1.1", 8080},
+      {"bad!host:443", std::nullopt, "bad!host", 443},
+      {"::1:443", std::nullopt, "::1", 443},
+      {"[::1]:443", std::nullopt, "[::1]", 443},
+      {"[::1]x:443", std::nullopt, "[::1]x", 443},
+      {"[::1]", 80, "[::1]", 80},
+      {"example.com", std::nullopt, "example.com", 0},
+      {"example.com:99999", 80, "example.com", 0},
+      {"example.com:", 80, "example.com", 0},
+      {"", 80, "", 80},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.text);
+    const AuthorityText split = split_authority_text(row.text, row.default_port);
+    CHECK(split.host == row.host);
+    CHECK(split.port == row.port);
+  }
 }
