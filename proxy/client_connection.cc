@@ -149,6 +149,11 @@ ClientConnection::Next ClientConnection::side_writable(Side& side) {
       return check_tunnel_done();
     case Phase::forwarding:
       if (&side == &client_ && exchange_ && exchange_->response_done && !exchange_->keep_alive) return Next::close;
+      // The client took what was queued: response heads read meanwhile are parsed now, not only
+      // on the upstream's next read (which may never come: the bytes are all here).
+      if (&side == &client_ && exchange_ && !exchange_->response_head_done && !exchange_->response_head.empty()) {
+        return parse_response_heads();
+      }
       return Next::keep;
     default:
       return Next::keep;

@@ -66,6 +66,7 @@ class ClientConnection {
     ChunkedScanner request_chunks;
     bool request_done = false;
     bool client_keep_alive = false;
+    bool client_http10 = false;      // an HTTP/1.0 request: no interim (1xx) response goes back
     bool response_head_done = false;
     std::string response_head;       // bytes of the response head so far
     BodyFraming response_body;
@@ -123,6 +124,7 @@ class ClientConnection {
   Next relay_readable(Side& from);
   Next forward_client_readable();
   Next forward_upstream_readable();
+  Next parse_response_heads();
   Next pass_request_body(std::string_view bytes);
   Next pass_response(std::string_view bytes);
   Next end_exchange();

@@ -100,17 +100,41 @@ ClientConnection::Next ClientConnection::forward_upstream_readable() {
   last_activity_ = std::chrono::steady_clock::now();
   if (exchange.response_head_done) return pass_response({buffer, static_cast<std::size_t>(n)});
   exchange.response_head.append(buffer, static_cast<std::size_t>(n));
+  return parse_response_heads();
+}
+
+// Interim responses are passed on one at a time, each only once the client has taken the one
+// before: while anything is queued for the client, parsing stops and the upstream's reads pause
+// (side_writable resumes both). Without this an origin sending "100 Continue" without end to a
+// client that does not read would have the proxy queue them without bound. What is parsed stays
+// within one read past the 64 KiB head limit, and what is queued within one rewritten head.
+ClientConnection::Next ClientConnection::parse_response_heads() {
+  Exchange& exchange = *exchange_;
+  std::size_t offset = 0;  // bytes of response_head taken by interim responses so far
+  const auto drop_parsed = [&] { exchange.response_head.erase(0, offset); };
   for (;;) {
-    auto parsed = parse_response_head(exchange.response_head, kMaxResponseHeadBytes);
-    if (parsed.status == ParseResult<ResponseHead>::Status::need_more) return Next::keep;
+    if (client_.has_queued()) {
+      pause(upstream_, pause_peer_full);
+      drop_parsed();
+      return Next::keep;
+    }
+    const std::string_view unparsed = std::string_view(exchange.response_head).substr(offset);
+    auto parsed = parse_response_head(unparsed, kMaxResponseHeadBytes);
+    if (parsed.status == ParseResult<ResponseHead>::Status::need_more) {
+      drop_parsed();
+      return Next::keep;
+    }
     if (parsed.status == ParseResult<ResponseHead>::Status::refused) return Next::close;
     const ResponseHead& head = *parsed.value;
     if (head.status >= 100 && head.status < 200) {
-      // An interim response (100 Continue): passed on, and the final one follows.
-      const std::string interim = rewrite_response_head(head, exchange.client_keep_alive);
-      down_bytes_ += interim.size();
-      if (queue(client_, interim) == Next::close) return Next::close;
-      exchange.response_head.erase(0, parsed.consumed);
+      // An interim response (100 Continue): passed on, and the final one follows. Never to an
+      // HTTP/1.0 client, which does not know them (RFC 9110 §15.2): dropped.
+      if (!exchange.client_http10) {
+        const std::string interim = rewrite_response_head(head, exchange.client_keep_alive);
+        down_bytes_ += interim.size();
+        if (queue(client_, interim) == Next::close) return Next::close;
+      }
+      offset += parsed.consumed;
       continue;
     }
     auto framing = response_framing(exchange.method, head);
@@ -120,7 +144,7 @@ ClientConnection::Next ClientConnection::forward_upstream_readable() {
     const std::string rewritten = rewrite_response_head(head, exchange.keep_alive);
     down_bytes_ += rewritten.size();
     if (queue(client_, rewritten) == Next::close) return Next::close;
-    std::string rest = exchange.response_head.substr(parsed.consumed);
+    std::string rest = std::string(unparsed.substr(parsed.consumed));
     std::string().swap(exchange.response_head);
     exchange.response_head_done = true;
     return pass_response(rest);

@@ -127,6 +127,7 @@ ClientConnection::Next ClientConnection::advance_http_head() {
   exchange_->method.assign(head.method);
   exchange_->request_body = request.framing;
   exchange_->client_keep_alive = client_wants_keep_alive(head);
+  exchange_->client_http10 = head.version == "HTTP/1.0";
   upstream_prefix_ = std::move(request.upstream_head);
   inbox_.erase(0, parsed.consumed);  // what is left is body (and perhaps the next request)
   if (request.framing.kind == BodyFraming::Kind::chunked) {
