@@ -33,6 +33,11 @@ constexpr rlim_t kDescriptorsReserved = 64;
 // Pending connections the kernel holds for us between wake-ups.
 constexpr int kListenBacklog = 1024;
 
+// Loop iterations run after shutdown to let cancelled lookups call back: one runs them all (a
+// cancelled lookup's callbacks are already active); the rest are margin for evdns activating
+// more than 32 at once, which it defers by one iteration.
+constexpr int kFinishingTurns = 4;
+
 // A failure at start-up: message and exit code.
 struct StartupError {
   int exit_code;
@@ -100,6 +105,17 @@ struct Daemon {
     if (socket) socket->remove_path();
     if (log) log->flush();
     event_base_loopbreak(base.get());
+  }
+
+  // After the loop has stopped: the lookups that shut_down() cancelled are freed only by evdns'
+  // deferred callbacks (EVUTIL_EAI_CANCEL), which run in a loop iteration; without one, each
+  // pending lookup's request and token would leak at exit. The iterations do not wait: nothing
+  // that accepts or reads a client is left, so only those callbacks (and the log's) run.
+  void finish_cancelled_lookups() {
+    for (int turn = 0; turn < kFinishingTurns; ++turn) {
+      if (event_base_get_num_events(base.get(), EVENT_BASE_COUNT_ACTIVE) == 0) break;
+      event_base_loop(base.get(), EVLOOP_NONBLOCK);
+    }
   }
 
   static void on_signal(evutil_socket_t signal, short, void* self) {
@@ -214,6 +230,8 @@ int serve(const ServeOptions& options) {
 
   event_base_dispatch(daemon.base.get());
   daemon.shut_down();
+  daemon.finish_cancelled_lookups();
+  daemon.log->flush();
   return daemon.exit_code;
 }
 
