@@ -146,10 +146,12 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
   leave_handshake();
   exchange_.reset();
   server_.count_refusal(reason);
-  // With --audit this line is on disk before the refusal is answered.
+  // With --audit this line is on disk before the refusal is answered: one fdatasync for every
+  // refusal of this loop iteration (group commit), so the answer waits for it (below).
   server_.log().decision({kind_,
                           target_.host.empty() ? std::nullopt : std::optional<std::string_view>(target_.host),
-                          target_.port, ip, reason});
+                          target_.port, ip, reason},
+                         AuditSync::with_turn);
   phase_ = Phase::replying;
   arm_timer(server_.config().head_timeout);  // a client that never reads its refusal is not kept
   std::string reply;
@@ -168,6 +170,18 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
     default:
       reply = http_refusal(reason, words.empty() ? refusal_words(reason) : words);
       break;
+  }
+  if (server_.log().audit_sync_owed()) {
+    if (!client_.has_queued()) {
+      // The answer waits for the client's write event, which only the loop's next poll can fire:
+      // the log syncs the audit before that poll (DecisionLog::audit_sync_owed). Nothing holds
+      // this connection, so it may die meanwhile.
+      client_.out.assign(reply);
+      client_.out_offset = 0;
+      event_add(client_.write_event.get(), nullptr);
+      return Next::keep;
+    }
+    server_.log().sync_audit_now();  // the write event may already be due in this iteration
   }
   if (queue(client_, reply) == Next::close) return Next::close;
   return client_.out.empty() ? Next::close : Next::keep;
