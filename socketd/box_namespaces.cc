@@ -5,13 +5,18 @@
 #include <net/if.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -41,6 +46,89 @@ std::optional<std::string> map_to_root(int self_dir, uid_t outer_uid, gid_t oute
   if (error == 0) return std::nullopt;
   return fmt::format("boxproxy run: cannot map user {} to root in the box's user namespace: {}", outer_uid,
                      std::strerror(error));
+}
+
+// The host's device nodes the box's /dev holds: those every program expects, none that reaches
+// hardware. (/dev/tty is the opener's own controlling terminal.)
+constexpr const char* kBoxDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+// Knobs under /proc that uid 0 may write with no capability at all, kept read-only: when run is
+// root, COMMAND is uid 0 to the kernel, and kernel.core_pattern names a program the host's root
+// runs, sysrq-trigger reboots the machine.
+constexpr const char* kReadOnlyProc[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"};
+
+std::string mount_failure(std::string_view what, std::string_view path) {
+  return fmt::format("boxproxy run: cannot {} {} for the box: {}", what, path, std::strerror(errno));
+}
+
+// Makes `path` (a directory or a file) a read-only bind of itself; nothing when it is absent.
+std::optional<std::string> bind_read_only(const char* path) {
+  if (::mount(path, path, nullptr, MS_BIND | MS_REC, nullptr) == -1) {
+    if (errno == ENOENT) return std::nullopt;
+    return mount_failure("bind", path);
+  }
+  if (::mount(nullptr, path, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) ==
+      -1) {
+    return mount_failure("make read-only", path);
+  }
+  return std::nullopt;
+}
+
+// The host's sysfs (and what is mounted under it: cgroups, debugfs) read-only: uid 0 may write
+// much of it with no capability (/sys/kernel/uevent_helper names a program the host's root runs).
+std::optional<std::string> make_sys_read_only() {
+  struct statfs fs {};
+  if (::statfs("/sys", &fs) == -1 || fs.f_type != SYSFS_MAGIC) return std::nullopt;  // no sysfs there
+  mount_attr attributes{};
+  attributes.attr_set = MOUNT_ATTR_RDONLY;
+  if (::mount_setattr(AT_FDCWD, "/sys", AT_RECURSIVE, &attributes, sizeof attributes) == -1) {
+    return mount_failure("make read-only", "/sys");
+  }
+  return std::nullopt;
+}
+
+// A /dev of the box's own (as bubblewrap's --dev): a tmpfs holding binds of the kBoxDevices, a
+// devpts instance of its own, a /dev/shm of its own, and the usual links. The host's /dev would
+// give a COMMAND that is uid 0 (run as root) its disks and the host's terminals, and any
+// COMMAND the host's POSIX shared memory of its user.
+std::optional<std::string> mount_box_dev() {
+  std::vector<std::pair<std::string, UniqueFd>> devices;
+  for (const char* name : kBoxDevices) {
+    std::string path = fmt::format("/dev/{}", name);
+    UniqueFd device(::open_tree(AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    if (!device.valid()) {
+      if (errno == ENOENT) continue;
+      return mount_failure("take", path);
+    }
+    devices.emplace_back(std::move(path), std::move(device));
+  }
+  constexpr unsigned long kDevFlags = MS_NOSUID | MS_NOEXEC;
+  if (::mount("tmpfs", "/dev", "tmpfs", kDevFlags, "mode=0755,size=64k") == -1) return mount_failure("mount", "/dev");
+  for (const auto& [path, device] : devices) {
+    UniqueFd target(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+    if (!target.valid()) return mount_failure("make", path);
+    if (::move_mount(device.get(), "", AT_FDCWD, path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) == -1) {
+      return mount_failure("bind", path);
+    }
+  }
+  if (::mkdir("/dev/pts", 0755) == -1 || ::mkdir("/dev/shm", 01777) == -1) return mount_failure("make", "/dev/pts");
+  // Ptys of the box's own; without devpts (an old kernel) the box has none, and still runs.
+  if (::mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") == 0) {
+    (void)::symlink("pts/ptmx", "/dev/ptmx");
+  }
+  if (::mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") == -1) {
+    return mount_failure("mount", "/dev/shm");
+  }
+  for (const auto& [link, target] : {std::pair{"/dev/fd", "/proc/self/fd"}, std::pair{"/dev/stdin", "/proc/self/fd/0"},
+                                     std::pair{"/dev/stdout", "/proc/self/fd/1"},
+                                     std::pair{"/dev/stderr", "/proc/self/fd/2"}}) {
+    if (::symlink(target, link) == -1) return mount_failure("make", link);
+  }
+  // Nothing new is made in /dev itself (/dev/shm stays writable: a mount of its own).
+  if (::mount(nullptr, "/dev", nullptr, MS_REMOUNT | MS_RDONLY | kDevFlags, "mode=0755,size=64k") == -1) {
+    return mount_failure("make read-only", "/dev");
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -116,6 +204,14 @@ std::optional<std::string> mount_box_proc(std::string* note) {
       "COMMAND gets an empty /proc",
       std::strerror(error));
   return std::nullopt;
+}
+
+std::optional<std::string> confine_box_mounts() {
+  for (const char* path : kReadOnlyProc) {
+    if (auto error = bind_read_only(path)) return error;
+  }
+  if (auto error = make_sys_read_only()) return error;
+  return mount_box_dev();
 }
 
 std::optional<std::string> enter_inner_user_namespace(int self_dir) {

@@ -35,7 +35,14 @@ void allow_low_ports() noexcept;
 // the host's processes stay hidden, and *note says so.
 [[nodiscard]] std::optional<std::string> mount_box_proc(std::string* note);
 
-// In pid 1, after mount_box_proc: the inner user namespace (root mapped to root) and mount
+// In pid 1, after mount_box_proc: what uid 0 could use against the host without any capability
+// made unreachable. The kernel's knobs under /proc (/proc/sys, sysrq-trigger, irq, bus, fs) and
+// all of /sys read-only; a /dev of the box's own with null, zero, full, random, urandom and tty
+// from the host, its own devpts and /dev/shm. (When run is root, COMMAND is uid 0 to the kernel:
+// kernel.core_pattern and the host's disks would otherwise be its to write.)
+[[nodiscard]] std::optional<std::string> confine_box_mounts();
+
+// In pid 1, after confine_box_mounts: the inner user namespace (root mapped to root) and mount
 // (which locks the mounts), IPC and UTS namespaces in it. `self_dir` is a descriptor of this process's
 // /proc/PID directory, opened before /proc was covered (the maps are written through it).
 [[nodiscard]] std::optional<std::string> enter_inner_user_namespace(int self_dir);

@@ -437,6 +437,7 @@ int box_init(const RunOptions& options, const BoxEnvironment& environment, Uniqu
   }
   std::string note;
   auto error = mount_box_proc(&note);
+  if (!error) error = confine_box_mounts();
   if (!error) error = enter_inner_user_namespace(self_dir.get());
   self_dir.reset();
   if (error) {

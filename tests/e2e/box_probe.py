@@ -140,6 +140,16 @@ def check_bind_low_port(port):
         s.close()
 
 
+def check_open_for_writing(path):
+    """Opens `path` for writing (and writes nothing), so that a box that fails changes nothing."""
+    os.close(os.open(path, os.O_WRONLY | os.O_NOCTTY))
+    return "ok"
+
+
+def check_listdir(path):
+    return " ".join(sorted(os.listdir(path)))
+
+
 def check_unix_connect(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # raises EPERM under the filter
     try:

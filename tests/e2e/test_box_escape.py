@@ -117,6 +117,23 @@ class NamespaceEscapeTest(BoxWallsCase):
         # The box's /proc is locked over the host's: unmounting it would uncover every process.
         self.assertIn(results["umount_proc"], ("EINVAL", "EPERM"), results)
 
+    def test_what_uid_0_could_write_is_read_only_or_absent(self):
+        # run is root here, so COMMAND is uid 0 to the kernel: without capabilities, yet the owner
+        # of the kernel's knobs and of the host's disks.
+        knob = "/proc/sys/kernel/core_pattern"  # a program the host's root runs on a crash
+        sysfs = next(p for p in ("/sys/kernel/uevent_helper", "/sys/kernel/mm/transparent_hugepage/enabled",
+                                 "/sys/kernel/profiling", "/sys/power/state") if os.path.exists(p))
+        disk = next((f"/dev/{n}" for n in sorted(os.listdir("/dev")) if n.startswith(("loop", "vd", "sd", "nvme"))),
+                    "/dev/loop0")
+        results = {}
+        for name, path in (("knob", knob), ("sysfs", sysfs), ("disk", disk)):
+            result, _ = self.probe({"open_for_writing": path})
+            results[name] = result["open_for_writing"]
+        listing, _ = self.probe({"listdir": "/dev"})
+        self.assertEqual(results, {"knob": "EROFS", "sysfs": "EROFS", "disk": "ENOENT"}, (sysfs, disk))
+        self.assertEqual(listing["listdir"],
+                         "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero")
+
     def test_the_box_keeps_the_loopback_usable(self):
         # No capability over its network namespace, yet a port below 1024 may be bound there.
         results, _ = self.probe({"bind_low_port": 80})
