@@ -508,11 +508,12 @@ int box(const RunOptions& options, const BoxEnvironment& environment, pid_t run_
     return kSetupFailed;
   }
   UniqueFd alive_read(alive[0]);
-  const UniqueFd alive_write(alive[1]);  // held until the box exits
+  UniqueFd alive_write(alive[1]);  // held until the box exits
   std::fflush(nullptr);
   mask_forwarded_signals(SIG_BLOCK);
   const pid_t init = ::fork();
   if (init == 0) {
+    alive_write.reset();  // else pid 1 would hold the pipe open itself and never see the box die
     const int code = box_init(options, environment, std::move(alive_read));
     std::fflush(nullptr);
     ::_exit(code);

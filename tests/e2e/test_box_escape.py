@@ -8,10 +8,12 @@ namespace. They skip, saying why, where this system does not let boxproxy make a
 import ctypes
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -20,6 +22,20 @@ from box_support import (RUN_TIMEOUT, BoxRun, listening_unix_socket, namespaces_
 from harness import ORIGIN_HOST, HttpOrigin, Proxy, binary
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "box_probe.py")
+
+
+def children_of(pid):
+    """The pids whose parent is `pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
 
 
 class BoxWallsCase(unittest.TestCase):
@@ -146,6 +162,26 @@ class NamespaceEscapeTest(BoxWallsCase):
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=RUN_TIMEOUT, env=self.box.env())
         self.assertEqual((r.returncode, r.stdout), (0, b"started\n"), r)
         self.assertTrue(wait_gone(processes_mentioning(marker)), "a process of the box outlived run")
+
+    def test_a_killed_box_takes_the_command_with_it(self):
+        # The box (run's only child with --socket) dies by SIGKILL: pid 1 of its PID namespace
+        # gets SIGKILL too, and with it every process of the namespace.
+        marker = f"boxproxy-orphan-{os.getpid()}-{time.monotonic_ns()}"
+        proc = subprocess.Popen(self.run_argv(["sh", "-c", f"echo ready; sleep 30; : {marker}"]),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=self.box.env())
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        self.addCleanup(proc.stdout.close)
+        ready = [None]
+        reader = threading.Thread(target=lambda: ready.__setitem__(0, proc.stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(RUN_TIMEOUT)
+        self.assertEqual(ready[0], b"ready\n")
+        (box,) = children_of(proc.pid)
+        self.assertTrue(processes_mentioning(marker))
+        os.kill(box, signal.SIGKILL)
+        self.assertTrue(wait_gone(processes_mentioning(marker)), "the command outlived its box")
+        self.assertEqual(proc.wait(timeout=10), 128 + signal.SIGKILL)
 
     def test_without_user_namespaces_run_refuses_to_start(self):
         # A user namespace of the test's own whose limit is 0: there root may make a network
