@@ -184,16 +184,22 @@ RunOptions parse_run_options(int argc, char** argv) {
   return options;
 }
 
-// The token a proxy run starts will want, read as serve reads it (--auth-token-file, on the
-// command line or in --config): the serve options parsed here as serve will parse them. Throws
-// UsageError as serve would, so a bad option is reported before anything starts.
-std::optional<std::string> token_of_serve_args(const std::vector<std::string>& serve_args, const std::string& socket) {
+// What run must know of the proxy it starts, read as serve reads it.
+struct ServeFacts {
+  std::optional<std::string> token;  // --auth-token-file, on the command line or in --config
+  std::optional<int> ready_fd;       // --ready-fd: serve's, and nobody else's
+};
+
+// The serve options parsed here as serve will parse them. Throws UsageError as serve would, so a
+// bad option is reported before anything starts.
+ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const std::string& socket) {
   std::vector<std::string> args = {"--socket", socket};
   args.insert(args.end(), serve_args.begin(), serve_args.end());
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  return parse_serve_options(static_cast<int>(args.size()), argv.data()).auth_token;
+  ServeOptions parsed = parse_serve_options(static_cast<int>(args.size()), argv.data());
+  return {.token = std::move(parsed.auth_token), .ready_fd = parsed.ready_fd};
 }
 
 // The token of `run --socket PATH --auth-token-file FILE`, read by serve's rules. Throws
@@ -550,8 +556,8 @@ std::optional<std::string> make_private_dir() {
   return path;
 }
 
-int run(const RunOptions& options, const std::optional<std::string>& token) {
-  BoxEnvironment environment{.socket_path = {}, .token = token};
+int run(const RunOptions& options, const ServeFacts& serve_facts) {
+  BoxEnvironment environment{.socket_path = {}, .token = serve_facts.token};
   std::string dir;
   pid_t serve = -1;
   if (options.socket_path) {
@@ -577,6 +583,9 @@ int run(const RunOptions& options, const std::optional<std::string>& token) {
     args.insert(args.end(), options.serve_args.begin(), options.serve_args.end());
     int status = 0;
     serve = start_helper(args, &status);
+    // The supervisor's readiness descriptor is the proxy's to write: were the box to inherit it,
+    // COMMAND could write READY=1 (or hold off the EOF) in the proxy's name.
+    if (serve_facts.ready_fd) ::close(*serve_facts.ready_fd);
     if (serve == -1) {
       ::unlink(environment.socket_path.c_str());
       ::rmdir(dir.c_str());
@@ -619,14 +628,14 @@ int run(const RunOptions& options, const std::optional<std::string>& token) {
 int run_run_command(int argc, char** argv) {
   for (const char* name : kServiceManagerVariables) ::unsetenv(name);
   RunOptions options;
-  std::optional<std::string> token;
+  ServeFacts serve_facts;
   try {
     options = parse_run_options(argc, argv);
     if (options.auth_token_file) {
-      token = token_of_file(*options.auth_token_file);
+      serve_facts.token = token_of_file(*options.auth_token_file);
     } else if (!options.socket_path) {
       // Parsing looks at no socket path: the real one is made only once the options are good.
-      token = token_of_serve_args(options.serve_args, "egress.sock");
+      serve_facts = facts_of_serve_args(options.serve_args, "egress.sock");
     }
   } catch (const HelpRequested&) {
     std::fputs(kHelp, stdout);
@@ -635,7 +644,7 @@ int run_run_command(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.message.c_str());
     return kUsage;
   }
-  return run(options, token);
+  return run(options, serve_facts);
 }
 
 }  // namespace boxproxy

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import subprocess
@@ -476,6 +477,22 @@ class BoxTest(unittest.TestCase):
         notify.setblocking(False)
         with self.assertRaises(BlockingIOError):
             notify.recv(4096)
+
+    def test_the_ready_descriptor_is_the_proxys_alone(self):
+        # COMMAND must not be able to say READY=1 in the proxy's name, nor hold off the EOF.
+        read_end, write_end = os.pipe()
+        self.addCleanup(os.close, read_end)
+        try:
+            code = (f"import os\ntry:\n    os.fstat({write_end})\n    print('inherited')\n"
+                    "except OSError:\n    print('closed')\n")
+            r = self.run_box([sys.executable, "-c", code], "--ready-fd", write_end, pass_fds=(write_end,))
+        finally:
+            os.close(write_end)
+        self.assert_ok(r)
+        self.assertEqual(r.stdout, b"closed\n")
+        for expected in (b"READY=1\n", b""):  # then EOF: every copy closed, nobody else can write
+            self.assertTrue(select.select([read_end], [], [], 5)[0], f"waiting for {expected!r}")
+            self.assertEqual(os.read(read_end, 100), expected)
 
     def test_exit_status_is_the_commands(self):
         self.assertEqual(self.run_box(["sh", "-c", "exit 7"]).returncode, 7)
