@@ -1,4 +1,5 @@
-// The seccomp filter of a `boxproxy run` box: COMMAND makes no Unix socket of its own.
+// The seccomp filter of a `boxproxy run` box: COMMAND makes no Unix socket of its own and types
+// nothing into the terminal.
 //
 // What it stops: a pathname Unix socket ignores network namespaces, so without the filter a
 // box could connect() to any socket of the host its user may open: another session's proxy
@@ -7,6 +8,7 @@
 #include "socketd/box_seccomp.h"
 
 #include <seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -42,9 +44,15 @@ std::string failure(const char* what, int result) {
   return fmt::format("boxproxy run: cannot build the box's seccomp filter: {}: {}", what, std::strerror(-result));
 }
 
+std::optional<std::string> load(void* filter) {
+  const int result = seccomp_load(filter);
+  if (result != 0) return failure("seccomp_load", result);
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::optional<std::string> refuse_unix_sockets() {
+std::optional<std::string> install_box_filter(bool allow_unix_sockets) {
   FilterOwner filter(seccomp_init(SCMP_ACT_ALLOW));
   if (!filter) return "boxproxy run: cannot build the box's seccomp filter: seccomp_init failed";
   // A system call of an ABI the filter does not describe ends the whole process, not just the
@@ -55,6 +63,16 @@ std::optional<std::string> refuse_unix_sockets() {
     const int result = seccomp_arch_add(filter.get(), abi);
     if (result != 0 && result != -EEXIST) return failure("seccomp_arch_add", result);
   }
+  // TIOCSTI pushes bytes into a terminal's input as if typed: COMMAND shares run's terminal, and
+  // what it pushed would be read by the shell that started run once run exits, outside the box
+  // (TIOCLINUX can do the same on a virtual console). An ioctl's request is an unsigned int: the
+  // high 32 bits of the register are ignored here as the kernel ignores them.
+  for (const unsigned long request : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
+    const int result = seccomp_rule_add(filter.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                                        SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, static_cast<scmp_datum_t>(request)));
+    if (result != 0) return failure("ioctl(TIOCSTI)", result);
+  }
+  if (allow_unix_sockets) return load(filter.get());
   // socket(2)'s family is an int: the kernel reads the low 32 bits of the register only, so the
   // comparison must ignore the high ones too, or socket(0x100000001, ...) would be AF_UNIX to the
   // kernel and not to the filter. On i386, libseccomp turns this rule into one for
@@ -68,9 +86,7 @@ std::optional<std::string> refuse_unix_sockets() {
   // without the socket(2) system call, where no filter sees them: no rings in the box.
   result = seccomp_rule_add(filter.get(), SCMP_ACT_ERRNO(EPERM), SCMP_SYS(io_uring_setup), 0);
   if (result != 0) return failure("io_uring_setup", result);
-  result = seccomp_load(filter.get());
-  if (result != 0) return failure("seccomp_load", result);
-  return std::nullopt;
+  return load(filter.get());
 }
 
 }  // namespace boxproxy

@@ -8,7 +8,7 @@
 //        ├─ boxproxy bridge --socket ...           (127.0.0.1:3128, [::1]:3128; the host's PID
 //        │                                          namespace, so COMMAND cannot see it)
 //        └─ pid 1 of a new PID namespace: a fresh /proc, then an inner user namespace that locks
-//           the mounts, PR_SET_NO_NEW_PRIVS, the Unix-socket filter (socketd/box_seccomp.h)
+//           the mounts, PR_SET_NO_NEW_PRIVS, the seccomp filter (socketd/box_seccomp.h)
 //            └─ COMMAND, with the proxy variables set
 //
 // pid 1 waits for the command (reaping orphans meanwhile) and exits with its status, which
@@ -461,11 +461,9 @@ int box_init(const RunOptions& options, const BoxEnvironment& environment, Uniqu
   // dumpable can be traced only with CAP_SYS_PTRACE in the host's user namespace. (pid 1 is under
   // the filter too, so even that would give nothing more.)
   ::prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
-  if (!options.allow_unix_sockets) {
-    if (auto refused = refuse_unix_sockets()) {
-      std::fprintf(stderr, "%s\n", refused->c_str());
-      return kSetupFailed;
-    }
+  if (auto refused = install_box_filter(options.allow_unix_sockets)) {
+    std::fprintf(stderr, "%s\n", refused->c_str());
+    return kSetupFailed;
   }
   std::fflush(nullptr);
   const pid_t command = ::fork();

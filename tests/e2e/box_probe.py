@@ -10,6 +10,7 @@ that the kernel killed it. Loopback only: every address it dials is the test's o
 
 import ctypes
 import errno
+import fcntl
 import json
 import mmap
 import os
@@ -17,6 +18,7 @@ import socket
 import struct
 import subprocess
 import sys
+import termios
 
 CLONE_NEWNET = 0x40000000
 MNT_DETACH = 2
@@ -143,6 +145,12 @@ def check_bind_low_port(port):
 def check_open_for_writing(path):
     """Opens `path` for writing (and writes nothing), so that a box that fails changes nothing."""
     os.close(os.open(path, os.O_WRONLY | os.O_NOCTTY))
+    return "ok"
+
+
+def check_tiocsti(_):
+    """Pushes one byte into the input of the terminal on standard input (the test's own pty)."""
+    fcntl.ioctl(0, termios.TIOCSTI, b"x")
     return "ok"
 
 

@@ -6,6 +6,7 @@ The tests run as root, where the old `run` left COMMAND every capability in the 
 namespace. They skip, saying why, where this system does not let boxproxy make a box."""
 
 import ctypes
+import fcntl
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 import unittest
@@ -149,6 +151,25 @@ class NamespaceEscapeTest(BoxWallsCase):
         self.assertEqual(results, {"knob": "EROFS", "sysfs": "EROFS", "disk": "ENOENT"}, (sysfs, disk))
         self.assertEqual(listing["listdir"],
                          "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero")
+
+    def test_nothing_is_typed_into_the_terminal(self):
+        # TIOCSTI on the terminal run shares with COMMAND would leave input for the shell that
+        # started run, to read once run exits: outside the box. Refused with or without
+        # --allow-unix-sockets.
+        master, slave = os.openpty()
+        self.addCleanup(os.close, master)
+        self.addCleanup(os.close, slave)
+
+        def controlling_terminal():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        for run_args in ([], ["--allow-unix-sockets"]):
+            with self.subTest(run_args=run_args):
+                r = subprocess.run(self.probe_argv({"tiocsti": None}, run_args), stdin=slave, capture_output=True,
+                                   timeout=RUN_TIMEOUT, env=self.box.env(), preexec_fn=controlling_terminal)
+                self.assertEqual(r.returncode, 0, r)
+                self.assertEqual(json.loads(r.stdout.decode().splitlines()[-1]), {"tiocsti": "EPERM"})
 
     def test_the_box_keeps_the_loopback_usable(self):
         # No capability over its network namespace, yet a port below 1024 may be bound there.
