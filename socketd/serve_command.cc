@@ -63,6 +63,17 @@ std::optional<std::string> raise_descriptor_limit(std::uint32_t max_tunnels) {
   return std::nullopt;
 }
 
+// A supervisor may start serve with standard input, output or error closed; the next descriptor
+// opened would then take that number, and log lines meant for standard error would land in the
+// audit file or on a client's socket. Each one that is closed is opened on /dev/null first.
+void ensure_standard_descriptors() noexcept {
+  for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int null_fd = ::open("/dev/null", O_RDWR);  // the lowest free number: `fd` itself
+    if (null_fd != -1 && null_fd != fd) ::close(null_fd);
+  }
+}
+
 UniqueFd open_append(const std::string& path, const char* what) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd == -1) throw StartupError{1, fmt::format("boxproxy serve: {} {}: {}", what, path, std::strerror(errno))};
@@ -159,6 +170,7 @@ struct Daemon {
 };
 
 int serve(const ServeOptions& options) {
+  ensure_standard_descriptors();
   const pid_t parent = ::getppid();
   // A client that leaves mid-write must not kill the process: every send uses MSG_NOSIGNAL, and
   // SIGPIPE is ignored for anything else (the log on a closed pipe).

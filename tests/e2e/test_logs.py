@@ -306,6 +306,19 @@ class LogTest(OriginsMixin, ProxyTestCase):
             self.assertEqual(n, i + 1, f"refusal {target} not in the audit when the client got it")
             s.close()
 
+    def test_closed_standard_error_never_sends_log_lines_into_the_audit(self):
+        # Started with standard error closed, the audit file would take its number and get the
+        # text log lines too; serve opens /dev/null there first.
+        p, path = self.proxy_with_audit()
+        p.preexec_fn = lambda: os.close(2)
+        p.start()
+        self.refuse(p, "10.0.0.1:443")
+        p.stop()
+        with open(path) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(len(lines), 1, lines)
+        self.assertEqual(json.loads(lines[0])["class"], "private")
+
     def test_audit_that_cannot_be_opened_stops_the_start(self):
         from harness import Proxy
         proxy = Proxy("--audit", "/nonexistent-dir-e2e/audit.jsonl")
