@@ -537,6 +537,19 @@ int box(const RunOptions& options, const BoxEnvironment& environment, pid_t run_
   return status == -1 ? kSetupFailed : exit_status(status);
 }
 
+// COMMAND stays in run's process group, so that a terminal's Ctrl-C and Ctrl-Z reach it; but
+// kill(0, ...) in COMMAND signals every process of that group, inside the box or not (a process
+// group ignores PID namespaces), and a supervisor that starts run without a group of its own
+// shares it. So run leads a group of its own, unless its group is a terminal's foreground one,
+// whose job control then wins (a shell makes each job a group of its own already).
+void lead_a_process_group() noexcept {
+  if (::getpgrp() == ::getpid()) return;
+  for (const int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (::isatty(fd) == 1 && ::tcgetpgrp(fd) == ::getpgrp()) return;
+  }
+  ::setpgid(0, 0);
+}
+
 // A private directory for the socket of a proxy run starts: the session's runtime directory
 // when there is one, else TMPDIR or /tmp. mkdtemp makes it 0700.
 std::optional<std::string> make_private_dir() {
@@ -555,6 +568,7 @@ std::optional<std::string> make_private_dir() {
 }
 
 int run(const RunOptions& options, const ServeFacts& serve_facts) {
+  lead_a_process_group();
   BoxEnvironment environment{.socket_path = {}, .token = serve_facts.token};
   std::string dir;
   pid_t serve = -1;

@@ -184,6 +184,21 @@ class NamespaceEscapeTest(BoxWallsCase):
         self.assertEqual((r.returncode, r.stdout), (0, b"started\n"), r)
         self.assertTrue(wait_gone(processes_mentioning(marker)), "a process of the box outlived run")
 
+    def test_kill_0_reaches_no_process_of_the_caller(self):
+        # kill(0, ...) signals the caller's whole process group, whatever the PID namespace. The
+        # caller here (a supervisor that starts run without a group of its own) leads a session
+        # of its own, so that on a run that fails this only it is signalled.
+        supervisor = ("import signal, subprocess, sys, time\n"
+                      "got = []\n"
+                      "signal.signal(signal.SIGWINCH, lambda *a: got.append(1))\n"
+                      "r = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)\n"
+                      "time.sleep(0.2)\n"
+                      "print('signalled' if got else 'untouched', r.returncode)\n")
+        r = subprocess.run([sys.executable, "-c", supervisor, *self.run_argv(["sh", "-c", "kill -WINCH 0"])],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=RUN_TIMEOUT, env=self.box.env(),
+                           start_new_session=True)
+        self.assertEqual(r.stdout, b"untouched 0\n", r)
+
     def test_a_killed_box_takes_the_command_with_it(self):
         # The box (run's only child with --socket) dies by SIGKILL: pid 1 of its PID namespace
         # gets SIGKILL too, and with it every process of the namespace.
