@@ -148,7 +148,8 @@ ClientConnection::Next ClientConnection::side_writable(Side& side) {
     case Phase::relaying:
       return check_tunnel_done();
     case Phase::forwarding:
-      if (&side == &client_ && exchange_ && exchange_->response_done && !exchange_->keep_alive) return Next::close;
+      // The response is all written: the exchange ends now (end_exchange waited for this).
+      if (&side == &client_ && exchange_ && exchange_->response_done) return finish_exchange();
       // The client took what was queued: response heads read meanwhile are parsed now, not only
       // on the upstream's next read (which may never come: the bytes are all here).
       if (&side == &client_ && exchange_ && !exchange_->response_head_done && !exchange_->response_head.empty()) {
@@ -259,9 +260,10 @@ ClientConnection::Next ClientConnection::allowed() {
   started_ = last_activity_ = std::chrono::steady_clock::now();
   arm_timer(server_.config().idle_timeout);
   resume(client_, pause_no_more_wanted);
+  up_mark_ = upstream_.written;
   if (protocol_ == Protocol::http && kind_ == ClientKind::http) {
     phase_ = Phase::forwarding;
-    up_bytes_ += upstream_prefix_.size();
+    down_mark_ = client_.written + client_.queued_bytes();
     if (queue(upstream_, upstream_prefix_) == Next::close) return Next::close;
     std::string().swap(upstream_prefix_);
     update_reading(upstream_);
@@ -285,8 +287,8 @@ ClientConnection::Next ClientConnection::allowed() {
       break;
   }
   phase_ = Phase::relaying;
+  down_mark_ = client_.written + client_.queued_bytes();  // the reply above is not the tunnel's
   // Bytes the client sent after its head or request go upstream first.
-  up_bytes_ += inbox_.size();
   if (queue(upstream_, inbox_) == Next::close) return Next::close;
   std::string().swap(inbox_);
   if (upstream_.has_queued()) pause(client_, pause_peer_full);
@@ -303,10 +305,7 @@ ClientConnection::Next ClientConnection::allowed() {
 ClientConnection::Next ClientConnection::relay_readable(Side& from) {
   const RelayStep step = relay_once(from, other(from));
   if (step.failed) return Next::close;
-  if (step.moved > 0) {
-    last_activity_ = std::chrono::steady_clock::now();
-    (&from == &client_ ? up_bytes_ : down_bytes_) += step.moved;
-  }
+  if (step.moved > 0) last_activity_ = std::chrono::steady_clock::now();
   return step.eof ? check_tunnel_done() : Next::keep;
 }
 
@@ -318,11 +317,13 @@ ClientConnection::Next ClientConnection::check_tunnel_done() {
 void ClientConnection::log_done() {
   done_owed_ = false;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
-  server_.stats().up += up_bytes_;
-  server_.stats().down += down_bytes_;
-  server_.log().done({kind_, target_.host, target_.port, ip_text_, up_bytes_, down_bytes_,
-                      static_cast<std::uint64_t>(ms.count())});
-  up_bytes_ = down_bytes_ = 0;
+  // What the other side was given: bytes still queued (or in a pipe) when a tunnel or an exchange
+  // ends by an error never reached anyone, and are not counted.
+  const std::uint64_t up = upstream_.written - up_mark_;
+  const std::uint64_t down = client_.written > down_mark_ ? client_.written - down_mark_ : 0;
+  server_.stats().up += up;
+  server_.stats().down += down;
+  server_.log().done({kind_, target_.host, target_.port, ip_text_, up, down, static_cast<std::uint64_t>(ms.count())});
 }
 
 }  // namespace boxproxy

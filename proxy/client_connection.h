@@ -128,6 +128,7 @@ class ClientConnection {
   Next pass_request_body(std::string_view bytes);
   Next pass_response(std::string_view bytes);
   Next end_exchange();
+  Next finish_exchange();
   Next check_tunnel_done();
   void log_done();
   void release_upstream() noexcept;         // the upstream socket and its slot
@@ -158,8 +159,11 @@ class ClientConnection {
 
   std::chrono::steady_clock::time_point started_;
   std::chrono::steady_clock::time_point last_activity_;
-  std::uint64_t up_bytes_ = 0;
-  std::uint64_t down_bytes_ = 0;
+  // Where the done line's counts start: upstream_.written and client_.written (plus what was
+  // queued for the client before: the reply to a CONNECT or SOCKS request) when it was allowed.
+  // The line counts what was written to the other side since, never what was read or queued.
+  std::uint64_t up_mark_ = 0;
+  std::uint64_t down_mark_ = 0;
 };
 
 }  // namespace boxproxy

@@ -71,7 +71,6 @@ ClientConnection::Next ClientConnection::pass_request_body(std::string_view byte
   }
   // Trailers are not passed on (SPEC §8): `pass` stops before them and `ending` closes the body.
   pass = std::min(pass, take);
-  up_bytes_ += pass + ending.size();
   if (queue(upstream_, bytes.substr(0, pass)) == Next::close) return Next::close;
   if (queue(upstream_, ending) == Next::close) return Next::close;
   // Bytes past the body are the client's next request: kept until this exchange ends.
@@ -131,7 +130,6 @@ ClientConnection::Next ClientConnection::parse_response_heads() {
       // HTTP/1.0 client, which does not know them (RFC 9110 §15.2): dropped.
       if (!exchange.client_http10) {
         const std::string interim = rewrite_response_head(head, exchange.client_keep_alive);
-        down_bytes_ += interim.size();
         if (queue(client_, interim) == Next::close) return Next::close;
       }
       offset += parsed.consumed;
@@ -142,7 +140,6 @@ ClientConnection::Next ClientConnection::parse_response_heads() {
     exchange.response_body = std::get<BodyFraming>(framing);
     exchange.keep_alive = exchange.client_keep_alive && exchange.response_body.kind != BodyFraming::Kind::until_close;
     const std::string rewritten = rewrite_response_head(head, exchange.keep_alive);
-    down_bytes_ += rewritten.size();
     if (queue(client_, rewritten) == Next::close) return Next::close;
     std::string rest = std::string(unparsed.substr(parsed.consumed));
     std::string().swap(exchange.response_head);
@@ -180,7 +177,6 @@ ClientConnection::Next ClientConnection::pass_response(std::string_view bytes) {
   }
   // Trailers are not passed on (SPEC §8): `pass` stops before them and `ending` closes the body.
   pass = std::min(pass, take);
-  down_bytes_ += pass + ending.size();
   if (queue(client_, bytes.substr(0, pass)) == Next::close) return Next::close;
   if (queue(client_, ending) == Next::close) return Next::close;
   // Anything an origin sends past its response's end is dropped with the upstream connection:
@@ -191,14 +187,23 @@ ClientConnection::Next ClientConnection::pass_response(std::string_view bytes) {
 }
 
 ClientConnection::Next ClientConnection::end_exchange() {
-  log_done();
+  // The response is all read: the upstream connection and its slot are given back at once.
   release_upstream();
-  Exchange& exchange = *exchange_;
-  // A client that has shut down its writing sends no next request: close once the response is out.
-  if (!exchange.keep_alive || !exchange.request_done || client_.read_eof) {
-    exchange.keep_alive = false;
-    return client_.has_queued() ? Next::keep : Next::close;
-  }
+  // Nothing more is read from the client for this exchange (a body the origin did not wait for
+  // is not passed on; a pipelined request waits its turn).
+  pause(client_, pause_no_more_wanted);
+  // The done line and the next request wait until the response is all written to the client
+  // (side_writable calls finish_exchange then): so a client that shut down its writing after its
+  // request still gets every byte before the close, and the line counts only what it was given.
+  if (client_.has_queued()) return Next::keep;
+  return finish_exchange();
+}
+
+ClientConnection::Next ClientConnection::finish_exchange() {
+  log_done();
+  const Exchange& exchange = *exchange_;
+  // A client that has shut down its writing sends no next request: close, the response all out.
+  if (!exchange.keep_alive || !exchange.request_done || client_.read_eof) return Next::close;
   // Keep-alive: the next request on this connection is a new decision (SPEC §8).
   exchange_.reset();
   phase_ = Phase::handshake;

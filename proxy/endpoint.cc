@@ -34,6 +34,7 @@ bool drain_pipe(Endpoint& end) {
       return false;
     }
     end.pipe_bytes -= static_cast<std::size_t>(n);
+    end.written += static_cast<std::size_t>(n);
   }
   return true;
 }
@@ -145,6 +146,7 @@ bool send_or_queue(Endpoint& end, std::string_view bytes) {
       if (!would_block(errno) && errno != EINTR) return false;
       n = 0;
     }
+    end.written += static_cast<std::size_t>(n);
     bytes.remove_prefix(static_cast<std::size_t>(n));
     if (bytes.empty()) return true;
     end.out.assign(bytes);
@@ -169,6 +171,7 @@ bool flush_queued(Endpoint& end) {
       return false;  // an error on either end ends both
     }
     end.out_offset += static_cast<std::size_t>(n);
+    end.written += static_cast<std::size_t>(n);
   }
   // Drained: give the memory back (an idle tunnel holds no buffer).
   if (!end.out.empty()) {

@@ -45,11 +45,16 @@ struct Endpoint {
   UniqueFd pipe_write;
   std::size_t pipe_bytes = 0;  // bytes in the pipe not yet written to this end
   bool splice_failed = false;  // the kernel refused splice here: buffers from now on
+  // Bytes written to this end's socket (by send or splice) in all, kept through reset(): what the
+  // done line counts is what the peer was given, never what was read or queued and then lost.
+  std::uint64_t written = 0;
 
   [[nodiscard]] bool has_queued() const noexcept { return out_offset < out.size() || pipe_bytes > 0; }
+  [[nodiscard]] std::size_t queued_bytes() const noexcept { return out.size() - out_offset + pipe_bytes; }
   [[nodiscard]] bool uses_pipe() const noexcept { return pipe_write.valid(); }
 
-  // Closes the socket, its pipe and its events (events first), and forgets every state bit.
+  // Closes the socket, its pipe and its events (events first), and forgets every state bit
+  // (but not `written`).
   void reset() noexcept;
 };
 

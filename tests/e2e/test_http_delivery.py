@@ -85,13 +85,13 @@ def unread_bytes(sock):
     return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
-def read_to_eof(sock, timeout=20, limit=64 * MIB):
-    """Everything until the peer closes (bounded in time and size)."""
+def read_to_eof(sock, timeout=20, limit=64 * MIB, piece=1 << 16):
+    """Everything until the peer closes (bounded in time and size), `piece` bytes a read at most."""
     sock.settimeout(timeout)
     data = bytearray()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and len(data) < limit:
-        chunk = sock.recv(1 << 16)
+        chunk = sock.recv(piece)
         if not chunk:
             return bytes(data)
         data += chunk
@@ -205,6 +205,125 @@ class HttpDeliveryTest(ProxyTestCase):
         self.assertIn(b"HTTP/1.1 102 Processing\r\n", data)
         self.assertIn(b"HTTP/1.1 103 Early Hints\r\n", data)
         self.assertTrue(data.endswith(b"\r\n\r\n" + body))
+
+    # -- half-close and the done line's counts (item 9)
+
+    def body_origin(self, size=None):
+        """Answers GET /size/N (or `size`) with N bytes of body, framed by Content-Length and sent
+        in one go; the origin does not close first (the length ends the response)."""
+        def answer(conn, head):
+            path = head.split(b" ", 2)[1].decode()
+            n = int(path.rsplit("/", 1)[1]) if path.startswith("/size/") else size
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n + b"b" * n)
+            time.sleep(0.5)
+        return self.origin(answer)
+
+    def half_closed_exchange(self, p, origin, body_size, wait_before_reading=0.0):
+        """A keep-alive request, shut down for writing at once; returns every byte until EOF."""
+        s = p.connect()
+        s.sendall(get(origin.port, f"/size/{body_size}", headers=["Connection: keep-alive"]))
+        s.shutdown(socket.SHUT_WR)
+        time.sleep(wait_before_reading)
+        data = read_to_eof(s)
+        s.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 OK"), head[:100])
+        self.assertEqual(len(body), body_size, "the response was cut short")
+        return data
+
+    def test_half_close_after_a_keep_alive_request_loses_nothing(self):
+        # The client shuts down its writing right after its request (it still reads). Before: the
+        # proxy ended the exchange once it had read the response's last byte, went back to reading
+        # the next request, saw the EOF and closed, with the response's tail still queued when the
+        # client's socket was full at that moment (68 bytes of a 4 MiB body were lost); its done
+        # line counted them. Now every byte reaches the client, then the proxy closes, and `down`
+        # is exactly what the client received.
+        origin = self.body_origin()
+        p = self.proxy(log_file=True)
+        done_lines = 0
+
+        def check_done(data):
+            nonlocal done_lines
+            done_lines += 1
+            line = p.wait_log(kind="http", cls="done", count=done_lines)[done_lines - 1]
+            self.assertEqual(line.down, len(data))
+            self.assertEqual(line.up, len(origin.heads[-1]))
+
+        check_done(self.half_closed_exchange(p, origin, 4 * MIB))
+        # Made certain: how much the proxy writes to a client that reads nothing before the
+        # client's socket is full (measured, not assumed) ...
+        s = p.connect()
+        s.sendall(get(origin.port, f"/size/{MIB}", headers=["Connection: keep-alive"]))
+        s.shutdown(socket.SHUT_WR)
+        fits = wait_settled(lambda: unread_bytes(s), timeout=5, still=0.5)
+        data = read_to_eof(s)
+        head_size = data.index(b"\r\n\r\n") + 4
+        s.close()
+        check_done(data)
+        # ... then a response a little larger, read only once the proxy has read all of it: its last
+        # piece finds the socket full, and the exchange ends with it queued.
+        body_size = fits + 8192 - head_size
+        for attempt in range(3):
+            with self.subTest(attempt=attempt):
+                data = self.half_closed_exchange(p, origin, body_size, wait_before_reading=0.5)
+                check_done(data)
+
+    def test_pipelined_keep_alive_requests_each_get_their_whole_response(self):
+        size = 1 * MIB
+        origin = self.body_origin(size)
+        p = self.proxy(log_file=True)
+        s = p.connect()
+        s.sendall(get(origin.port, "/one") + get(origin.port, "/two") + get(origin.port, "/three",
+                                                                          headers=["Connection: close"]))
+        data = read_to_eof(s)
+        s.close()
+        responses = data.split(b"HTTP/1.1 200 OK\r\n")
+        self.assertEqual(responses[0], b"")
+        self.assertEqual(len(responses), 4, [r[:60] for r in responses])
+        for r in responses[1:]:
+            self.assertEqual(len(r.partition(b"\r\n\r\n")[2]), size)
+        self.assertEqual([h.split(b" ")[1] for h in origin.heads], [b"/one", b"/two", b"/three"])
+        lines = p.wait_log(kind="http", cls="done", count=3)
+        self.assertEqual(sum(line.down for line in lines), len(data))
+        for line, r in zip(lines, responses[1:]):
+            self.assertEqual(line.down, len(b"HTTP/1.1 200 OK\r\n") + len(r))
+
+    def test_tunnel_ended_by_an_error_counts_only_what_was_written(self):
+        # The origin floods; the client reads some, then stops, then closes without reading the
+        # rest (an error for the proxy's next write). `down` must be what the proxy wrote to the
+        # client's socket (what the client read, plus what was waiting unread in its receive queue),
+        # not what it read from the origin (bytes still queued in the proxy, or in a splice pipe).
+        stop = threading.Event()
+
+        def flood(conn, head):
+            conn.settimeout(0.2)
+            block = b"f" * (1 << 16)
+            deadline = time.monotonic() + 20
+            while not stop.is_set() and time.monotonic() < deadline:
+                try:
+                    conn.send(block)
+                except socket.timeout:
+                    continue
+        self.addCleanup(stop.set)
+        origin = self.origin(flood)
+        p = self.proxy(log_file=True)
+        s = p.connect()
+        s.sendall(connect_request(f"{ORIGIN_HOST}:{origin.port}") + b"GET / HTTP/1.1\r\n\r\n")
+        established = b"HTTP/1.1 200 Connection Established\r\n\r\n"
+        self.assertEqual(recv_exact(s, len(established)), established)
+        received = 0
+        while received < 8 * MIB:  # bulk data: the direction moves to a splice pipe
+            received += len(s.recv(1 << 16))
+        # Stop reading; wait until the proxy can write no more (the receive queue stays still).
+        unread = wait_settled(lambda: unread_bytes(s), timeout=5, still=0.5)
+        self.assertGreater(unread, 0)
+        s.close()
+        (done,) = p.wait_log(kind="connect", cls="done")
+        stop.set()
+        print(f"\ntunnel ended by an error: client read {received}, left {unread} unread; done down={done.down}",
+              file=sys.stderr)
+        self.assertEqual(done.down, received + unread)
+        self.assertEqual(done.up, len(b"GET / HTTP/1.1\r\n\r\n"))
 
 
 if __name__ == "__main__":
