@@ -22,11 +22,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/keyctl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -455,6 +457,12 @@ int box_init(const RunOptions& options, const BoxEnvironment& environment, Uniqu
   // capability), and the filter below requires it.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) == -1) {
     std::fprintf(stderr, "boxproxy run: PR_SET_NO_NEW_PRIVS: %s\n", std::strerror(errno));
+    return kSetupFailed;
+  }
+  // The session keyring is inherited, and its keys are the caller's secrets (its possessor may
+  // read them): COMMAND gets a new, empty one. (The user keyring is per user namespace already.)
+  if (::syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, nullptr) == -1 && errno != ENOSYS) {
+    std::fprintf(stderr, "boxproxy run: cannot give the box a session keyring of its own: %s\n", std::strerror(errno));
     return kSetupFailed;
   }
   // COMMAND (same user) must not ptrace pid 1 or open its /proc/1/mem: a process that is not

@@ -154,6 +154,12 @@ def check_tiocsti(_):
     return "ok"
 
 
+def check_session_key(description):
+    """keyctl(KEYCTL_SEARCH) for a user key in the session keyring."""
+    found = libc.syscall(250, 10, ctypes.c_long(-3), b"user", description.encode(), 0)  # SYS_keyctl, @s
+    return "ok" if found > 0 else errno_name(ctypes.get_errno())
+
+
 def check_listdir(path):
     return " ".join(sorted(os.listdir(path)))
 

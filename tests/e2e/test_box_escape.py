@@ -127,6 +127,24 @@ class NamespaceEscapeTest(BoxWallsCase):
         results, _ = self.probe({"sysv_shm": key})
         self.assertEqual(results["sysv_shm"], "ENOENT", results)
 
+    def test_the_callers_session_keyring_is_out_of_reach(self):
+        # run starts in a session keyring of its own holding a key (so the machine's keyrings are
+        # untouched): COMMAND must not find it.
+        description = f"boxproxy-test-{os.getpid()}"
+
+        def keyring_with_a_key():
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.syscall.restype = ctypes.c_long
+            libc.syscall(250, 1, None)  # SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING: a new one
+            if libc.syscall(248, b"user", description.encode(), b"secret", 6, ctypes.c_long(-3)) <= 0:  # add_key
+                os._exit(99)
+
+        r = subprocess.run(self.probe_argv({"session_key": description}), stdin=subprocess.DEVNULL,
+                           capture_output=True, timeout=RUN_TIMEOUT, env=self.box.env(),
+                           preexec_fn=keyring_with_a_key)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(json.loads(r.stdout.decode().splitlines()[-1]), {"session_key": "ENOKEY"})
+
     def test_no_new_privileges_capabilities_only_inside_and_proc_stays_mounted(self):
         results, _ = self.probe({"status": None, "umount_proc": os.stat("/proc/self/ns/mnt").st_ino})
         status = dict(field.split("=") for field in results["status"].split())
