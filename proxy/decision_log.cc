@@ -228,6 +228,9 @@ void DecisionLog::append(std::string_view line) {
     schedule_flush();
     return;
   }
+  // Grown by hand: std::string's doubling would let the queue's capacity reach twice the bound.
+  const std::size_t need = pending_.size() + line.size() + 1;
+  if (need > pending_.capacity()) pending_.reserve(std::min(std::max(need, 2 * pending_.capacity()), kLogQueueBytes));
   pending_.append(line);
   pending_.push_back('\n');
   const bool reader_behind = writable_event_ && event_pending(writable_event_.get(), EV_WRITE, nullptr) != 0;
@@ -260,8 +263,8 @@ void DecisionLog::write_queue() noexcept {
   if (mode_ == WriteMode::regular_file) {
     // A file is written whole lines or nothing (write_lines); what a full disk refuses is counted.
     if (!pending_.empty() && !write_lines(log_fd_, pending_)) drop_queue();
-    pending_.clear();
-    if (dropped_ > 0 && pending_.empty()) {
+    release_queue();
+    if (dropped_ > 0) {
       const std::string line = fmt::format("{{\"event\":\"log-dropped\",\"n\":{}}}\n", dropped_);
       if (write_lines(log_fd_, line)) dropped_ = 0;
     }
@@ -308,10 +311,19 @@ void DecisionLog::write_queue() noexcept {
       return;
     }
     // Writing works again: say how many lines were lost, once.
-    if (dropped_ == 0) return;
-    pending_ = fmt::format("{{\"event\":\"log-dropped\",\"n\":{}}}\n", dropped_);
+    if (dropped_ == 0) {
+      release_queue();
+      return;
+    }
+    pending_.assign(fmt::format("{{\"event\":\"log-dropped\",\"n\":{}}}\n", dropped_));
     dropped_ = 0;
   }
+}
+
+void DecisionLog::release_queue() noexcept {
+  pending_.clear();
+  // After a burst, give the memory back: an idle proxy holds no large log buffer.
+  if (pending_.capacity() > kLogFlushThreshold) std::string().swap(pending_);
 }
 
 void DecisionLog::on_flush(evutil_socket_t, short, void* self) {

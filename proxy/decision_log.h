@@ -102,6 +102,7 @@ class DecisionLog {
   void schedule_flush() noexcept;
   void write_queue() noexcept;
   void drop_queue() noexcept;
+  void release_queue() noexcept;
   // Appends a line to the audit; `sync` for a refusal (an ok or done line is not synced).
   void audit(std::string_view json_line, std::optional<AuditSync> sync);
   void audit_result(bool ok);
