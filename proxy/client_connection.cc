@@ -51,8 +51,8 @@ ClientConnection::ClientConnection(ProxyServer& server, int client_fd)
     : server_(server), started_(std::chrono::steady_clock::now()), last_activity_(started_) {
   client_.fd.reset(client_fd);
   ++server_.stats().clients;
-  ++server_.stats().handshaking;
-  counted_handshaking_ = true;
+  ++server_.stats().undecided;
+  counted_undecided_ = true;
 }
 
 bool ClientConnection::init_events() {
@@ -71,7 +71,7 @@ ClientConnection::~ClientConnection() {
   Resolver::cancel(lookup_);
   if (done_owed_) log_done();
   if (holds_slot_) server_.release_slot();
-  if (counted_handshaking_) --server_.stats().handshaking;
+  if (counted_undecided_) --server_.stats().undecided;
   --server_.stats().clients;
   server_.forget(this);
   // Events are freed (and so deleted from the base) before the descriptors they watch close:
@@ -180,7 +180,10 @@ ClientConnection::Next ClientConnection::client_readable() {
                                   : socks5_max_handshake_bytes - std::min(handshake_consumed_, socks5_max_handshake_bytes);
     cap = limit + 1 > inbox_.size() ? limit + 1 - inbox_.size() : 1;
   } else if (phase_ == Phase::resolving || phase_ == Phase::dialling) {
-    cap = kMaxEarlyBytes > inbox_.size() ? kMaxEarlyBytes - inbox_.size() : 0;
+    // What the client already holds here counts: early data, and a plain request's head rewritten
+    // for the origin, so a waiting client never holds more than a handshaking one (or 16 KiB).
+    const std::size_t held = inbox_.size() + upstream_prefix_.size();
+    cap = kMaxEarlyBytes > held ? kMaxEarlyBytes - held : 0;
     if (cap == 0) {
       pause(client_, pause_no_more_wanted);
       return Next::keep;
@@ -255,6 +258,7 @@ ClientConnection::Next ClientConnection::timer_fired() {
 // Allowed: the reply, then a tunnel or a plain-HTTP exchange.
 
 ClientConnection::Next ClientConnection::allowed() {
+  leave_handshake();
   server_.log().decision({kind_, target_.host, target_.port, ip_text_, std::nullopt});
   done_owed_ = true;  // however the tunnel or exchange ends, its done line follows
   started_ = last_activity_ = std::chrono::steady_clock::now();

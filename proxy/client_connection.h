@@ -142,10 +142,11 @@ class ClientConnection {
   Protocol protocol_ = Protocol::unknown;
   ClientKind kind_ = ClientKind::connect;
   Socks5Step socks5_step_ = Socks5Step::greeting;
-  bool counted_handshaking_ = false;
+  bool counted_undecided_ = false;     // counted in stats().undecided (kMaxHandshakingClients)
   bool done_owed_ = false;             // allowed: a done line is owed when the tunnel/exchange ends
   std::size_t handshake_consumed_ = 0; // SOCKS handshake bytes already parsed (bounded in all)
-  void leave_handshake() noexcept;
+  void leave_handshake() noexcept;     // decided (allowed or refused): leaves the undecided count
+  void give_back_head_buffers();
   bool holds_slot_ = false;
 
   std::string inbox_;  // client bytes read but not yet consumed (head, handshake, early data)

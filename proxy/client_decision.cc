@@ -40,9 +40,21 @@ sockaddr_storage to_sockaddr(const IpAddress& address, std::uint16_t port, sockl
 }  // namespace
 
 ClientConnection::Next ClientConnection::decide(TargetResult parsed) {
-  leave_handshake();
+  // The client stays counted among the undecided until it is allowed or refused: waiting on DNS
+  // or on a dial, it still holds a descriptor and its buffers, for as long as the box makes it
+  // wait (kMaxHandshakingClients).
   if (auto* reason = std::get_if<Reason>(&parsed)) return refuse(*reason);
+  give_back_head_buffers();
   return decide_parsed(std::move(std::get<Target>(parsed)));
+}
+
+// The head has been parsed: the buffer it was read into (up to --max-head-bytes) is given back,
+// and only what must be kept stays, at its size: early data, and for plain HTTP the head
+// rewritten for the origin. Without this, thousands of clients waiting on a silent DNS server
+// would each hold a head's worth of memory they no longer need.
+void ClientConnection::give_back_head_buffers() {
+  if (inbox_.capacity() > inbox_.size()) std::string(inbox_).swap(inbox_);
+  if (upstream_prefix_.capacity() > upstream_prefix_.size()) std::string(upstream_prefix_).swap(upstream_prefix_);
 }
 
 ClientConnection::Next ClientConnection::decide_parsed(Target target) {

@@ -37,9 +37,9 @@ AuthorityText uri_host_text(std::string_view target) noexcept {
 }  // namespace
 
 void ClientConnection::leave_handshake() noexcept {
-  if (counted_handshaking_) {
-    counted_handshaking_ = false;
-    --server_.stats().handshaking;
+  if (counted_undecided_) {
+    counted_undecided_ = false;
+    --server_.stats().undecided;
   }
 }
 

@@ -78,9 +78,10 @@ void ProxyServer::forget(ClientConnection* connection) noexcept {
 
 void ProxyServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) {
   auto* server = static_cast<ProxyServer*>(self);
-  // evconnlistener hands us a non-blocking descriptor. Too many clients still in their
-  // handshake: this one is closed at once, so silent clients cannot starve the rest.
-  if (server->stopping_ || server->stats_.handshaking >= kMaxHandshakingClients) {
+  // evconnlistener hands us a non-blocking descriptor. Too many clients not yet decided (in
+  // their handshake, or waiting on DNS or a dial): this one is closed at once, so clients a box
+  // keeps waiting cannot hold memory and descriptors without bound.
+  if (server->stopping_ || server->stats_.undecided >= kMaxHandshakingClients) {
     ::close(fd);
     return;
   }

@@ -31,17 +31,22 @@ struct ProxyConfig {
   std::optional<std::string> auth_token;
 };
 
-// Clients still in their handshake (head or SOCKS negotiation) at once. Past this, a new client
-// is closed at once: a flood of silent connections cannot take every descriptor from the
-// tunnels (each waits at most --head-timeout anyway). 1024 silent clients hold at most
-// 1024 * (32 KiB head + ~1 KiB) in the worst case.
+// Clients not yet decided at once: in their handshake (head or SOCKS negotiation), or with their
+// request complete and waiting on DNS or on a dial. Past this, a new client is closed as soon as
+// it is accepted. One cap for both, not one each: a box controls how long either waits (a silent
+// head for --head-timeout, a name whose DNS server never answers for --dns-timeout, a dial for
+// --connect-timeout), and a cap of their own for the waiting ones would only add a second worst
+// case without letting more through. Each holds at most max(--max-head-bytes + 1, 16 KiB) of
+// buffers (the head while it is read; after the decision only early data and, for plain HTTP,
+// the head rewritten for the origin), so 1024 hold at most 1024 * (32 KiB + ~3 KiB) with the
+// defaults (RESOURCE BOUNDS in the man page has the measured figures).
 inline constexpr std::size_t kMaxHandshakingClients = 1024;
 
 struct ProxyStats {
   std::uint64_t open = 0;     // upstream connections open now (slots taken)
   std::uint64_t used = 0;     // upstream connections used in all (budget spent)
   std::uint64_t clients = 0;  // client connections open now
-  std::uint64_t handshaking = 0;
+  std::uint64_t undecided = 0;  // clients counted against kMaxHandshakingClients
   std::map<std::string, std::uint64_t, std::less<>> refused;  // by log class
   std::uint64_t up = 0;
   std::uint64_t down = 0;
