@@ -35,92 +35,86 @@
 namespace boxproxy {
 namespace {
 
-constexpr std::string_view kPrefix = "boxproxy serve: ";
+constexpr std::string_view kCommand = "serve";
 
-// Ranges, documented in serve_help_text() and the man page.
-constexpr std::uint64_t kMaxTunnelsMax = 1'000'000;               // far above any fd limit
-constexpr std::uint64_t kMaxConnectionsMax = std::uint64_t{1} << 63;
-constexpr double kMaxSeconds = 86'400;                            // one day
-constexpr std::uint64_t kMaxHeadBytesMin = 1024;                  // a real client's head fits
-constexpr std::uint64_t kMaxHeadBytesMax = 1'048'576;             // bounds per-client memory
-// Files read at start: caps so that a FIFO or /dev/zero given by mistake cannot hang or
-// exhaust memory; each is far above any sensible content.
-constexpr std::size_t kMaxConfigBytes = 16 * 1024 * 1024;
-constexpr std::size_t kMaxAllowFileBytes = 16 * 1024 * 1024;
-constexpr std::size_t kMaxTokenBytes = 64 * 1024;
-
-enum class Kind {
-  flag,    // no value: --die-with-parent; a JSON boolean in the config
-  single,  // one value; given twice on the command line is an error
-  list,    // repeatable; a JSON array of strings in the config
-};
-
-enum class JsonType {
-  string,   // a JSON string
-  integer,  // a JSON integer (the text of the number is validated like the command line's)
-  seconds,  // a JSON number, whole or not
-  boolean,  // a flag
-  strings,  // an array of strings
-};
-
-struct OptionSpec {
-  std::string_view name;
-  Kind kind;
-  JsonType json;
-  bool in_config;  // may appear as a config key
-};
-
-constexpr OptionSpec kOptions[] = {
-    {"socket", Kind::single, JsonType::string, true},
-    {"allow", Kind::list, JsonType::strings, true},
-    {"allow-file", Kind::single, JsonType::string, true},
-    {"allow-hint", Kind::single, JsonType::string, true},
-    {"permit", Kind::list, JsonType::strings, true},
-    {"deny", Kind::list, JsonType::strings, true},
-    {"resolve", Kind::list, JsonType::strings, true},
-    {"nameserver", Kind::list, JsonType::strings, true},
-    {"max-tunnels", Kind::single, JsonType::integer, true},
-    {"max-connections", Kind::single, JsonType::integer, true},
-    {"head-timeout", Kind::single, JsonType::seconds, true},
-    {"dns-timeout", Kind::single, JsonType::seconds, true},
-    {"connect-timeout", Kind::single, JsonType::seconds, true},
-    {"idle-timeout", Kind::single, JsonType::seconds, true},
-    {"max-head-bytes", Kind::single, JsonType::integer, true},
-    {"log", Kind::single, JsonType::string, true},
-    {"log-file", Kind::single, JsonType::string, true},
-    {"audit", Kind::single, JsonType::string, true},
-    {"auth-token-file", Kind::single, JsonType::string, true},
-    {"ready-fd", Kind::single, JsonType::integer, true},
-    {"die-with-parent", Kind::flag, JsonType::boolean, true},
-    // A config naming another config would make precedence a puzzle: command line only.
-    {"config", Kind::single, JsonType::string, false},
-};
-
-const OptionSpec* find_option(std::string_view name) {
-  for (const auto& spec : kOptions) {
-    if (spec.name == name) return &spec;
-  }
-  return nullptr;
+OptionTable make_serve_table() {
+  using defaults::kMaxSeconds;
+  const auto number = [](std::string name, std::string value_name, std::string help, std::string default_text,
+                         std::uint64_t min, std::uint64_t max) {
+    return OptionSpec{.name = std::move(name), .kind = OptionKind::number, .value_name = std::move(value_name),
+                      .help = std::move(help), .default_text = std::move(default_text), .min = min, .max = max};
+  };
+  const auto seconds = [](std::string name, std::string help, double default_value, bool zero_allowed) {
+    return OptionSpec{.name = std::move(name), .kind = OptionKind::seconds, .value_name = "S", .help = std::move(help),
+                      .default_text = fmt::format("{:g}", default_value), .max_seconds = kMaxSeconds,
+                      .zero_allowed = zero_allowed};
+  };
+  const auto value = [](std::string name, std::string value_name, std::string help, std::string default_text) {
+    return OptionSpec{.name = std::move(name), .kind = OptionKind::value, .value_name = std::move(value_name),
+                      .help = std::move(help), .default_text = std::move(default_text)};
+  };
+  const auto list = [](std::string name, std::string value_name, std::string help, std::string default_text) {
+    return OptionSpec{.name = std::move(name), .kind = OptionKind::list, .value_name = std::move(value_name),
+                      .help = std::move(help), .default_text = std::move(default_text)};
+  };
+  OptionSpec config = value("config", "FILE",
+                            "a JSON object of these options' long names without \"--\" (\"max-tunnels\": 64, "
+                            "\"allow\": [\"a.com\"], \"die-with-parent\": true); command-line options win, a list "
+                            "given on the command line replaces the config's; an unknown key is an error",
+                            "none");
+  // A config naming another config would make precedence a puzzle: command line only.
+  config.config_key = false;
+  return OptionTable(
+      std::string(kCommand),
+      {
+          value("socket", "PATH", "the Unix socket to create, mode 0600; its directory must exist. Required.", ""),
+          list("allow", "LIST",
+               "turn on the host list: names separated by commas or white space (example.com, "
+               "*.example.com, example.com:8080)",
+               "no list"),
+          value("allow-file", "FILE", "host-list entries, one a line, '#' starts a comment; re-read on SIGHUP", "none"),
+          value("allow-hint", "TEXT", "printable ASCII (0x20-0x7e) appended to a not-listed refusal's words", "none"),
+          list("permit", "CIDR", "a range let through although the address table refuses it", "none"),
+          list("deny", "CIDR", "an extra range refused as \"denied\", checked first", "none"),
+          list("resolve", "NAME=ADDR[,ADDR]...", "fixed answers for NAME instead of DNS", "none"),
+          list("nameserver", "ADDR[:PORT]", "a DNS server instead of /etc/resolv.conf's (IPv4, or [IPv6]:PORT)",
+               "the system's"),
+          number("max-tunnels", "N", "upstream connections open at once", fmt::format("{}", defaults::kMaxTunnels), 1,
+                 defaults::kMaxTunnelsMax),
+          number("max-connections", "N", "upstream connections in all", fmt::format("{}", defaults::kMaxConnections), 1,
+                 defaults::kMaxConnectionsMax),
+          seconds("head-timeout", "seconds to finish the request head or SOCKS handshake", defaults::kHeadTimeoutSeconds,
+                  false),
+          seconds("dns-timeout", "seconds a lookup may take", defaults::kDnsTimeoutSeconds, false),
+          seconds("connect-timeout", "seconds a dial may take", defaults::kConnectTimeoutSeconds, false),
+          seconds("idle-timeout", "seconds a tunnel may stay silent (0 is never)", defaults::kIdleTimeoutSeconds, true),
+          number("max-head-bytes", "N", "largest HTTP request head", fmt::format("{}", defaults::kMaxHeadBytes),
+                 defaults::kMaxHeadBytesMin, defaults::kMaxHeadBytesMax),
+          value("log", "text|json", "the format of decision lines", "text"),
+          value("log-file", "PATH", "where decision lines go", "standard error"),
+          value("audit", "PATH", "append every decision as a JSON line", "none"),
+          value("auth-token-file", "FILE",
+                "require a session token: the file's contents, one trailing newline dropped; read at start", "none"),
+          // 0 to 2 are the standard streams: writing READY there (and closing it) would put a
+          // second line on standard output or lose the log, so the descriptor must be 3 or more.
+          number("ready-fd", "N", "write READY=1 to descriptor N (open) once listening, then close it", "none",
+                 defaults::kReadyFdMin, defaults::kReadyFdMax),
+          OptionSpec{.name = "die-with-parent", .kind = OptionKind::flag, .value_name = "",
+                     .help = "exit as on SIGTERM when the starting process dies", .default_text = "off"},
+          std::move(config),
+      });
 }
 
-// A value as given, with the words that name where it came from: "--max-tunnels" or
-// "--config cfg.json: \"max-tunnels\"".
-struct RawValue {
-  std::string label;
-  std::vector<std::string> values;   // one for single options, any number for lists
-  bool flag = false;                 // for Kind::flag
-  std::optional<double> seconds;     // a JSON number for a seconds option, taken as is
-};
-using RawOptions = std::map<std::string, RawValue, std::less<>>;
+const OptionTable& table() { return serve_option_table(); }
 
 // The deepest a config file's arrays and objects may nest (a legal one nests two deep).
 constexpr std::size_t kMaxConfigNesting = 32;
 
-// Every usage error is built here or in fail_plain: the value is quoted, and the whole message
-// made printable, since `what` may repeat a piece a table/ parser quoted raw ('\xc6\xbf1' is not
-// an address), and it goes to a terminal.
+// Every usage error is built here or in fail_plain (through usage_error()): the value is quoted,
+// and the whole message made printable, since `what` may repeat a piece a table/ parser quoted
+// raw ('\xc6\xbf1' is not an address), and it goes to a terminal.
 [[noreturn]] void fail(std::string_view label, std::string_view value, std::string_view what) {
-  throw UsageError{printable_lines(fmt::format("{}{}: {} {}", kPrefix, label, quote(value), what))};
+  fail_value(kCommand, label, value, what);
 }
 
 // A table/ parser's message usually starts by naming the text ("x=1: '1' is not ..."); the
@@ -133,9 +127,7 @@ std::string_view reason_of(std::string_view message, std::string_view value) {
   return message;
 }
 
-[[noreturn]] void fail_plain(std::string_view text) {
-  throw UsageError{printable_lines(fmt::format("{}{}", kPrefix, text))};
-}
+[[noreturn]] void fail_plain(std::string_view text) { throw usage_error(kCommand, text); }
 
 // Reads a whole file (following symlinks, as any path argument would), at most `cap` bytes.
 // nullopt with `error` set when it cannot be opened or read or is larger than `cap`.
@@ -168,52 +160,7 @@ std::optional<std::string> read_file_capped(const std::string& path, std::size_t
 }
 
 // ---- pass 1: collect ----------------------------------------------------------------------
-
-RawOptions collect_command_line(int argc, char** argv) {
-  RawOptions raw;
-  int i = 0;
-  // Accept argv either starting at the first option or at the word "serve" itself.
-  if (argc > 0 && argv[0] != nullptr && std::string_view(argv[0]) == "serve") i = 1;
-  for (; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") throw HelpRequested{};
-    if (arg.size() < 3 || arg.substr(0, 2) != "--") {
-      fail_plain(fmt::format("unexpected argument {} (see boxproxy serve --help)", quote(arg)));
-    }
-    std::string_view name = arg.substr(2);
-    std::optional<std::string_view> inline_value;
-    if (const auto eq = name.find('='); eq != std::string_view::npos) {
-      inline_value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    const OptionSpec* spec = find_option(name);
-    if (spec == nullptr) {
-      fail_plain(fmt::format("unknown option {} (see boxproxy serve --help)", quote(arg.substr(0, 2 + name.size()))));
-    }
-    const std::string label = fmt::format("--{}", name);
-    RawValue& slot = raw[std::string(name)];
-    const bool seen_before = !slot.label.empty();
-    slot.label = label;
-    if (spec->kind == Kind::flag) {
-      if (inline_value) fail(label, *inline_value, "given, but this option takes no value");
-      slot.flag = true;
-      continue;
-    }
-    std::string value;
-    if (inline_value) {
-      value = std::string(*inline_value);
-    } else {
-      if (i + 1 >= argc) fail_plain(fmt::format("{}: needs a value", label));
-      value = argv[++i];
-    }
-    if (spec->kind == Kind::single && seen_before) {
-      fail(label, value, fmt::format("given, but {} was already given as {} (it may be given once)", label,
-                                     quote(slot.values.front())));
-    }
-    slot.values.push_back(std::move(value));
-  }
-  return raw;
-}
+// The command line is read by parse_arguments() against serve's table; the config here.
 
 // How deep arrays and objects nest in a JSON text, counting brackets outside strings. Runs
 // before the parser so that a hostile depth never reaches its recursion.
@@ -245,7 +192,7 @@ std::size_t nesting_depth(std::string_view text) noexcept {
 RawOptions collect_config(const std::string& path) {
   const std::string where = fmt::format("--config {}", quote(path));
   std::string error;
-  const auto text = read_file_capped(path, kMaxConfigBytes, error);
+  const auto text = read_file_capped(path, defaults::kMaxConfigBytes, error);
   if (!text) fail("--config", path, fmt::format("cannot be read: {}", error));
   // A config nested thousands deep would overflow the stack while the document is built or
   // destroyed (a crash, on SIGHUP too): the deepest legal config is two levels.
@@ -264,35 +211,35 @@ RawOptions collect_config(const std::string& path) {
 
   RawOptions raw;
   for (const auto& [key, value] : document.items()) {
-    const OptionSpec* spec = find_option(key);
+    const OptionSpec* spec = table().find(key);
     const std::string label = fmt::format("{}: key {}", where, quote(key));
-    if (spec == nullptr || !spec->in_config) {
+    if (spec == nullptr || !spec->config_key) {
       fail_plain(fmt::format("{}: unknown key {} (keys are serve's long option names without \"--\")", where,
                              quote(key)));
     }
     const std::string shown = value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
     RawValue slot;
     slot.label = label;
-    switch (spec->json) {
-      case JsonType::string:
+    switch (spec->kind) {
+      case OptionKind::value:
         if (!value.is_string()) fail(label, shown, "is not a JSON string");
         slot.values.push_back(value.get<std::string>());
         break;
-      case JsonType::integer:
+      case OptionKind::number:
         // Whole numbers only: 64.0 or "64" is a wrong type rather than a guess.
         if (!value.is_number_integer()) fail(label, shown, "is not a JSON whole number");
         slot.values.push_back(value.dump());
         break;
-      case JsonType::seconds:
+      case OptionKind::seconds:
         if (!value.is_number()) fail(label, shown, "is not a JSON number");
         slot.seconds = value.get<double>();
         slot.values.push_back(shown);
         break;
-      case JsonType::boolean:
+      case OptionKind::flag:
         if (!value.is_boolean()) fail(label, shown, "is not a JSON boolean");
         slot.flag = value.get<bool>();
         break;
-      case JsonType::strings:
+      case OptionKind::list:
         if (!value.is_array()) fail(label, shown, "is not a JSON array of strings");
         for (const auto& item : value) {
           if (!item.is_string()) fail(label, shown, "is not a JSON array of strings");
@@ -307,48 +254,13 @@ RawOptions collect_config(const std::string& path) {
 
 // ---- pass 3: validators --------------------------------------------------------------------
 
-// Plain ASCII digits only (no sign, no space, no 0x), at most `max`.
-std::optional<std::uint64_t> parse_unsigned(std::string_view text, std::uint64_t max) {
-  if (text.empty() || text.size() > 20) return std::nullopt;
-  std::uint64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    const auto digit = static_cast<std::uint64_t>(c - '0');
-    if (value > (max - digit) / 10) return std::nullopt;  // value * 10 + digit > max
-    value = value * 10 + digit;
-  }
-  return value;
+// A number option's value, by its row's range.
+std::uint64_t check_number(std::string_view name, const RawValue& raw) {
+  return number_value(kCommand, table().at(name), raw);
 }
 
-std::uint64_t check_number(const RawValue& raw, std::uint64_t min, std::uint64_t max) {
-  const std::string& text = raw.values.front();
-  const auto value = parse_unsigned(text, max);
-  if (!value || *value < min) fail(raw.label, text, fmt::format("is not a number from {} to {}", min, max));
-  return *value;
-}
-
-// Non-negative decimal seconds: "30", "0.5", "1.25" (no sign, exponent, inf or nan).
-double check_seconds(const RawValue& raw, bool zero_allowed) {
-  const std::string& text = raw.values.front();
-  const std::string range = zero_allowed ? fmt::format("from 0 to {:g}", kMaxSeconds)
-                                         : fmt::format("greater than 0 and at most {:g}", kMaxSeconds);
-  const std::string what = fmt::format("is not a number of seconds {}", range);
-  double value = 0;
-  if (raw.seconds) {
-    value = *raw.seconds;
-  } else {
-    const bool shape_ok = !text.empty() && text.front() != '.' && text.back() != '.' &&
-                          std::count(text.begin(), text.end(), '.') <= 1 &&
-                          std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
-    if (!shape_ok) fail(raw.label, text, what);
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) fail(raw.label, text, what);
-  }
-  if (!std::isfinite(value) || value < 0 || value > kMaxSeconds || (!zero_allowed && value <= 0)) {
-    fail(raw.label, text, what);
-  }
-  return value;
-}
+// A seconds option's value, by its row's range.
+double check_seconds(std::string_view name, const RawValue& raw) { return seconds_value(kCommand, table().at(name), raw); }
 
 // "ADDR", "ADDR:PORT", "[V6]", "[V6]:PORT", or a bare IPv6 "V6". Strict addresses (inet_pton).
 bool valid_nameserver(std::string_view text) {
@@ -405,7 +317,7 @@ void add_allow_items(HostList& list, const std::string& label, const std::vector
 // file (and the line and entry).
 void add_allow_file(HostList& list, const std::string& label, const std::string& path) {
   std::string error;
-  const auto text = read_file_capped(path, kMaxAllowFileBytes, error);
+  const auto text = read_file_capped(path, defaults::kMaxAllowFileBytes, error);
   if (!text) fail(label, path, fmt::format("cannot be read: {}", error));
   for (const auto item : split_host_file(*text)) {
     if (const auto message = list.add(item)) {
@@ -419,7 +331,7 @@ void add_allow_file(HostList& list, const std::string& label, const std::string&
 
 std::string read_token(const std::string& label, const std::string& path) {
   std::string error;
-  auto text = read_file_capped(path, kMaxTokenBytes, error);
+  auto text = read_file_capped(path, defaults::kMaxTokenBytes, error);
   if (!text) fail(label, path, fmt::format("cannot be read: {}", error));
   // One trailing line end is what an editor or `echo` adds; it is not part of the token.
   if (!text->empty() && text->back() == '\n') {
@@ -464,10 +376,11 @@ const RawValue* get(const RawOptions& raw, std::string_view name) {
   return it == raw.end() ? nullptr : &it->second;
 }
 
-}  // namespace
+// Who reads serve's options: serve itself, or check (which judges but never listens).
+enum class Reader { serve, check };
 
-ServeOptions parse_serve_options(int argc, char** argv) {
-  const RawOptions command_line = collect_command_line(argc, argv);
+// Passes 2 and 3: merges the config under `command_line` and validates every value.
+ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   ServeOptions options;
 
   RawOptions config;
@@ -482,8 +395,8 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   const RawOptions raw = merge(command_line, std::move(config));
 
   const RawValue* socket = get(raw, "socket");
-  if (socket == nullptr) fail_plain("--socket PATH is required (see boxproxy serve --help)");
-  options.socket_path = check_path(*socket);
+  if (socket == nullptr && reader == Reader::serve) fail_plain("--socket PATH is required (see boxproxy serve --help)");
+  if (socket != nullptr) options.socket_path = check_path(*socket);
 
   // Host list: --allow and --allow-file together; either turns it on.
   if (const RawValue* allow_file = get(raw, "allow-file")) options.allow_file = check_path(*allow_file);
@@ -534,17 +447,17 @@ ServeOptions parse_serve_options(int argc, char** argv) {
   }
 
   if (const RawValue* value = get(raw, "max-tunnels")) {
-    options.max_tunnels = static_cast<std::uint32_t>(check_number(*value, 1, kMaxTunnelsMax));
+    options.max_tunnels = static_cast<std::uint32_t>(check_number("max-tunnels", *value));
   }
   if (const RawValue* value = get(raw, "max-connections")) {
-    options.max_connections = check_number(*value, 1, kMaxConnectionsMax);
+    options.max_connections = check_number("max-connections", *value);
   }
-  if (const RawValue* value = get(raw, "head-timeout")) options.head_timeout = check_seconds(*value, false);
-  if (const RawValue* value = get(raw, "dns-timeout")) options.dns_timeout = check_seconds(*value, false);
-  if (const RawValue* value = get(raw, "connect-timeout")) options.connect_timeout = check_seconds(*value, false);
-  if (const RawValue* value = get(raw, "idle-timeout")) options.idle_timeout = check_seconds(*value, true);
+  if (const RawValue* value = get(raw, "head-timeout")) options.head_timeout = check_seconds("head-timeout", *value);
+  if (const RawValue* value = get(raw, "dns-timeout")) options.dns_timeout = check_seconds("dns-timeout", *value);
+  if (const RawValue* value = get(raw, "connect-timeout")) options.connect_timeout = check_seconds("connect-timeout", *value);
+  if (const RawValue* value = get(raw, "idle-timeout")) options.idle_timeout = check_seconds("idle-timeout", *value);
   if (const RawValue* value = get(raw, "max-head-bytes")) {
-    options.max_head_bytes = static_cast<std::size_t>(check_number(*value, kMaxHeadBytesMin, kMaxHeadBytesMax));
+    options.max_head_bytes = static_cast<std::size_t>(check_number("max-head-bytes", *value));
   }
 
   if (const RawValue* value = get(raw, "log")) {
@@ -562,15 +475,18 @@ ServeOptions parse_serve_options(int argc, char** argv) {
 
   if (const RawValue* value = get(raw, "auth-token-file")) {
     options.auth_token_file = check_path(*value);
-    options.auth_token = read_token(value->label, *options.auth_token_file);
+    // check never needs the token, and must not fail for a file only serve's user may read.
+    if (reader == Reader::serve) options.auth_token = read_token(value->label, *options.auth_token_file);
   }
 
   if (const RawValue* value = get(raw, "ready-fd")) {
-    // 0 to 2 are the standard streams: writing READY there (and closing it) would put a second
-    // line on standard output or lose the log, so the descriptor must be 3 or more.
-    const auto fd = check_number(*value, 3, 1'000'000'000);
+    // From 3 up (the table's row says why).
+    const auto fd = check_number("ready-fd", *value);
     // Fail closed at start: a supervisor waiting on a descriptor we never received would hang.
-    if (::fcntl(static_cast<int>(fd), F_GETFD) == -1) fail(value->label, value->values.front(), "is not an open file descriptor");
+    // (check never writes it: its own descriptors say nothing of serve's.)
+    if (reader == Reader::serve && ::fcntl(static_cast<int>(fd), F_GETFD) == -1) {
+      fail(value->label, value->values.front(), "is not an open file descriptor");
+    }
     options.ready_fd = static_cast<int>(fd);
   }
 
@@ -578,6 +494,24 @@ ServeOptions parse_serve_options(int argc, char** argv) {
 
   return options;
 }
+
+}  // namespace
+
+const OptionTable& serve_option_table() {
+  static const OptionTable serve_table = make_serve_table();
+  return serve_table;
+}
+
+ServeOptions parse_serve_options(int argc, char** argv) {
+  // Accept argv either starting at the first option or at the word "serve" itself.
+  if (argc > 0 && argv[0] != nullptr && std::string_view(argv[0]) == kCommand) {
+    --argc;
+    ++argv;
+  }
+  return read_options(parse_arguments(table(), argc, argv, Operands::none).options, Reader::serve);
+}
+
+ServeOptions read_options_for_check(const RawOptions& command_line) { return read_options(command_line, Reader::check); }
 
 std::optional<HostList> reload_host_list(const ServeOptions& options) {
   RawOptions config;
@@ -602,60 +536,18 @@ std::optional<HostList> reload_host_list(const ServeOptions& options) {
 std::string read_auth_token_file(const std::string& label, const std::string& path) { return read_token(label, path); }
 
 std::string serve_help_text() {
-  return R"(Usage: boxproxy serve --socket PATH [OPTION]...
+  return fmt::format(R"(Usage: boxproxy serve --socket PATH [OPTION]...
 
 Run the egress proxy for one session on a Unix socket. SOCKS5, SOCKS4/4a and HTTP
 (CONNECT and absolute-form http://) are told apart by the first byte a client sends.
 
 Options (--name VALUE or --name=VALUE):
-  --socket PATH            the Unix socket to create, mode 0600; its directory must
-                           exist. Required.
-  --allow LIST             turn on the host list: names separated by commas or white
-                           space (example.com, *.example.com, example.com:8080);
-                           repeatable
-  --allow-file FILE        host-list entries, one a line, '#' starts a comment;
-                           re-read on SIGHUP
-  --allow-hint TEXT        printable ASCII (0x20-0x7e) appended to a not-listed
-                           refusal's words
-  --permit CIDR            a range let through although the address table refuses
-                           it; repeatable
-  --deny CIDR              an extra range refused as "denied", checked first;
-                           repeatable
-  --resolve NAME=ADDR[,ADDR]...
-                           fixed answers for NAME instead of DNS; repeatable
-  --nameserver ADDR[:PORT] a DNS server instead of /etc/resolv.conf's (IPv4, or
-                           [IPv6]:PORT); repeatable            (default: the system's)
-  --max-tunnels N          upstream connections open at once, 1 to 1000000
-                                                                (default: 256)
-  --max-connections N      upstream connections in all, 1 to 2^63 (default: 65536)
-  --head-timeout S         seconds to finish the request head or SOCKS handshake,
-                           more than 0, at most 86400           (default: 30)
-  --dns-timeout S          seconds a lookup may take, more than 0, at most 86400
-                                                                (default: 5)
-  --connect-timeout S      seconds a dial may take, more than 0, at most 86400
-                                                                (default: 20)
-  --idle-timeout S         seconds a tunnel may stay silent, 0 (never) to 86400
-                                                                (default: 0)
-  --max-head-bytes N       largest HTTP request head, 1024 to 1048576
-                                                                (default: 32768)
-  --log text|json          the format of decision lines        (default: text)
-  --log-file PATH          where decision lines go       (default: standard error)
-  --audit PATH             append every decision as a JSON line (none by default)
-  --auth-token-file FILE   require a session token: the file's contents, one
-                           trailing newline dropped; read at start
-  --ready-fd N             write READY=1 to descriptor N (3 or more, open) once
-                           listening, then close it
-  --die-with-parent        exit as on SIGTERM when the starting process dies
-  --config FILE            a JSON object of these options' long names without "--"
-                           ("max-tunnels": 64, "allow": ["a.com"], "die-with-parent":
-                           true); command-line options win, a list given on the
-                           command line replaces the config's; unknown keys are errors
-  -h, --help               show this text
-
+{}
 Seconds are plain decimals ("0.5"). Exit: 0 clean shutdown, 1 runtime failure,
 2 usage error, 3 the socket path is taken.
 Signals: SIGTERM/SIGINT stop, SIGHUP re-reads the host list, SIGUSR1 logs stats.
-)";
+)",
+                     table().options_help());
 }
 
 }  // namespace boxproxy

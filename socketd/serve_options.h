@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "proxy/defaults.h"
+#include "socketd/option_table.h"
+#include "socketd/usage_error.h"
 #include "table/policy.h"
 
 namespace boxproxy {
@@ -20,13 +23,13 @@ struct ServeOptions {
   std::optional<std::string> allow_file;    // --allow-file, re-read on SIGHUP
   std::string allow_hint;                   // --allow-hint, printable ASCII
   std::vector<std::string> nameservers;     // --nameserver ADDR[:PORT]
-  std::uint32_t max_tunnels = 256;          // --max-tunnels
-  std::uint64_t max_connections = 65536;    // --max-connections
-  double head_timeout = 30;                 // --head-timeout, seconds
-  double dns_timeout = 5;                   // --dns-timeout
-  double connect_timeout = 20;              // --connect-timeout
-  double idle_timeout = 0;                  // --idle-timeout, 0 is never
-  std::size_t max_head_bytes = 32768;       // --max-head-bytes
+  std::uint32_t max_tunnels = defaults::kMaxTunnels;              // --max-tunnels
+  std::uint64_t max_connections = defaults::kMaxConnections;      // --max-connections
+  double head_timeout = defaults::kHeadTimeoutSeconds;            // --head-timeout, seconds
+  double dns_timeout = defaults::kDnsTimeoutSeconds;              // --dns-timeout
+  double connect_timeout = defaults::kConnectTimeoutSeconds;      // --connect-timeout
+  double idle_timeout = defaults::kIdleTimeoutSeconds;            // --idle-timeout, 0 is never
+  std::size_t max_head_bytes = defaults::kMaxHeadBytes;           // --max-head-bytes
   LogFormat log_format = LogFormat::text;   // --log
   std::optional<std::string> log_file;      // --log-file
   std::optional<std::string> audit_path;    // --audit
@@ -41,18 +44,27 @@ struct ServeOptions {
   bool allow_file_on_command_line = false;  // --allow-file was given on the command line
 };
 
-// A usage error: the message names the option (or config key) and the value. Exit 2.
-struct UsageError {
-  std::string message;
-};
+// serve's options, one row each: kind, help, range and default (proxy/defaults.h). The parser,
+// the config file's keys and serve_help_text() are all made from it; `run` reads it to know
+// which serve options take a value, and `check` takes its rows for kDecisionOptions.
+[[nodiscard]] const OptionTable& serve_option_table();
 
-// `--help` (or `-h`) was among the arguments: the caller prints serve_help_text() and exits 0.
-struct HelpRequested {};
+// The serve options that shape a decision (SPEC §1): `check` takes these on its command line.
+inline constexpr std::string_view kDecisionOptions[] = {"config",  "allow",   "allow-file", "permit",
+                                                        "deny",    "resolve", "nameserver", "dns-timeout"};
 
 // Parses `serve`'s arguments (argv after "serve"), reading --config, --allow-file and
 // --auth-token-file. Throws UsageError (its message is complete, "boxproxy serve: --OPTION: ...",
 // ready to print), or HelpRequested. Start-up only: exceptions never reach the event loop.
 [[nodiscard]] ServeOptions parse_serve_options(int argc, char** argv);
+
+// `check`'s reading of serve's options: `command_line` (check's, already parsed against rows of
+// serve's table) and its --config, merged and validated by exactly serve's code, so the Policy,
+// nameservers and dns timeout are the ones serve would use. Every key of a config is read and
+// checked as serve checks it, except what only a listening serve needs: --socket is not
+// required, the --auth-token-file is not read and the --ready-fd descriptor is not looked at.
+// Throws UsageError under serve's name (the caller re-labels it with for_command).
+[[nodiscard]] ServeOptions read_options_for_check(const RawOptions& command_line);
 
 // Builds the host list afresh for SIGHUP: --allow from the command line, "allow" and
 // "allow-file" from --config (re-read now), and the --allow-file (re-read now). nullopt when no
