@@ -17,7 +17,7 @@ import threading
 import time
 import unittest
 
-from fault_support import proxy_env, rss_kib, sanitized, wait_settled
+from fault_support import proxy_env, rss_kib, wait_settled
 from harness import ORIGIN_HOST, ProxyTestCase, connect_request, recv_exact, recv_until, wait_until
 
 MIB = 1 << 20
