@@ -26,36 +26,48 @@
 
 #include "proxy/bridge.h"
 #include "proxy/decision_log.h"
+#include "proxy/defaults.h"
 #include "proxy/event_owners.h"
 #include "socketd/message_text.h"
+#include "socketd/option_table.h"
 #include "socketd/readiness.h"
 
 namespace boxproxy {
 namespace {
 
 constexpr int kListenBacklog = 1024;
-constexpr std::uint16_t kDefaultPort = 3128;
+constexpr std::string_view kCommand = "bridge";
 
-constexpr const char* kHelp =
-    "usage: boxproxy bridge --socket PATH [--listen ADDR:PORT]... [--die-with-parent]\n"
-    "\n"
-    "Inside a box: accepts TCP on ADDR:PORT and relays each connection, byte for byte, to the\n"
-    "proxy's Unix socket PATH (the proxy tells SOCKS5, SOCKS4a and HTTP apart itself).\n"
-    "\n"
-    "  --socket PATH         the proxy's Unix socket (boxproxy serve --socket). Required.\n"
-    "  --listen ADDR:PORT    an IPv4 or [IPv6] address and port to accept on; repeatable; port 0\n"
-    "                        picks a free one. Default: 127.0.0.1:3128, and [::1]:3128 when the\n"
-    "                        box has IPv6 loopback.\n"
-    "  --die-with-parent     exit as on SIGTERM when the process that started it dies\n"
-    "\n"
-    "Once listening it prints one line to standard output:\n"
-    "  {\"event\":\"listening\",\"socket\":PATH,\"listen\":[\"127.0.0.1:3128\",...],\"pid\":N}\n"
-    "SIGTERM or SIGINT: stop, close every connection, exit 0. SIGUSR1: a stats line on standard error.\n";
+const OptionTable& bridge_table() {
+  static const OptionTable table(
+      std::string(kCommand),
+      {
+          OptionSpec{.name = "socket", .kind = OptionKind::value, .value_name = "PATH",
+                     .help = "the proxy's Unix socket (boxproxy serve --socket). Required."},
+          OptionSpec{.name = "listen", .kind = OptionKind::list, .value_name = "ADDR:PORT",
+                     .help = "an IPv4 or [IPv6] address and port to accept on; port 0 picks a free one",
+                     .default_text = fmt::format("127.0.0.1:{0}, and [::1]:{0} when the box has IPv6 loopback",
+                                                 defaults::kBridgePort)},
+          OptionSpec{.name = "die-with-parent", .kind = OptionKind::flag,
+                     .help = "exit as on SIGTERM when the process that started it dies", .default_text = "off"},
+      });
+  return table;
+}
 
-struct UsageError {
-  std::string message;
-};
-struct HelpRequested {};
+std::string help_text() {
+  return fmt::format(
+      "usage: boxproxy bridge --socket PATH [--listen ADDR:PORT]... [--die-with-parent]\n"
+      "\n"
+      "Inside a box: accepts TCP on ADDR:PORT and relays each connection, byte for byte, to the\n"
+      "proxy's Unix socket PATH (the proxy tells SOCKS5, SOCKS4a and HTTP apart itself).\n"
+      "\n"
+      "{}"
+      "\n"
+      "Once listening it prints one line to standard output:\n"
+      "  {{\"event\":\"listening\",\"socket\":PATH,\"listen\":[\"127.0.0.1:{}\",...],\"pid\":N}}\n"
+      "SIGTERM or SIGINT: stop, close every connection, exit 0. SIGUSR1: a stats line on standard error.\n",
+      bridge_table().options_help(), defaults::kBridgePort);
+}
 
 struct ListenAddress {
   sockaddr_storage address{};
@@ -112,52 +124,31 @@ std::optional<ListenAddress> parse_listen(std::string_view text) {
 }
 
 BridgeOptions parse_bridge_options(int argc, char** argv) {
+  const RawOptions raw = parse_arguments(bridge_table(), argc, argv, Operands::none).options;
   BridgeOptions options;
-  bool have_socket = false;
-  for (int i = 0; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") throw HelpRequested{};
-    if (arg == "--die-with-parent") {
-      options.die_with_parent = true;
-      continue;
-    }
-    std::string_view name = arg;
-    std::optional<std::string_view> value;
-    if (const auto eq = arg.find('='); arg.starts_with("--") && eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    if (name != "--socket" && name != "--listen") {
-      throw UsageError{fmt::format("boxproxy bridge: unknown option {}", quote(arg))};
-    }
-    if (!value) {
-      if (i + 1 >= argc) throw UsageError{fmt::format("boxproxy bridge: {}: a value is needed", name)};
-      value = argv[++i];
-    }
-    if (name == "--socket") {
-      if (have_socket) throw UsageError{"boxproxy bridge: --socket: given twice"};
-      if (value->empty()) throw UsageError{"boxproxy bridge: --socket: \"\": a path is needed"};
-      if (value->size() >= sizeof(sockaddr_un::sun_path)) {
-        throw UsageError{fmt::format("boxproxy bridge: --socket: {}: longer than a Unix socket path may be ({} bytes)",
-                                     quote(*value), sizeof(sockaddr_un::sun_path) - 1)};
-      }
-      options.socket_path = std::string(*value);
-      have_socket = true;
-    } else {
-      auto address = parse_listen(*value);
+  const auto socket = raw.find("socket");
+  if (socket == raw.end()) throw usage_error(kCommand, "--socket PATH is required");
+  const std::string& path = socket->second.values.front();
+  if (path.empty()) fail_value(kCommand, "--socket", path, "is not a path (it is empty)");
+  if (path.size() >= sizeof(sockaddr_un::sun_path)) {
+    fail_value(kCommand, "--socket", path,
+               fmt::format("is longer than a Unix socket path may be ({} bytes)", sizeof(sockaddr_un::sun_path) - 1));
+  }
+  options.socket_path = path;
+  if (const auto listen = raw.find("listen"); listen != raw.end()) {
+    for (const std::string& text : listen->second.values) {
+      auto address = parse_listen(text);
       if (!address) {
-        throw UsageError{fmt::format(
-            "boxproxy bridge: --listen: {}: not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)",
-            quote(*value))};
+        fail_value(kCommand, "--listen", text,
+                   "is not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)");
       }
       options.listen.push_back(*address);
     }
   }
-  if (!have_socket) throw UsageError{"boxproxy bridge: --socket PATH is required"};
+  options.die_with_parent = raw.contains("die-with-parent");
   if (options.listen.empty()) {
-    auto v4 = parse_listen("127.0.0.1:3128");
-    auto v6 = parse_listen("[::1]:3128");
-    static_assert(kDefaultPort == 3128);
+    auto v4 = parse_listen(fmt::format("127.0.0.1:{}", defaults::kBridgePort));
+    auto v6 = parse_listen(fmt::format("[::1]:{}", defaults::kBridgePort));
     v6->optional = true;
     options.listen.push_back(*v4);
     options.listen.push_back(*v6);
@@ -305,7 +296,7 @@ int run_bridge_command(int argc, char** argv) {
   try {
     options = parse_bridge_options(argc, argv);
   } catch (const HelpRequested&) {
-    std::fputs(kHelp, stdout);
+    std::fputs(help_text().c_str(), stdout);
     return 0;
   } catch (const UsageError& error) {
     std::fprintf(stderr, "%s\n", error.message.c_str());

@@ -14,7 +14,10 @@
 
 #include <fmt/format.h>
 
+#include "proxy/defaults.h"
 #include "socketd/message_text.h"
+#include "socketd/option_table.h"
+#include "socketd/serve_options.h"
 #include "table/policy.h"
 
 namespace boxproxy {
@@ -24,24 +27,35 @@ constexpr int kAllowed = 0;
 constexpr int kRefused = 1;
 constexpr int kUsage = 2;
 
-constexpr std::string_view kUsageText =
-    "Usage: boxproxy check [OPTION]... TARGET...\n"
-    "Say what the rule makes of each TARGET (an address, a name, host:port or [v6]:port; a bare\n"
-    "one is judged with port 443), exactly as serve would, without dialling anything.\n"
-    "Prints one line per address judged: TARGET<tab>ADDRESS or -<tab>ok or the class.\n"
-    "\n"
-    "  --permit CIDR                 let a range through although the table refuses it\n"
-    "  --deny CIDR                   refuse a range (class denied), before --permit and the table\n"
-    "  --resolve NAME=ADDR[,ADDR]... fixed answers for NAME instead of DNS\n"
-    "  --allow LIST                  turn on the host list: names separated by commas or spaces\n"
-    "  --help                        print this and exit\n"
-    "\n"
-    "Options may repeat. Exit status: 0 every target allowed, 1 any refused, 2 a usage error.\n";
+constexpr std::string_view kCommand = "check";
 
-// A usage error: the message names the option and the value.
-struct UsageError {
-  std::string message;
-};
+// check's options: serve's rows for the options that shape a decision (SPEC §1), so each is
+// read, checked and shown exactly as serve does. The rest of serve's options change nothing a
+// decision depends on and are refused here; in a --config file check reads them as serve does.
+const OptionTable& check_table() {
+  static const OptionTable table = [] {
+    std::vector<OptionSpec> rows;
+    for (const std::string_view name : kDecisionOptions) rows.push_back(serve_option_table().at(name));
+    return OptionTable(std::string(kCommand), std::move(rows));
+  }();
+  return table;
+}
+
+std::string help_text() {
+  return fmt::format(
+      "Usage: boxproxy check [OPTION]... TARGET...\n"
+      "Say what the rule makes of each TARGET (an address, a name, host:port or [v6]:port; a bare\n"
+      "one is judged with port 443), exactly as serve would, without dialling anything.\n"
+      "Prints one line per address judged: TARGET<tab>ADDRESS or -<tab>ok or the class.\n"
+      "\n"
+      "Options: serve's options that shape a decision, read as serve reads them (--name VALUE or\n"
+      "--name=VALUE; -- ends the options, for a TARGET that starts with -):\n"
+      "{}"
+      "\n"
+      "A --config file may hold any of serve's keys; those that shape no decision are checked and\n"
+      "otherwise left alone. Exit status: 0 every target allowed, 1 any refused, 2 a usage error.\n",
+      check_table().options_help());
+}
 
 // The host's own interface addresses, for the this-host rule. An interface without an address,
 // or with one of another family, is skipped. When they cannot be read, the list is empty and
@@ -103,80 +117,29 @@ std::vector<IpAddress> resolve(const std::string& name) {
   return out;
 }
 
-void add_cidr(std::vector<Cidr>& ranges, std::string_view option, std::string_view value) {
-  auto parsed = parse_cidr(value);
-  if (auto* error = std::get_if<std::string>(&parsed)) throw UsageError{fmt::format("{}: {}", option, *error)};
-  ranges.push_back(std::get<Cidr>(parsed));
-}
-
-void add_resolve(Policy& policy, std::string_view value) {
-  auto parsed = parse_resolve_entry(value);
-  if (auto* error = std::get_if<std::string>(&parsed)) throw UsageError{fmt::format("--resolve: {}", *error)};
-  auto& entry = std::get<ResolveEntry>(parsed);
-  // A repeated name adds its answers, as a repeated option does everywhere else.
-  auto& answers = policy.fixed_answers[entry.name];
-  answers.insert(answers.end(), entry.addresses.begin(), entry.addresses.end());
-}
-
-void add_allow(Policy& policy, std::string_view value) {
-  if (!policy.allow) policy.allow.emplace();
-  for (const std::string_view item : split_host_items(value)) {
-    if (auto error = policy.allow->add(item)) throw UsageError{fmt::format("--allow: {}", *error)};
-  }
-}
-
+// What check judges with: serve's policy and resolver settings, and the targets.
 struct Options {
-  Policy policy;
-  std::vector<std::string_view> targets;
-  bool help = false;
+  Policy policy;                         // --allow, --allow-file, --permit, --deny, --resolve, --config
+  std::vector<std::string> nameservers;  // --nameserver: the DNS servers serve would ask
+  double dns_timeout = defaults::kDnsTimeoutSeconds;  // --dns-timeout
+  std::vector<std::string> targets;
 };
 
+// Reads check's arguments. Throws UsageError (under check's name) or HelpRequested.
 Options parse_options(int argc, char** argv) {
+  ParsedArguments parsed = parse_arguments(check_table(), argc, argv, Operands::after_options);
   Options options;
-  int i = 0;
-  for (; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") {
-      ++i;
-      break;
-    }
-    if (arg.size() < 2 || arg.substr(0, 2) != "--") {
-      if (!arg.empty() && arg.front() == '-' && arg.size() > 1) {
-        throw UsageError{fmt::format("unknown option {}", quote(arg))};
-      }
-      break;  // the first target: every argument from here on is one
-    }
-    if (arg == "--help") {
-      options.help = true;
-      continue;
-    }
-    // --name VALUE or --name=VALUE.
-    std::string_view name = arg;
-    std::string_view value;
-    bool has_value = false;
-    if (const std::size_t eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    if (name != "--permit" && name != "--deny" && name != "--resolve" && name != "--allow") {
-      throw UsageError{fmt::format("unknown option {}", quote(name))};
-    }
-    if (!has_value) {
-      if (i + 1 >= argc) throw UsageError{fmt::format("{}: a value is required", name)};
-      value = argv[++i];
-    }
-    if (name == "--permit") {
-      add_cidr(options.policy.rule.permit, name, value);
-    } else if (name == "--deny") {
-      add_cidr(options.policy.rule.deny, name, value);
-    } else if (name == "--resolve") {
-      add_resolve(options.policy, value);
-    } else {
-      add_allow(options.policy, value);
-    }
+  try {
+    // serve's own reading, so the policy is exactly the one serve would build.
+    ServeOptions serve = read_options_for_check(parsed.options);
+    options.policy = std::move(serve.policy);
+    options.nameservers = std::move(serve.nameservers);
+    options.dns_timeout = serve.dns_timeout;
+  } catch (const UsageError& error) {
+    throw error.for_command(kCommand);
   }
-  for (; i < argc; ++i) options.targets.emplace_back(argv[i]);
+  if (parsed.operands.empty()) throw usage_error(kCommand, "no TARGET given (see boxproxy check --help)");
+  options.targets = std::move(parsed.operands);
   return options;
 }
 
@@ -226,17 +189,11 @@ int run_check_command(int argc, char** argv) {
   Options options;
   try {
     options = parse_options(argc, argv);
-  } catch (const UsageError& error) {
-    // The message may repeat a piece of an argument as a table/ parser quoted it, raw.
-    fmt::print(stderr, "{}\n", printable_lines(fmt::format("boxproxy check: {}", error.message)));
-    return kUsage;
-  }
-  if (options.help) {
-    fmt::print("{}", kUsageText);
+  } catch (const HelpRequested&) {
+    fmt::print("{}", help_text());
     return kAllowed;
-  }
-  if (options.targets.empty()) {
-    fmt::print(stderr, "boxproxy check: no TARGET given (see boxproxy check --help)\n");
+  } catch (const UsageError& error) {
+    fmt::print(stderr, "{}\n", error.message);
     return kUsage;
   }
   int error = 0;

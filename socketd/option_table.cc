@@ -168,7 +168,7 @@ int take_option(const OptionTable& table, int argc, char* const* argv, int i, Ra
   } else {
     // The next argument is the value whatever it reads ("--", "--socket"): an option's value is
     // never taken for an option, so nothing a value says can change how the rest is read.
-    if (i + 1 >= argc) throw usage_error(command, fmt::format("{}: needs a value", label));
+    if (i + 1 >= argc) throw usage_error(command, fmt::format("{}: a value is needed", label));
     value = argv[++i];
   }
   if (spec->kind != OptionKind::list && seen_before) {
@@ -200,6 +200,11 @@ ParsedArguments parse_arguments(const OptionTable& table, int argc, char* const*
     // "-" alone is an operand (a file's usual name for standard input), "-x" is no option here.
     const bool looks_like_option = arg.size() > 1 && arg.front() == '-';
     if (operands == Operands::after_options && !looks_like_option) break;
+    // No "--" anywhere: the operands' missing "--" is the mistake to name (the caller does).
+    if (operands == Operands::after_dashes && !looks_like_option &&
+        std::none_of(argv + i, argv + argc, [](const char* rest) { return std::string_view(rest) == "--"; })) {
+      return parsed;
+    }
     if (looks_like_option && operands != Operands::none) {
       throw usage_error(command, fmt::format("unknown option {} (see boxproxy {} --help)", quote(arg), command));
     }

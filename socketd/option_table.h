@@ -80,7 +80,8 @@ using RawOptions = std::map<std::string, RawValue, std::less<>>;
 enum class Operands {
   none,           // every argument is an option (serve, bridge)
   after_options,  // the first argument that is not an option, or "--", starts them (check)
-  after_dashes,   // "--" starts them and is required; no operand before it (run)
+  after_dashes,   // "--" starts them and is required; no operand before it (run). Without any
+                  // "--", the first argument that is not an option ends the reading, dashes false.
 };
 
 struct ParsedArguments {

@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -46,6 +47,7 @@
 #include "proxy/event_owners.h"
 #include "socketd/box_namespaces.h"
 #include "socketd/box_seccomp.h"
+#include "socketd/option_table.h"
 #include "socketd/serve_options.h"
 
 namespace boxproxy {
@@ -82,37 +84,65 @@ constexpr const char* kServiceManagerVariables[] = {"NOTIFY_SOCKET", "LISTEN_FDS
 // The signals run, the box and pid 1 pass on to the command.
 constexpr int kForwardedSignals[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
 
-constexpr const char* kHelp =
-    "usage: boxproxy run [SERVE OPTION]... [--allow-unix-sockets] -- COMMAND [ARG]...\n"
-    "       boxproxy run --socket PATH [--auth-token-file FILE] [--allow-unix-sockets] -- COMMAND [ARG]...\n"
-    "\n"
-    "Runs COMMAND in a box whose only way out is boxproxy: its own user namespace (root inside,\n"
-    "the caller outside, also when run is root), network namespace (only its own loopback), mount\n"
-    "namespace and PID namespace (a /proc of its own processes), with no new privileges and no\n"
-    "capability outside. run starts `boxproxy serve` with the SERVE OPTIONs on a socket in a fresh\n"
-    "private directory (or, with --socket, uses a running proxy's socket), starts `boxproxy bridge`\n"
-    "on 127.0.0.1:3128 (and [::1]:3128) inside, and sets for COMMAND:\n"
-    "  HTTP_PROXY, HTTPS_PROXY  http://127.0.0.1:3128 (http://box:TOKEN@... when the proxy wants\n"
-    "                           a token)\n"
-    "  ALL_PROXY                socks5h://127.0.0.1:3128 (the same port: the proxy sniffs)\n"
-    "  NO_PROXY                 localhost,127.0.0.1,::1\n"
-    "  (and their lower-case forms), and BOXPROXY_SOCKET, the proxy's socket path. NOTIFY_SOCKET,\n"
-    "LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES are removed for the proxy and for COMMAND.\n"
-    "The proxy's decision lines go to standard error unless --log-file says otherwise.\n"
-    "\n"
-    "Options of run itself:\n"
-    "  --socket PATH            use the running proxy at PATH instead of starting one\n"
-    "  --auth-token-file FILE   with --socket: the token that proxy wants, for the variables\n"
-    "                           (without --socket it is a serve option, read by both)\n"
-    "  --allow-unix-sockets     let COMMAND make Unix sockets: by default socket(AF_UNIX, ...)\n"
-    "                           fails with EPERM in the box, so that the host's pathname sockets\n"
-    "                           (another session's proxy, an ssh agent) are out of reach\n"
-    "\n"
-    "Exit status: COMMAND's, or 128+N when signal N ended it; 2 a usage error; 125 the box could\n"
-    "not be set up (say, no user namespaces here: run never makes a weaker box); 126 COMMAND\n"
-    "cannot be executed; 127 COMMAND was not found.\n"
-    "SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 are passed on to COMMAND; SIGINT and SIGQUIT are left to\n"
-    "the terminal, which sends them to COMMAND itself.\n";
+constexpr std::string_view kCommand = "run";
+
+// run's own options, then serve's (not listed in run's help: serve --help lists them). run
+// knows from serve's rows which of serve's options take a value, so a value that reads "--" or
+// "--socket" stays with its option and is never taken for run's.
+const OptionTable& run_table() {
+  static const OptionTable table = [] {
+    std::vector<OptionSpec> rows = {
+        OptionSpec{.name = "socket", .kind = OptionKind::value, .value_name = "PATH",
+                   .help = "use the running proxy at PATH instead of starting one"},
+        OptionSpec{.name = "auth-token-file", .kind = OptionKind::value, .value_name = "FILE",
+                   .help = "with --socket: the token that proxy wants, for the variables (without --socket it "
+                           "is a serve option, read by both)"},
+        OptionSpec{.name = "allow-unix-sockets", .kind = OptionKind::flag,
+                   .help = "let COMMAND make Unix sockets: by default socket(AF_UNIX, ...) fails with EPERM in the "
+                           "box, so that the host's pathname sockets (another session's proxy, an ssh agent) are "
+                           "out of reach"},
+    };
+    for (const OptionSpec& spec : serve_option_table().options()) {
+      const bool own = std::any_of(rows.begin(), rows.end(), [&](const OptionSpec& row) { return row.name == spec.name; });
+      if (own) continue;
+      OptionSpec serve_row = spec;
+      serve_row.in_help = false;
+      rows.push_back(std::move(serve_row));
+    }
+    return OptionTable(std::string(kCommand), std::move(rows));
+  }();
+  return table;
+}
+
+std::string help_text() {
+  return fmt::format(
+      "usage: boxproxy run [SERVE OPTION]... [--allow-unix-sockets] -- COMMAND [ARG]...\n"
+      "       boxproxy run --socket PATH [--auth-token-file FILE] [--allow-unix-sockets] -- COMMAND [ARG]...\n"
+      "\n"
+      "Runs COMMAND in a box whose only way out is boxproxy: its own user namespace (root inside,\n"
+      "the caller outside, also when run is root), network namespace (only its own loopback), mount\n"
+      "namespace and PID namespace (a /proc of its own processes), with no new privileges and no\n"
+      "capability outside. run starts `boxproxy serve` with the SERVE OPTIONs on a socket in a fresh\n"
+      "private directory (or, with --socket, uses a running proxy's socket), starts `boxproxy bridge`\n"
+      "on 127.0.0.1:3128 (and [::1]:3128) inside, and sets for COMMAND:\n"
+      "  HTTP_PROXY, HTTPS_PROXY  http://127.0.0.1:3128 (http://box:TOKEN@... when the proxy wants\n"
+      "                           a token)\n"
+      "  ALL_PROXY                socks5h://127.0.0.1:3128 (the same port: the proxy sniffs)\n"
+      "  NO_PROXY                 localhost,127.0.0.1,::1\n"
+      "  (and their lower-case forms), and BOXPROXY_SOCKET, the proxy's socket path. NOTIFY_SOCKET,\n"
+      "LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES are removed for the proxy and for COMMAND.\n"
+      "The proxy's decision lines go to standard error unless --log-file says otherwise.\n"
+      "\n"
+      "Options of run itself (the SERVE OPTIONs are in boxproxy serve --help):\n"
+      "{}"
+      "\n"
+      "Exit status: COMMAND's, or 128+N when signal N ended it; 2 a usage error; 125 the box could\n"
+      "not be set up (say, no user namespaces here: run never makes a weaker box); 126 COMMAND\n"
+      "cannot be executed; 127 COMMAND was not found.\n"
+      "SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 are passed on to COMMAND; SIGINT and SIGQUIT are left to\n"
+      "the terminal, which sends them to COMMAND itself.\n",
+      run_table().options_help());
+}
 
 struct RunOptions {
   std::optional<std::string> socket_path;      // --socket: a running proxy's socket
@@ -122,67 +152,50 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-// With --socket the only option besides run's own is --auth-token-file (run reads it to put
-// the token in the variables); every other serve option belongs to a proxy run starts.
-void take_token_file_from_serve_args(RunOptions& options) {
-  std::vector<std::string> rest;
-  for (std::size_t i = 0; i < options.serve_args.size(); ++i) {
-    const std::string& arg = options.serve_args[i];
-    std::optional<std::string> value;
-    if (arg == "--auth-token-file" && i + 1 < options.serve_args.size()) {
-      value = options.serve_args[++i];
-    } else if (arg.starts_with("--auth-token-file=")) {
-      value = arg.substr(18);
-    }
-    if (!value) {
-      rest.push_back(arg);
+// serve's options as `boxproxy serve` arguments, each value as --name=VALUE so that nothing a
+// value reads can change how serve splits them.
+std::vector<std::string> serve_arguments(const RawOptions& serve_options) {
+  std::vector<std::string> args;
+  for (const auto& [name, raw] : serve_options) {
+    if (raw.flag) {
+      args.push_back("--" + name);
       continue;
     }
-    if (options.auth_token_file) throw UsageError{"boxproxy run: --auth-token-file: given twice"};
-    options.auth_token_file = std::move(*value);
+    for (const std::string& value : raw.values) args.push_back(fmt::format("--{}={}", name, value));
   }
-  if (!rest.empty()) {
-    throw UsageError{fmt::format("boxproxy run: {}: serve options are for a proxy run starts; with --socket the "
-                                 "running proxy keeps its own",
-                                 rest.front())};
-  }
-  options.serve_args.clear();
+  return args;
 }
 
 RunOptions parse_run_options(int argc, char** argv) {
+  ParsedArguments parsed = parse_arguments(run_table(), argc, argv, Operands::after_dashes);
+  if (!parsed.dashes) {
+    throw usage_error(kCommand, "-- COMMAND is needed: boxproxy run [SERVE OPTION]... -- COMMAND [ARG]...");
+  }
+  if (parsed.operands.empty()) throw usage_error(kCommand, "a COMMAND is needed after --");
   RunOptions options;
-  int i = 0;
-  for (; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") break;
-    if (arg == "--help" || arg == "-h") throw HelpRequested{};
-    if (arg == "--allow-unix-sockets") {
-      options.allow_unix_sockets = true;
-      continue;
+  options.command = std::move(parsed.operands);
+  RawOptions& given = parsed.options;
+  if (const auto socket = given.find("socket"); socket != given.end()) {
+    const std::string& path = socket->second.values.front();
+    if (path.empty()) fail_value(kCommand, "--socket", path, "is not a path (it is empty)");
+    options.socket_path = path;
+    given.erase(socket);
+  }
+  if (given.erase("allow-unix-sockets") != 0) options.allow_unix_sockets = true;
+  if (options.socket_path) {
+    // With --socket the only option besides run's own is --auth-token-file (run reads it to put
+    // the token in the variables); every other serve option belongs to a proxy run starts.
+    if (const auto token = given.find("auth-token-file"); token != given.end()) {
+      options.auth_token_file = token->second.values.front();
+      given.erase(token);
     }
-    if (arg == "--socket" || arg.starts_with("--socket=")) {
-      if (options.socket_path) throw UsageError{"boxproxy run: --socket: given twice"};
-      if (arg == "--socket") {
-        if (i + 1 >= argc) throw UsageError{"boxproxy run: --socket: needs a value"};
-        options.socket_path = argv[++i];
-      } else {
-        options.socket_path = std::string(arg.substr(9));
-      }
-      if (options.socket_path->empty()) throw UsageError{"boxproxy run: --socket: \"\": a path is needed"};
-      continue;
-    }
-    options.serve_args.emplace_back(arg);
-    // Every serve option but the flags takes a value: keep it with its option, so a value that
-    // happens to read "--socket" or "--" stays serve's. serve itself judges both.
-    const bool is_flag = arg == "--die-with-parent";
-    if (arg.starts_with("--") && arg.find('=') == std::string_view::npos && !is_flag && i + 1 < argc) {
-      options.serve_args.emplace_back(argv[++i]);
+    if (!given.empty()) {
+      throw usage_error(kCommand, fmt::format("--{}: serve options are for a proxy run starts; with --socket the "
+                                              "running proxy keeps its own",
+                                              given.begin()->first));
     }
   }
-  if (i >= argc) throw UsageError{"boxproxy run: -- COMMAND is needed: boxproxy run [SERVE OPTION]... -- COMMAND [ARG]..."};
-  for (++i; i < argc; ++i) options.command.emplace_back(argv[i]);
-  if (options.command.empty()) throw UsageError{"boxproxy run: a COMMAND is needed after --"};
-  if (options.socket_path) take_token_file_from_serve_args(options);
+  options.serve_args = serve_arguments(given);
   return options;
 }
 
@@ -209,10 +222,8 @@ ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const
 std::string token_of_file(const std::string& path) {
   try {
     return read_auth_token_file("--auth-token-file", path);
-  } catch (UsageError& error) {
-    constexpr std::string_view kServePrefix = "boxproxy serve: ";
-    if (error.message.starts_with(kServePrefix)) error.message.replace(0, kServePrefix.size(), "boxproxy run: ");
-    throw;
+  } catch (const UsageError& error) {
+    throw error.for_command(kCommand);
   }
 }
 
@@ -658,7 +669,7 @@ int run_run_command(int argc, char** argv) {
       serve_facts = facts_of_serve_args(options.serve_args, "egress.sock");
     }
   } catch (const HelpRequested&) {
-    std::fputs(kHelp, stdout);
+    std::fputs(help_text().c_str(), stdout);
     return 0;
   } catch (const UsageError& error) {
     std::fprintf(stderr, "%s\n", error.message.c_str());

@@ -91,6 +91,10 @@ TEST_CASE("operands: where each kind of command starts them") {
     CHECK(parsed.operands == std::vector<std::string>{"cmd", "--path", "x"});
     CHECK(parsed.dashes);
     CHECK(contains(usage_error({"cmd", "--", "x"}, Operands::after_dashes), "unexpected argument \"cmd\" before --"));
+    // No "--" at all: the reading stops there, and the caller names the missing "--".
+    const auto without = parse({"--quiet", "cmd", "arg"}, Operands::after_dashes);
+    CHECK_FALSE(without.dashes);
+    CHECK(without.options.contains("quiet"));
   }
   SUBCASE("none: every argument is an option") {
     CHECK(contains(usage_error({"--"}), "unexpected argument \"--\""));
@@ -114,7 +118,7 @@ TEST_CASE("every usage error names the command, the option and the value") {
       {{"--path", "/a", "--path", "/b"}, "--path: \"/b\" given, but --path was already given as \"/a\" (it may be given once)"},
       {{"--count=1", "--count=2"}, "--count: \"2\" given, but --count was already given as \"1\""},
       {{"--quiet=yes"}, "--quiet: \"yes\" given, but this option takes no value"},
-      {{"--path"}, "--path: needs a value"},
+      {{"--path"}, "--path: a value is needed"},
       {{"--nope"}, "unknown option \"--nope\" (see boxproxy demo --help)"},
       {{"--nope=1"}, "unknown option \"--nope\""},
       {{"--\x1b[31m"}, "unknown option \"--\\x1b[31m\""},

@@ -234,7 +234,7 @@ TEST_CASE("every usage error names the option and the value") {
       {{"--bogus", "1"}, "unknown option", "\"--bogus\""},
       {{"--bogus=1"}, "unknown option", "\"--bogus\""},
       {{"stray"}, "unexpected argument", "\"stray\""},
-      {{"--max-tunnels"}, "--max-tunnels", "needs a value"},
+      {{"--max-tunnels"}, "--max-tunnels", "a value is needed"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"--socket", "/s"};
