@@ -9,6 +9,7 @@
 
 #include "proxy/decision_log.h"
 #include "proxy/connection_list.h"
+#include "proxy/defaults.h"
 #include "proxy/event_owners.h"
 #include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
@@ -21,13 +22,14 @@ class ClientConnection;
 struct ProxyConfig {
   Policy policy;
   std::string allow_hint;
-  std::uint32_t max_tunnels = 256;
-  std::uint64_t max_connections = 65536;
-  double head_timeout = 30;
-  double dns_timeout = 5;
-  double connect_timeout = 20;
-  double idle_timeout = 0;  // 0: never
-  std::size_t max_head_bytes = 32768;
+  // Every default from proxy/defaults.h, serve's and the manual's.
+  std::uint32_t max_tunnels = defaults::kMaxTunnels;
+  std::uint64_t max_connections = defaults::kMaxConnections;
+  double head_timeout = defaults::kHeadTimeoutSeconds;
+  double dns_timeout = defaults::kDnsTimeoutSeconds;
+  double connect_timeout = defaults::kConnectTimeoutSeconds;
+  double idle_timeout = defaults::kIdleTimeoutSeconds;  // 0: never
+  std::size_t max_head_bytes = defaults::kMaxHeadBytes;
   std::optional<std::string> auth_token;
 };
 
