@@ -42,7 +42,14 @@ std::optional<HostList::Match> check_host_list(const Policy& policy, const Targe
 }
 
 const std::vector<IpAddress>* fixed_answers_for(const Policy& policy, std::string_view name) {
-  const auto it = policy.fixed_answers.find(normalise_name(name));
+  if (policy.fixed_answers.empty()) return nullptr;
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);
+  // Lower-cased on the stack: this runs in every decision for a name, and a name is at most 253
+  // characters (is_valid_name); a longer text names no --resolve entry.
+  char lowered[253];
+  if (name.size() > sizeof lowered) return nullptr;
+  std::transform(name.begin(), name.end(), lowered, lower);
+  const auto it = policy.fixed_answers.find(std::string_view(lowered, name.size()));
   return it == policy.fixed_answers.end() ? nullptr : &it->second;
 }
 
