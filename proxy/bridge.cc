@@ -16,19 +16,11 @@
 namespace boxproxy {
 namespace {
 
-// After accept fails for want of descriptors (EMFILE, ENFILE) or memory, the listeners sleep this
-// long instead of spinning on sockets that stay readable; connections closing meanwhile free some.
-constexpr double kAcceptBackoffSeconds = 0.1;
-
 // A client we cannot serve is reset rather than closed cleanly, so it sees a failure (curl:
 // "Connection reset by peer") and never an empty answer it could take for a complete one.
 void close_with_reset(int fd) noexcept {
   const linger hard{1, 0};
   (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
-}
-
-bool is_resource_shortage(int error) noexcept {
-  return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
 }
 
 }  // namespace
@@ -184,27 +176,17 @@ BridgeConnection::Next BridgeConnection::writable(Endpoint& end) {
 // BridgeServer
 
 BridgeServer::BridgeServer(event_base* base, std::string socket_path)
-    : base_(base), socket_path_(std::move(socket_path)) {
-  resume_timer_ = make_event(base_, -1, 0, &BridgeServer::on_resume_accepting, this);
-  if (!resume_timer_) throw std::runtime_error("cannot create the accept timer");
-}
+    : base_(base),
+      socket_path_(std::move(socket_path)),
+      acceptor_(base, this, &BridgeServer::on_client, &BridgeServer::on_accept_paused) {}
 
 BridgeServer::~BridgeServer() { stop(); }
 
-void BridgeServer::add_listener(int listen_fd) {
-  ListenerPtr listener(evconnlistener_new(base_, &BridgeServer::on_accept, this, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd));
-  if (!listener) {
-    ::close(listen_fd);
-    throw std::runtime_error("cannot listen");
-  }
-  evconnlistener_set_error_cb(listener.get(), &BridgeServer::on_accept_error);
-  listeners_.push_back(std::move(listener));
-}
+void BridgeServer::add_listener(int listen_fd) { acceptor_.add(listen_fd); }
 
 void BridgeServer::stop() noexcept {
   stopping_ = true;
-  resume_timer_.reset();
-  listeners_.clear();
+  acceptor_.stop();
   connections_.delete_all();
 }
 
@@ -228,7 +210,7 @@ void BridgeServer::report_unreachable(int error) noexcept {
   unreported_ = 0;
 }
 
-void BridgeServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) {
+void BridgeServer::on_client(void* self, int fd) noexcept {
   auto* server = static_cast<BridgeServer*>(self);
   if (server->stopping_) {
     ::close(fd);
@@ -239,24 +221,14 @@ void BridgeServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int
   server->connections_.add(connection);
 }
 
-void BridgeServer::on_accept_error(evconnlistener*, void* self) {
-  static_cast<BridgeServer*>(self)->back_off(EVUTIL_SOCKET_ERROR());
+void BridgeServer::back_off(int error) noexcept {
+  if (!stopping_) acceptor_.back_off(error);
 }
 
-void BridgeServer::back_off(int error) noexcept {
-  if (!is_resource_shortage(error) || stopping_ || !resume_timer_) return;
-  if (evtimer_pending(resume_timer_.get(), nullptr)) return;  // already paused
-  for (auto& listener : listeners_) evconnlistener_disable(listener.get());
-  const timeval tv = to_timeval(kAcceptBackoffSeconds);
-  event_add(resume_timer_.get(), &tv);
+void BridgeServer::on_accept_paused(void*, int error) noexcept {
   const std::string line = fmt::format("boxproxy bridge: {}; pausing accepts for {} ms\n", std::strerror(error),
                                        static_cast<int>(kAcceptBackoffSeconds * 1000));
   std::fwrite(line.data(), 1, line.size(), stderr);
-}
-
-void BridgeServer::on_resume_accepting(evutil_socket_t, short, void* self) {
-  auto* server = static_cast<BridgeServer*>(self);
-  for (auto& listener : server->listeners_) evconnlistener_enable(listener.get());
 }
 
 }  // namespace boxproxy

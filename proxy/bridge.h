@@ -11,8 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "proxy/endpoint.h"
+#include "proxy/acceptor.h"
 #include "proxy/connection_list.h"
+#include "proxy/endpoint.h"
 #include "proxy/event_owners.h"
 
 namespace boxproxy {
@@ -107,15 +108,13 @@ class BridgeServer {
   void forget(BridgeConnection* connection) noexcept;
 
  private:
-  static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
-  static void on_accept_error(evconnlistener*, void* self);
-  static void on_resume_accepting(evutil_socket_t, short, void* self);
+  static void on_client(void* self, int fd) noexcept;
+  static void on_accept_paused(void* self, int error) noexcept;
 
   event_base* base_;
   std::string socket_path_;
   BridgeStats stats_;
-  std::vector<ListenerPtr> listeners_;
-  EventPtr resume_timer_;
+  Acceptor acceptor_;
   ConnectionList<BridgeConnection> connections_;
   bool stopping_ = false;
   std::int64_t last_report_ = 0;       // steady-clock seconds of the last unreachable line

@@ -9,13 +9,6 @@
 #include "proxy/client_connection.h"
 
 namespace boxproxy {
-namespace {
-
-// After accept fails for want of descriptors (EMFILE, ENFILE) or memory, the listener sleeps this
-// long instead of spinning on a socket that stays readable; tunnels closing meanwhile free some.
-constexpr double kAcceptBackoffSeconds = 0.1;
-
-}  // namespace
 
 ProxyServer::ProxyServer(event_base* base, ProxyConfig config, Resolver& resolver, DecisionLog& log)
     : base_(base), config_(std::move(config)), resolver_(resolver), log_(log) {}
@@ -23,20 +16,17 @@ ProxyServer::ProxyServer(event_base* base, ProxyConfig config, Resolver& resolve
 ProxyServer::~ProxyServer() { stop(); }
 
 void ProxyServer::start(int listen_fd) {
-  listener_.reset(evconnlistener_new(base_, &ProxyServer::on_accept, this, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd));
-  if (!listener_) {
-    ::close(listen_fd);
+  acceptor_ = std::make_unique<Acceptor>(base_, this, &ProxyServer::on_client, &ProxyServer::on_accept_paused);
+  try {
+    acceptor_->add(listen_fd);
+  } catch (const std::runtime_error&) {
     throw std::runtime_error("cannot listen on the session socket");
   }
-  evconnlistener_set_error_cb(listener_.get(), &ProxyServer::on_accept_error);
-  resume_timer_ = make_event(base_, -1, 0, &ProxyServer::on_resume_accepting, this);
-  if (!resume_timer_) throw std::runtime_error("cannot create the accept timer");
 }
 
 void ProxyServer::stop() noexcept {
   stopping_ = true;
-  resume_timer_.reset();
-  listener_.reset();
+  if (acceptor_) acceptor_->stop();
   connections_.delete_all();
 }
 
@@ -76,7 +66,7 @@ void ProxyServer::forget(ClientConnection* connection) noexcept {
   connections_.remove(connection);
 }
 
-void ProxyServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) {
+void ProxyServer::on_client(void* self, int fd) noexcept {
   auto* server = static_cast<ProxyServer*>(self);
   // evconnlistener hands us a non-blocking descriptor. Too many clients not yet decided (in
   // their handshake, or waiting on DNS or a dial): this one is closed at once, so clients a box
@@ -90,21 +80,10 @@ void ProxyServer::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int,
   server->connections_.add(connection);
 }
 
-void ProxyServer::on_accept_error(evconnlistener* listener, void* self) {
-  auto* server = static_cast<ProxyServer*>(self);
-  const int error = EVUTIL_SOCKET_ERROR();
-  if (error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM) {
-    evconnlistener_disable(listener);
-    const timeval tv = to_timeval(kAcceptBackoffSeconds);
-    event_add(server->resume_timer_.get(), &tv);
-    server->log_.message(fmt::format("accept: {}; pausing accepts for {} ms", evutil_socket_error_to_string(error),
-                                     static_cast<int>(kAcceptBackoffSeconds * 1000)));
-  }
-}
-
-void ProxyServer::on_resume_accepting(evutil_socket_t, short, void* self) {
-  auto* server = static_cast<ProxyServer*>(self);
-  if (server->listener_) evconnlistener_enable(server->listener_.get());
+void ProxyServer::on_accept_paused(void* self, int error) noexcept {
+  static_cast<ProxyServer*>(self)->log_.message(fmt::format("accept: {}; pausing accepts for {} ms",
+                                                            evutil_socket_error_to_string(error),
+                                                            static_cast<int>(kAcceptBackoffSeconds * 1000)));
 }
 
 }  // namespace boxproxy

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "proxy/acceptor.h"
 #include "proxy/decision_log.h"
 #include "proxy/connection_list.h"
 #include "proxy/defaults.h"
@@ -86,9 +88,8 @@ class ProxyServer {
   void forget(ClientConnection* connection) noexcept;
 
  private:
-  static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self);
-  static void on_accept_error(evconnlistener*, void* self);
-  static void on_resume_accepting(evutil_socket_t, short, void* self);
+  static void on_client(void* self, int fd) noexcept;
+  static void on_accept_paused(void* self, int error) noexcept;
 
   event_base* base_;
   ProxyConfig config_;
@@ -96,8 +97,7 @@ class ProxyServer {
   DecisionLog& log_;
   ProxyStats stats_;
   LocalAddresses local_addresses_;
-  ListenerPtr listener_;
-  EventPtr resume_timer_;
+  std::unique_ptr<Acceptor> acceptor_;
   ConnectionList<ClientConnection> connections_;
   bool stopping_ = false;
 };

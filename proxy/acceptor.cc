@@ -1,0 +1,57 @@
+#include "proxy/acceptor.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+
+namespace boxproxy {
+
+bool is_resource_shortage(int error) noexcept {
+  return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
+}
+
+Acceptor::Acceptor(event_base* base, void* owner, OnClient on_client, OnPause on_pause)
+    : base_(base), owner_(owner), on_client_(on_client), on_pause_(on_pause) {
+  resume_timer_ = make_event(base_, -1, 0, &Acceptor::on_resume, this);
+  if (!resume_timer_) throw std::runtime_error("cannot create the accept timer");
+}
+
+void Acceptor::add(int listen_fd) {
+  ListenerPtr listener(evconnlistener_new(base_, &Acceptor::on_accept, this, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd));
+  if (!listener) {
+    ::close(listen_fd);
+    throw std::runtime_error("cannot listen");
+  }
+  evconnlistener_set_error_cb(listener.get(), &Acceptor::on_accept_error);
+  listeners_.push_back(std::move(listener));
+}
+
+void Acceptor::stop() noexcept {
+  listeners_.clear();
+  if (resume_timer_) event_del(resume_timer_.get());
+}
+
+void Acceptor::back_off(int error) noexcept {
+  if (!is_resource_shortage(error) || listeners_.empty()) return;
+  if (evtimer_pending(resume_timer_.get(), nullptr)) return;  // paused already
+  for (auto& listener : listeners_) evconnlistener_disable(listener.get());
+  const timeval tv = to_timeval(kAcceptBackoffSeconds);
+  event_add(resume_timer_.get(), &tv);
+  on_pause_(owner_, error);
+}
+
+void Acceptor::on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) noexcept {
+  auto* acceptor = static_cast<Acceptor*>(self);
+  acceptor->on_client_(acceptor->owner_, fd);
+}
+
+void Acceptor::on_accept_error(evconnlistener*, void* self) noexcept {
+  static_cast<Acceptor*>(self)->back_off(EVUTIL_SOCKET_ERROR());
+}
+
+void Acceptor::on_resume(evutil_socket_t, short, void* self) noexcept {
+  for (auto& listener : static_cast<Acceptor*>(self)->listeners_) evconnlistener_enable(listener.get());
+}
+
+}  // namespace boxproxy
