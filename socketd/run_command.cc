@@ -44,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "proxy/defaults.h"
 #include "proxy/event_owners.h"
 #include "socketd/box_namespaces.h"
 #include "socketd/box_seccomp.h"
@@ -124,24 +125,24 @@ std::string help_text() {
       "namespace and PID namespace (a /proc of its own processes), with no new privileges and no\n"
       "capability outside. run starts `boxproxy serve` with the SERVE OPTIONs on a socket in a fresh\n"
       "private directory (or, with --socket, uses a running proxy's socket), starts `boxproxy bridge`\n"
-      "on 127.0.0.1:3128 (and [::1]:3128) inside, and sets for COMMAND:\n"
-      "  HTTP_PROXY, HTTPS_PROXY  http://127.0.0.1:3128 (http://box:TOKEN@... when the proxy wants\n"
+      "on 127.0.0.1:{1} (and [::1]:{1}) inside, and sets for COMMAND:\n"
+      "  HTTP_PROXY, HTTPS_PROXY  http://127.0.0.1:{1} (http://box:TOKEN@... when the proxy wants\n"
       "                           a token)\n"
-      "  ALL_PROXY                socks5h://127.0.0.1:3128 (the same port: the proxy sniffs)\n"
+      "  ALL_PROXY                socks5h://127.0.0.1:{1} (the same port: the proxy sniffs)\n"
       "  NO_PROXY                 localhost,127.0.0.1,::1\n"
       "  (and their lower-case forms), and BOXPROXY_SOCKET, the proxy's socket path. NOTIFY_SOCKET,\n"
       "LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES are removed for the proxy and for COMMAND.\n"
       "The proxy's decision lines go to standard error unless --log-file says otherwise.\n"
       "\n"
       "Options of run itself (the SERVE OPTIONs are in boxproxy serve --help):\n"
-      "{}"
+      "{0}"
       "\n"
       "Exit status: COMMAND's, or 128+N when signal N ended it; 2 a usage error; 125 the box could\n"
       "not be set up (say, no user namespaces here: run never makes a weaker box); 126 COMMAND\n"
       "cannot be executed; 127 COMMAND was not found.\n"
       "SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 are passed on to COMMAND; SIGINT and SIGQUIT are left to\n"
       "the terminal, which sends them to COMMAND itself.\n",
-      run_table().options_help());
+      run_table().options_help(), defaults::kBridgePort);
 }
 
 struct RunOptions {

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -60,7 +61,7 @@ OptionTable make_serve_table() {
   OptionSpec config = value("config", "FILE",
                             "a JSON object of these options' long names without \"--\" (\"max-tunnels\": 64, "
                             "\"allow\": [\"a.com\"], \"die-with-parent\": true); command-line options win, a list "
-                            "given on the command line replaces the config's; an unknown key is an error",
+                            "given on the command line replaces the config's; an unknown or repeated key is an error",
                             "none");
   // A config naming another config would make precedence a puzzle: command line only.
   config.config_key = false;
@@ -189,6 +190,62 @@ std::size_t nesting_depth(std::string_view text) noexcept {
   return deepest;
 }
 
+// "line L, column C" of byte `offset` (0-based) of `text`; columns count bytes.
+std::string position_words(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  const std::string_view before = text.substr(0, offset);
+  const auto line = 1 + static_cast<std::size_t>(std::count(before.begin(), before.end(), '\n'));
+  const auto line_start = before.rfind('\n');
+  const std::size_t column = offset - (line_start == std::string_view::npos ? 0 : line_start + 1) + 1;
+  return fmt::format("line {}, column {}", line, column);
+}
+
+// Why `text` is not JSON, in our words: "line L, column C: REASON". The parser's own message is
+// only looked at to pick the reason, never shown: it names the library's classes and quotes the
+// bytes it read as they are.
+std::string json_error_words(std::string_view text, const nlohmann::json::exception& error) {
+  const std::string_view library = error.what();
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return "the file is empty";
+  // The parser's words, most particular first, and ours for each.
+  static constexpr std::pair<std::string_view, std::string_view> kReasons[] = {
+      {"; expected end of input", "more text after the JSON value"},
+      {"unexpected end of input", "the text ends before the JSON does"},
+      {"missing closing quote", "a string is not closed"},
+      {"control character", "a control character inside a string (write it as \\u00XX)"},
+      {"ill-formed UTF-8", "a byte that is not UTF-8 text"},
+      {"must be followed by 4 hex digits", "\\u not followed by four hex digits"},
+      {"surrogate", "a \\u escape that is half of a character"},
+      {"forbidden character after backslash", "an unknown escape after a backslash"},
+      {"invalid number", "not a JSON number"},
+      {"invalid literal",
+       "not a JSON value (a string needs double quotes; true, false and null are lower case)"},
+      {"invalid BOM", "a byte order mark that is not UTF-8's"},
+      {"number overflow", "a number too large for a double"},
+  };
+  std::string_view reason = "not JSON here";
+  for (const auto& [marker, words] : kReasons) {
+    if (library.find(marker) != std::string_view::npos) {
+      reason = words;
+      break;
+    }
+  }
+  std::optional<std::size_t> offset;
+  if (const auto* parse_error = dynamic_cast<const nlohmann::json::parse_error*>(&error)) {
+    // `byte` counts the bytes read, the bad one last.
+    offset = parse_error->byte == 0 ? 0 : parse_error->byte - 1;
+  } else if (const auto quote_start = library.find('\''); quote_start != std::string_view::npos) {
+    // A number too large has no position: the parser names the number, found here in the text.
+    const auto quote_end = library.find('\'', quote_start + 1);
+    const auto number = library.substr(quote_start + 1, quote_end - quote_start - 1);
+    if (const auto at = text.find(number); quote_end != std::string_view::npos && !number.empty() &&
+                                           at != std::string_view::npos) {
+      offset = at;
+    }
+  }
+  if (!offset) return std::string(reason);
+  return fmt::format("{}: {}", position_words(text, *offset), reason);
+}
+
 RawOptions collect_config(const std::string& path) {
   const std::string where = fmt::format("--config {}", quote(path));
   std::string error;
@@ -199,13 +256,34 @@ RawOptions collect_config(const std::string& path) {
   if (nesting_depth(*text) > kMaxConfigNesting) {
     fail("--config", path, fmt::format("nests arrays or objects more than {} deep", kMaxConfigNesting));
   }
+  // The parser keeps the last of two equal keys without a word; a key given twice is a mistake
+  // (which value did the operator mean?), so it is an error, as an option given twice is.
+  std::vector<std::set<std::string, std::less<>>> keys_by_object;  // one set per open object
+  std::optional<std::string> repeated_key;
+  const auto watch_keys = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      keys_by_object.emplace_back();
+    } else if (event == Event::object_end && !keys_by_object.empty()) {
+      keys_by_object.pop_back();
+    } else if (event == Event::key && !keys_by_object.empty() && parsed.is_string()) {
+      if (!keys_by_object.back().insert(parsed.get<std::string>()).second && !repeated_key) {
+        repeated_key = parsed.get<std::string>();
+      }
+    }
+    return true;
+  };
   nlohmann::json document;
   try {
-    document = nlohmann::json::parse(*text);
+    document = nlohmann::json::parse(*text, watch_keys);
   } catch (const nlohmann::json::exception& e) {
-    // Any parse failure (a syntax error, a number out of range such as 1e999) is a usage error.
-    // The library's message quotes the bad bytes as they are: quote() escapes them.
-    fail("--config", path, fmt::format("is not JSON: {}", quote(e.what())));
+    // Any parse failure (a syntax error, a number out of range such as 1e999) is a usage error,
+    // said in our words: the library's own names its exception classes and its internals.
+    fail("--config", path, fmt::format("is not JSON: {}", json_error_words(*text, e)));
+  }
+  if (repeated_key) {
+    fail_plain(fmt::format("{}: key {} given twice (a key may be given once, as an option may)", where,
+                           quote(*repeated_key)));
   }
   if (!document.is_object()) fail("--config", path, "is not a JSON object");
 

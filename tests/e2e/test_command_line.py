@@ -197,6 +197,49 @@ class RunKnowsServesOptions(unittest.TestCase):
         self.assertNotIn("--max-tunnels", out)
 
 
+class ConfigFileWords(TempFiles):
+    """A --config key given twice is a usage error, as an option given twice is; a config that is
+    not JSON is said in our words with its line and column, never with the JSON library's."""
+
+    def serve(self, *args):
+        socket_path = os.path.join(self.dir, "egress.sock")
+        result = boxproxy("serve", "--socket", socket_path, *args)
+        self.assertFalse(os.path.lexists(socket_path), "a usage error creates no socket")
+        return result
+
+    def test_a_key_given_twice(self):
+        # Written by hand: json.dumps cannot repeat a key.
+        config = self.write("twice.json", '{\n  "max-tunnels": 64,\n  "permit": ["10.0.0.0/8"],\n'
+                                          '  "max-tunnels": 8\n}\n')
+        err = self.assert_usage(self.serve("--config", config), f'--config "{config}": key "max-tunnels" given twice',
+                                prefix="boxproxy serve: ")
+        self.assertEqual(err.count("\n"), 1, err)
+        # check reads the config with serve's code: the same error, under check's name.
+        self.assert_usage(check("--config", config, "1.1.1.1"), 'key "max-tunnels" given twice',
+                          prefix="boxproxy check: ")
+        # A list key given twice too: the second list would silently have replaced the first.
+        config = self.write("lists.json", '{"allow": ["a.example.com"], "allow": ["b.example.com"]}')
+        self.assert_usage(self.serve("--config", config), 'key "allow" given twice', prefix="boxproxy serve: ")
+
+    def test_not_json_in_our_words(self):
+        cases = [
+            ("{not json", "is not JSON: line 1, column "),
+            ('{\n  "socket": "/s",\n  "max-tunnels": 8,,\n}', "is not JSON: line 3, column "),
+            ('{"max-tunnels": 64', "is not JSON: line 1, column 19: the text ends before the JSON does"),
+            ("", "is not JSON: the file is empty"),
+            ('{"max-tunnels": 64} {}', "is not JSON: line 1, column 21: more text after the JSON value"),
+            ('{"head-timeout": 1e999}', "is not JSON: line 1, column 18: a number too large for a double"),
+            (b'{"allow-hint": "a\x1b[2Jb"}', "is not JSON: line 1, column 18: a control character inside a string"),
+        ]
+        for text, words in cases:
+            with self.subTest(text=text):
+                config = self.write("bad.json", text)
+                err = self.assert_usage(self.serve("--config", config), f'--config: "{config}" {words}',
+                                        prefix="boxproxy serve: ")
+                for internal in ("json.exception", "parse_error", "parse error", "last read", "syntax error"):
+                    self.assertNotIn(internal, err)
+
+
 class BridgeUsesTheToolkit(unittest.TestCase):
 
     def test_socket_given_twice_and_help(self):

@@ -69,6 +69,9 @@ class UsageTextTest(unittest.TestCase):
             ((b"--config", self.config(b'{"' + ESC + b'":1}')), None),
             ((b"--config", self.config(b'{"max-tunnels": "' + ESC + b'"}')), None),
             ((b"--config", self.config(ESC + b"[2J")), None),
+            # A key given twice (issue 11 item 4) is named quoted, and not-JSON is said in our words.
+            ((b"--config", self.config(b'{"\\u001b[31m":1,"\\u001b[31m":2}')), b'key "\\x1b[31m" given twice'),
+            ((b"--config", self.config(b'{"a":"\xc3(' + ESC + b'"}')), b"line 1, column 8: a byte that is not UTF-8"),
         ]
         for extra, shows in cases:
             with self.subTest(extra=extra):
@@ -76,6 +79,9 @@ class UsageTextTest(unittest.TestCase):
 
     def test_check(self):
         cases = [
+            ((b"--config", self.config(b'{"permit":["\\u001b[2J/8"]}'), b"1.1.1.1"), b"\\x1b[2J"),
+            ((b"--allow-file", self.config(b"ok.example\n" + ESC + b"]0;x\x07.example\n"), b"a.example"),
+             b"\\x1b]0;x\\x07"),
             ((b"--" + ESC + b"[31m", b"1.1.1.1"), b"\\x1b[31m"),
             ((b"--resolve", b"a.test=" + ESC, b"a.test"), b"\\x1b"),
             ((b"--allow", ESC + b".example", b"a.example"), b"\\x1b"),

@@ -390,6 +390,60 @@ TEST_CASE("--config errors name the key and the value") {
   }
 }
 
+TEST_CASE("--config: a key given twice is a usage error, as an option given twice is") {
+  TempDir dir;
+  const std::vector<std::string> repeated = {
+      R"({"socket": "/s", "max-tunnels": 5, "max-tunnels": 6})",
+      R"({"socket": "/s", "allow": ["a.example.com"], "allow": ["b.example.com"]})",
+      R"({"socket": "/s", "die-with-parent": true, "die-with-parent": false})",
+      R"({"socket": "/s", "socket": "/s"})",
+  };
+  int n = 0;
+  for (const auto& json : repeated) {
+    const std::string config = dir.write("r" + std::to_string(n++) + ".json", json);
+    const std::string message = usage_error({"--config", config});
+    CAPTURE(message);
+    CHECK(contains(message, "given twice"));
+    CHECK(message.rfind("boxproxy serve: --config \"" + config + "\": key \"", 0) == 0);
+  }
+  CHECK(usage_error({"--config", dir.write("t.json", R"({"socket": "/s", "log": "json", "log": "text"})")}) ==
+        "boxproxy serve: --config \"" + dir.path + "/t.json\": key \"log\" given twice (a key may be given once, "
+        "as an option may)");
+  // Equal keys in different objects are not repeated (and a nested object is a type error anyway).
+  const std::string nested = dir.write("n.json", R"({"socket": "/s", "permit": [{"a": 1}, {"a": 2}]})");
+  CHECK(contains(usage_error({"--config", nested}), "is not a JSON array of strings"));
+}
+
+TEST_CASE("--config that is not JSON: line, column and a reason in our words, never the library's") {
+  TempDir dir;
+  struct Case {
+    std::string text;
+    std::string words;
+  };
+  const std::vector<Case> cases = {
+      {"", "is not JSON: the file is empty"},
+      {"{\"socket\": ", "is not JSON: line 1, column 12: the text ends before the JSON does"},
+      {"{\n  \"socket\": \"/s\",\n  \"log\": \"te\x1bxt\"\n}", "is not JSON: line 3, column 13: a control character"},
+      {"{} x", "is not JSON: line 1, column 4: more text after the JSON value"},
+      {"{\"max-tunnels\": 1e999}", "is not JSON: line 1, column 17: a number too large for a double"},
+      {"{\"a\": \"\xc3(\"}", "is not JSON: line 1, column 9: a byte that is not UTF-8 text"},
+      {"{\"a\": \"b", "is not JSON: line 1, column"},
+      {"{not json", "is not JSON: line 1, column"},
+      {"{'socket': '/s'}", "is not JSON: line 1, column"},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    const std::string config = dir.write("j" + std::to_string(n++) + ".json", c.text);
+    const std::string message = usage_error({"--socket", "/s", "--config", config});
+    CAPTURE(c.text);
+    CAPTURE(message);
+    CHECK(contains(message, c.words));
+    CHECK_FALSE(contains(message, "json.exception"));
+    CHECK_FALSE(contains(message, "parse error"));
+    CHECK_FALSE(contains(message, "last read"));
+  }
+}
+
 TEST_CASE("reload_host_list re-reads the files, by the start's precedence") {
   TempDir dir;
   const std::string allow_file = dir.write("allow", "one.example.com\n");
