@@ -17,6 +17,7 @@
 #include "proxy/event_owners.h"
 #include "proxy/http_body.h"
 #include "proxy/resolver.h"
+#include "table/decision.h"
 #include "table/host_list.h"
 #include "table/policy.h"
 #include "table/target.h"
@@ -109,11 +110,12 @@ class ClientConnection {
   static bool is_connect_line(std::string_view head) noexcept;
   bool authorized_http(const struct RequestHead& head) const;
 
-  // The decision (SPEC §5).
+  // The decision (SPEC §5): table/decision.h decides, these drive it.
   Next decide(TargetResult parsed);
   Next decide_parsed(Target target);
-  Next answers_known(std::vector<IpAddress> answers);
-  [[nodiscard]] AnswersVerdict judge_answers_now(const std::vector<IpAddress>& answers);
+  Next answers_known(std::vector<IpAddress> answers);  // the lookup's answers
+  Next follow(Decision::Step step);
+  Next admit_and_dial();
   Next dial_next();
   Next dial_finished();
   Next refuse(Reason reason, std::string_view ip = "-", std::string words = {});
@@ -152,8 +154,8 @@ class ClientConnection {
   std::string inbox_;  // client bytes read but not yet consumed (head, handshake, early data)
   Target target_;
   std::string ip_text_ = "-";
-  std::vector<IpAddress> answers_;
-  std::size_t next_answer_ = 0;
+  Decision decision_;            // steps 2-4 for target_; after dial, its answers are dialled in order
+  std::size_t next_answer_ = 0;  // the next of decision_.answers() to dial
   Resolver::Lookup* lookup_ = nullptr;
   std::string upstream_prefix_;  // what goes upstream before anything else (a rewritten request head)
   std::optional<Exchange> exchange_;

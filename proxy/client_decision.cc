@@ -1,5 +1,5 @@
-// ClientConnection, part 3: the decision of SPEC §5 (host list, resolve, address rule,
-// admission), the dial, and every refusal's answer.
+// ClientConnection, part 3: the decision of SPEC §5 (table/decision.h) fed with DNS answers and
+// the host's addresses, admission, the dial, and every refusal's answer.
 #include "proxy/client_connection.h"
 
 #include <arpa/inet.h>
@@ -59,61 +59,58 @@ void ClientConnection::give_back_head_buffers() {
 
 ClientConnection::Next ClientConnection::decide_parsed(Target target) {
   target_ = std::move(target);
-  const ProxyConfig& config = server_.config();
-  // Step 2 before any lookup: a name off the list never leaves the machine, not even as a query.
-  if (auto match = check_host_list(config.policy, target_)) {
-    return refuse(Reason::not_listed, "-", not_listed_words(target_, *match, config.allow_hint));
-  }
-  if (target_.address) return answers_known({*target_.address});
-  if (const auto* fixed = fixed_answers_for(config.policy, target_.host)) return answers_known(*fixed);
-  phase_ = Phase::resolving;
-  arm_timer(config.dns_timeout);
-  std::optional<std::vector<IpAddress>> immediate;
-  lookup_ = server_.resolver().start(target_.host, &on_resolved, this, immediate);
-  if (immediate) return answers_known(std::move(*immediate));
-  return Next::keep;
+  return follow(decision_.start(server_.config().policy, target_));
 }
 
+// The lookup's answers (empty: no answer, or a failed lookup).
 ClientConnection::Next ClientConnection::answers_known(std::vector<IpAddress> answers) {
-  if (answers.empty()) return refuse(Reason::name_not_resolved);
-  // Step 4: every answer is judged, and only judged answers are ever dialled, so a name cannot
-  // point somewhere else between the check and the dial.
-  const AnswersVerdict verdict = judge_answers_now(answers);
-  if (verdict.refusal) {
-    return refuse(*verdict.refusal, verdict.refused_address ? verdict.refused_address->to_string() : "-");
+  return follow(decision_.answers_found(std::move(answers)));
+}
+
+// Gets the decision what it asks for, until it has decided. The decision itself is table/'s,
+// the same for `boxproxy check`: only the waiting is the connection's.
+ClientConnection::Next ClientConnection::follow(Decision::Step step) {
+  switch (step) {
+    case Decision::Step::need_lookup: {
+      phase_ = Phase::resolving;
+      arm_timer(server_.config().dns_timeout);
+      std::optional<std::vector<IpAddress>> immediate;
+      lookup_ = server_.resolver().start(target_.host, &on_resolved, this, immediate);
+      if (immediate) return answers_known(std::move(*immediate));
+      return Next::keep;
+    }
+    case Decision::Step::need_local_addresses:
+      // Read fresh for each decision, as the spec says, but cached until netlink reports a
+      // change (LocalAddresses); asked for only when they can change the answer.
+      return follow(decision_.local_addresses_read(server_.local_addresses().current()));
+    case Decision::Step::refuse: {
+      const Reason reason = decision_.reason();
+      if (reason == Reason::not_listed) {
+        return refuse(reason, "-", not_listed_words(target_, decision_.not_listed_match(), server_.config().allow_hint));
+      }
+      const IpAddress* refused = decision_.refused_address();
+      return refuse(reason, refused != nullptr ? refused->to_string() : "-");
+    }
+    case Decision::Step::dial:
+      return admit_and_dial();
   }
-  // Step 5.
+  return Next::close;
+}
+
+// Step 5, then step 6: the decision's answers, all checked, in order.
+ClientConnection::Next ClientConnection::admit_and_dial() {
   if (auto full = server_.take_slot()) return refuse(*full);
   holds_slot_ = true;
-  answers_ = std::move(answers);
   next_answer_ = 0;
   phase_ = Phase::dialling;
   arm_timer(server_.config().connect_timeout);
   return dial_next();
 }
 
-// Step 4 with the host's interface addresses read fresh, but only when they can change the answer:
-// this-host is the rule's last step, so an answer refused before it, or let through by --permit
-// (which is final), needs no interface list. The list is cached and re-read on netlink news (LocalAddresses).
-AnswersVerdict ClientConnection::judge_answers_now(const std::vector<IpAddress>& answers) {
-  const Policy& policy = server_.config().policy;
-  AnswersVerdict verdict = judge_answers(policy, answers, {});
-  // With one answer, a refusal before this-host is the answer. With several, an earlier answer
-  // could be this-host, and the first refused answer names the class: judge them all again.
-  if (verdict.refusal && answers.size() == 1) return verdict;
-  bool all_permitted = true;
-  for (const IpAddress& answer : answers) {
-    bool permitted = false;
-    for (const Cidr& range : policy.rule.permit) permitted = permitted || range.contains(answer);
-    all_permitted = all_permitted && permitted;
-  }
-  if (all_permitted && !verdict.refusal) return verdict;
-  return judge_answers(policy, answers, server_.local_addresses().current());
-}
-
 ClientConnection::Next ClientConnection::dial_next() {
-  while (next_answer_ < answers_.size()) {
-    const IpAddress& address = answers_[next_answer_++];
+  const std::span<const IpAddress> answers = decision_.answers();
+  while (next_answer_ < answers.size()) {
+    const IpAddress& address = answers[next_answer_++];
     ip_text_ = address.to_string();
     release_upstream_socket();
     const int fd = ::socket(address.is_v4() ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -1,10 +1,6 @@
 #include "table/policy.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <algorithm>
-#include <cstring>
 
 #include <fmt/format.h>
 
@@ -51,24 +47,6 @@ const std::vector<IpAddress>* fixed_answers_for(const Policy& policy, std::strin
   std::transform(name.begin(), name.end(), lowered, lower);
   const auto it = policy.fixed_answers.find(std::string_view(lowered, name.size()));
   return it == policy.fixed_answers.end() ? nullptr : &it->second;
-}
-
-AnswersVerdict judge_answers(const Policy& policy, std::span<const IpAddress> answers,
-                             std::span<const IpAddress> local_addresses) {
-  AnswersVerdict verdict;
-  // No answer at all is never "all answers are fine": there is nothing checked to dial.
-  if (answers.empty()) {
-    verdict.refusal = Reason::name_not_resolved;
-    return verdict;
-  }
-  for (const IpAddress& answer : answers) {
-    if (auto refusal = judge_address(policy.rule, answer, local_addresses)) {
-      verdict.refusal = refusal;
-      verdict.refused_address = answer;
-      return verdict;
-    }
-  }
-  return verdict;
 }
 
 std::variant<ResolveEntry, std::string> parse_resolve_entry(std::string_view text) {

@@ -1,10 +1,9 @@
-// The parts of the decision (SPEC §5) that need no I/O, shared by `serve` and `check` so that
-// both judge every target the same way.
+// The policy a decision (SPEC §5, table/decision.h) is made under, and the parts of it that need
+// no state: the host-list check, the --resolve answers, the words of a not-listed refusal.
 #pragma once
 
 #include <map>
 #include <optional>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -30,15 +29,6 @@ struct Policy {
 
 // The --resolve answers for a name, or nullptr when DNS must be asked.
 [[nodiscard]] const std::vector<IpAddress>* fixed_answers_for(const Policy& policy, std::string_view name);
-
-// Step 4 over every answer: the first refused answer refuses the target with its class.
-struct AnswersVerdict {
-  std::optional<Reason> refusal;
-  // The refused answer when refusal is set; else nothing (all answers are fine).
-  std::optional<IpAddress> refused_address;
-};
-[[nodiscard]] AnswersVerdict judge_answers(const Policy& policy, std::span<const IpAddress> answers,
-                                           std::span<const IpAddress> local_addresses);
 
 // Parses "NAME=ADDR[,ADDR]..." (--resolve). Addresses are strict (inet_pton forms). On error, a
 // message naming the value.

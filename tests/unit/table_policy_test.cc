@@ -1,4 +1,5 @@
-// table/policy: the host list before any lookup, --resolve, every answer judged, refusal words.
+// table/policy: the host list before any lookup, --resolve, refusal words (the decision itself:
+// table_decision_test.cc).
 #include <string>
 #include <vector>
 
@@ -95,30 +96,6 @@ TEST_CASE("parse_resolve_entry: an embedded NUL is not the end of an address (fu
     CAPTURE(text);
     CHECK(std::holds_alternative<std::string>(parse_resolve_entry(text)));
   }
-}
-
-TEST_CASE("judge_answers: every answer is checked; the first refused one decides") {
-  Policy policy;
-  const std::vector<IpAddress> fine = {ip("1.1.1.1"), ip("2606:4700::1111")};
-  const auto ok = judge_answers(policy, fine, {});
-  CHECK_FALSE(ok.refusal.has_value());
-  CHECK_FALSE(ok.refused_address.has_value());
-
-  const std::vector<IpAddress> mixed = {ip("1.1.1.1"), ip("10.1.2.3"), ip("127.0.0.1")};
-  const auto refused = judge_answers(policy, mixed, {});
-  CHECK(refused.refusal == Reason::private_range);
-  CHECK(refused.refused_address == ip("10.1.2.3"));
-
-  // No answer is nothing checked to dial.
-  CHECK(judge_answers(policy, {}, {}).refusal == Reason::name_not_resolved);
-
-  policy.rule.deny.push_back(std::get<Cidr>(parse_cidr("1.1.1.0/24")));
-  policy.rule.permit.push_back(std::get<Cidr>(parse_cidr("10.0.0.0/8")));
-  CHECK(judge_answers(policy, mixed, {}).refusal == Reason::denied);
-  const std::vector<IpAddress> permitted = {ip("10.1.2.3"), ip("::ffff:10.9.9.9")};
-  CHECK_FALSE(judge_answers(policy, permitted, {}).refusal.has_value());
-  const std::vector<IpAddress> public_local = {ip("8.8.8.8")};
-  CHECK(judge_answers(Policy{}, public_local, public_local).refusal == Reason::this_host);
 }
 
 TEST_CASE("not_listed_words (SPEC §6)") {
