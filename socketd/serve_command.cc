@@ -260,6 +260,11 @@ int run_serve_command(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.message.c_str());
     return 2;
   }
+  if (options.check_config) {
+    // Everything serve reads has been read and checked: say what is in force, bind nothing.
+    std::printf("%s\n", options_in_force(options).c_str());
+    return 0;
+  }
   try {
     return serve(options);
   } catch (const StartupError& error) {

@@ -65,6 +65,12 @@ OptionTable make_serve_table() {
                             "none");
   // A config naming another config would make precedence a puzzle: command line only.
   config.config_key = false;
+  OptionSpec check_config{.name = "check-config", .kind = OptionKind::flag, .value_name = "",
+                          .help = "read and check everything serve would read (the options, --config, "
+                                  "--allow-file, --auth-token-file), print what is in force as one JSON "
+                                  "object, and exit 0, or 2 on a usage error; nothing is bound or created",
+                          .default_text = "off"};
+  check_config.config_key = false;  // a question for the command line, never a setting
   return OptionTable(
       std::string(kCommand),
       {
@@ -103,6 +109,7 @@ OptionTable make_serve_table() {
           OptionSpec{.name = "die-with-parent", .kind = OptionKind::flag, .value_name = "",
                      .help = "exit as on SIGTERM when the starting process dies", .default_text = "off"},
           std::move(config),
+          std::move(check_config),
       });
 }
 
@@ -472,8 +479,11 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
 
   const RawOptions raw = merge(command_line, std::move(config));
 
+  if (const RawValue* value = get(command_line, "check-config")) options.check_config = value->flag;
   const RawValue* socket = get(raw, "socket");
-  if (socket == nullptr && reader == Reader::serve) fail_plain("--socket PATH is required (see boxproxy serve --help)");
+  if (socket == nullptr && reader == Reader::serve && !options.check_config) {
+    fail_plain("--socket PATH is required (see boxproxy serve --help)");
+  }
   if (socket != nullptr) options.socket_path = check_path(*socket);
 
   // Host list: --allow and --allow-file together; either turns it on.
@@ -590,6 +600,60 @@ ServeOptions parse_serve_options(int argc, char** argv) {
 }
 
 ServeOptions read_options_for_check(const RawOptions& command_line) { return read_options(command_line, Reader::check); }
+
+std::string options_in_force(const ServeOptions& options) {
+  using nlohmann::json;
+  const auto or_null = [](const std::optional<std::string>& value) { return value ? json(*value) : json(nullptr); };
+  const auto ranges = [](const std::vector<Cidr>& cidrs) {
+    json out = json::array();
+    for (const Cidr& cidr : cidrs) out.push_back(cidr.to_string());
+    return out;
+  };
+  json allow = nullptr;
+  if (options.policy.allow) {
+    allow = json::array();
+    for (const HostEntry& entry : options.policy.allow->entries()) {
+      std::string text = (entry.wildcard ? "*." : "") + entry.name;
+      if (entry.port) text += fmt::format(":{}", *entry.port);
+      allow.push_back(std::move(text));
+    }
+  }
+  json resolve = json::array();
+  for (const auto& [name, answers] : options.policy.fixed_answers) {
+    std::string text = name + "=";
+    for (std::size_t i = 0; i < answers.size(); ++i) text += (i == 0 ? "" : ",") + answers[i].to_string();
+    resolve.push_back(std::move(text));
+  }
+  // The keys are the config file's, so what is printed reads back as a --config (but for
+  // "allow", which holds the --allow-file's entries too, and "socket", which may be absent).
+  json out = {
+      {"socket", options.socket_path.empty() ? json(nullptr) : json(options.socket_path)},
+      {"allow", std::move(allow)},
+      {"allow-file", or_null(options.allow_file)},
+      {"allow-hint", options.allow_hint},
+      {"permit", ranges(options.policy.rule.permit)},
+      {"deny", ranges(options.policy.rule.deny)},
+      {"resolve", std::move(resolve)},
+      {"nameserver", options.nameservers},
+      {"max-tunnels", options.max_tunnels},
+      {"max-connections", options.max_connections},
+      {"head-timeout", options.head_timeout},
+      {"dns-timeout", options.dns_timeout},
+      {"connect-timeout", options.connect_timeout},
+      {"idle-timeout", options.idle_timeout},
+      {"max-head-bytes", options.max_head_bytes},
+      {"log", options.log_format == LogFormat::json ? "json" : "text"},
+      {"log-file", or_null(options.log_file)},
+      {"audit", or_null(options.audit_path)},
+      // The token is never shown: only whether one is required, and its file.
+      {"auth-token-file", or_null(options.auth_token_file)},
+      {"ready-fd", options.ready_fd ? json(*options.ready_fd) : json(nullptr)},
+      {"die-with-parent", options.die_with_parent},
+      {"config", or_null(options.config_path)},
+  };
+  // ASCII only (a path or hint may hold other bytes): nothing but printable text reaches stdout.
+  return out.dump(-1, ' ', true, json::error_handler_t::replace);
+}
 
 std::optional<HostList> reload_host_list(const ServeOptions& options) {
   RawOptions config;

@@ -37,6 +37,7 @@ struct ServeOptions {
   std::optional<std::string> auth_token_file;
   std::optional<int> ready_fd;              // --ready-fd
   bool die_with_parent = false;             // --die-with-parent
+  bool check_config = false;                // --check-config: print what is in force, bind nothing
   std::optional<std::string> config_path;   // --config
   // Where the host list's sources came from, so SIGHUP rebuilds it by the same precedence:
   // a list option given on the command line replaces the config's.
@@ -65,6 +66,10 @@ inline constexpr std::string_view kDecisionOptions[] = {"config",  "allow",   "a
 // required, the --auth-token-file is not read and the --ready-fd descriptor is not looked at.
 // Throws UsageError under serve's name (the caller re-labels it with for_command).
 [[nodiscard]] ServeOptions read_options_for_check(const RawOptions& command_line);
+
+// `serve --check-config`: every value in force as one JSON object (ASCII), keyed like a config
+// file; the token itself is never in it, only its file.
+[[nodiscard]] std::string options_in_force(const ServeOptions& options);
 
 // Builds the host list afresh for SIGHUP: --allow from the command line, "allow" and
 // "allow-file" from --config (re-read now), and the --allow-file (re-read now). nullopt when no
