@@ -13,7 +13,7 @@
 
 #include "proxy/acceptor.h"
 #include "proxy/connection_list.h"
-#include "proxy/endpoint.h"
+#include "proxy/relay.h"
 #include "proxy/event_owners.h"
 
 namespace boxproxy {

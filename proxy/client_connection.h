@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "proxy/decision_log.h"
-#include "proxy/endpoint.h"
+#include "proxy/relay.h"
 #include "proxy/event_owners.h"
 #include "proxy/http_body.h"
 #include "proxy/resolver.h"

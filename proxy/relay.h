@@ -1,6 +1,7 @@
-// One end of a relayed connection, and the pump that moves bytes from one end to the other with
-// back-pressure, half-close by the book, and splice(2) as a fast path. Shared by the proxy's
-// tunnels and the in-box bridge, which relay the same way.
+// The relay pump: moves a tunnel's bytes from one end to the other, with back-pressure,
+// half-close by the book, and splice(2) through a pipe as the fast path (buffers where the kernel
+// refuses it). An Endpoint is one end of a relayed connection. Shared by the proxy's tunnels and
+// plain-HTTP exchanges and by the in-box bridge, which relay the same way.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "proxy/endpoint.h"
+#include "proxy/relay.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
