@@ -11,10 +11,14 @@
 
 namespace boxproxy {
 
-std::vector<IpAddress> read_local_addresses() {
+std::vector<IpAddress> read_local_addresses(int* error) {
   std::vector<IpAddress> out;
   ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) == -1) return out;
+  if (error != nullptr) *error = 0;
+  if (::getifaddrs(&list) == -1) {
+    if (error != nullptr) *error = errno;
+    return out;
+  }
   for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
     if (it->ifa_addr == nullptr) continue;
     if (it->ifa_addr->sa_family == AF_INET) {

@@ -8,8 +8,9 @@
 
 namespace boxproxy {
 
-// Every address on every interface now (getifaddrs). Empty when it cannot be read.
-[[nodiscard]] std::vector<IpAddress> read_local_addresses();
+// Every address on every interface now (getifaddrs). Empty when they cannot be read; then
+// `error`, when given, is set to errno (else to 0).
+[[nodiscard]] std::vector<IpAddress> read_local_addresses(int* error = nullptr);
 
 // The addresses as they are at the moment of each decision, without a netlink dump every time.
 //

@@ -1,13 +1,10 @@
 #include "socketd/check_command.h"
 
-#include <ifaddrs.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,9 +12,13 @@
 #include <fmt/format.h>
 
 #include "proxy/defaults.h"
+#include "proxy/event_owners.h"
+#include "proxy/local_addresses.h"
+#include "proxy/resolver.h"
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/serve_options.h"
+#include "table/decision.h"
 #include "table/policy.h"
 
 namespace boxproxy {
@@ -26,6 +27,8 @@ namespace {
 constexpr int kAllowed = 0;
 constexpr int kRefused = 1;
 constexpr int kUsage = 2;
+// Loop passes after the last lookup, for evdns' deferred callbacks of cancelled ones (serve's too).
+constexpr int kFinishingTurns = 4;
 
 constexpr std::string_view kCommand = "check";
 
@@ -55,66 +58,6 @@ std::string help_text() {
       "A --config file may hold any of serve's keys; those that shape no decision are checked and\n"
       "otherwise left alone. Exit status: 0 every target allowed, 1 any refused, 2 a usage error.\n",
       check_table().options_help());
-}
-
-// The host's own interface addresses, for the this-host rule. An interface without an address,
-// or with one of another family, is skipped. When they cannot be read, the list is empty and
-// only the table applies; check says so on standard error.
-// `error` is set to errno when they cannot be read.
-std::vector<IpAddress> read_local_addresses(int& error) {
-  std::vector<IpAddress> out;
-  ifaddrs* list = nullptr;
-  error = 0;
-  if (getifaddrs(&list) == -1) {
-    error = errno;
-    return out;
-  }
-  for (const ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-    if (it->ifa_addr == nullptr) continue;
-    if (it->ifa_addr->sa_family == AF_INET) {
-      const auto* sin = reinterpret_cast<const sockaddr_in*>(it->ifa_addr);
-      IpAddress a;
-      std::memcpy(a.bytes.data(), &sin->sin_addr, 4);
-      out.push_back(a);
-    } else if (it->ifa_addr->sa_family == AF_INET6) {
-      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(it->ifa_addr);
-      std::array<std::uint8_t, 16> bytes{};
-      std::memcpy(bytes.data(), &sin6->sin6_addr, 16);
-      out.push_back(IpAddress::v6(bytes));
-    }
-  }
-  freeifaddrs(list);
-  return out;
-}
-
-// A and AAAA answers for `name` from the system resolver (this is a one-shot command, so
-// blocking is fine). Empty when the name does not resolve. Repeats are dropped, order kept.
-std::vector<IpAddress> resolve(const std::string& name) {
-  std::vector<IpAddress> out;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;  // one entry per address, not one per socket type
-  addrinfo* result = nullptr;
-  if (getaddrinfo(name.c_str(), nullptr, &hints, &result) != 0) return out;
-  for (const addrinfo* it = result; it != nullptr; it = it->ai_next) {
-    IpAddress a;
-    if (it->ai_family == AF_INET && it->ai_addrlen >= sizeof(sockaddr_in)) {
-      const auto* sin = reinterpret_cast<const sockaddr_in*>(it->ai_addr);
-      std::memcpy(a.bytes.data(), &sin->sin_addr, 4);
-    } else if (it->ai_family == AF_INET6 && it->ai_addrlen >= sizeof(sockaddr_in6)) {
-      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(it->ai_addr);
-      std::array<std::uint8_t, 16> bytes{};
-      std::memcpy(bytes.data(), &sin6->sin6_addr, 16);
-      a = IpAddress::v6(bytes);
-    } else {
-      continue;
-    }
-    bool seen = false;
-    for (const IpAddress& b : out) seen = seen || b == a;
-    if (!seen) out.push_back(a);
-  }
-  freeaddrinfo(result);
-  return out;
 }
 
 // What check judges with: serve's policy and resolver settings, and the targets.
@@ -148,40 +91,178 @@ void print_line(std::string_view target, std::string_view address, std::string_v
   fmt::print("{}\t{}\t{}\n", printable(target), address, verdict);
 }
 
-// Judges one target (SPEC §5 steps 1-4) and prints its lines. True when it is allowed.
-bool check_target(const Policy& policy, std::string_view text, const std::vector<IpAddress>& local) {
-  const TargetResult parsed = parse_check_target(text);
-  if (const auto* reason = std::get_if<Reason>(&parsed)) {
-    print_line(text, "-", log_class(*reason));
-    return false;
+class Checker;
+
+// One TARGET: parsed (step 1), then driven through the decision (table/decision.h) that serve's
+// connections drive, with every answer judged so that each gets its line.
+struct Judgement {
+  std::string_view text;
+  std::optional<Reason> invalid;  // step 1: the target did not parse
+  Target target;
+  Decision decision{Decision::Detail::every_answer};
+  Decision::Step step = Decision::Step::refuse;
+  Resolver::Lookup* lookup = nullptr;  // while its lookup is pending
+  Checker* checker = nullptr;
+};
+
+// Judges every target as serve would (SPEC §13): the same decision, the same resolver on evdns
+// (--nameserver, --dns-timeout, no search list), the same interface addresses. The lookups of
+// all targets run at once on one event loop, each bounded by --dns-timeout as a connection's is;
+// the lines come out in the order the targets were given.
+class Checker {
+ public:
+  explicit Checker(const Options& options) : options_(options), judgements_(options.targets.size()) {}
+  Checker(const Checker&) = delete;
+  Checker& operator=(const Checker&) = delete;
+
+  // Judges, prints, and returns the exit code. Throws std::runtime_error when the resolver
+  // cannot be set up.
+  int run() {
+    for (std::size_t i = 0; i < judgements_.size(); ++i) {
+      Judgement& j = judgements_[i];
+      j.text = options_.targets[i];
+      j.checker = this;
+      TargetResult parsed = parse_check_target(j.text);
+      if (const auto* reason = std::get_if<Reason>(&parsed)) {
+        j.invalid = *reason;
+        continue;
+      }
+      j.target = std::get<Target>(std::move(parsed));
+      follow(j, j.decision.start(options_.policy, j.target));
+    }
+    if (pending_ > 0) wait_for_lookups();
+    if (failed_) throw std::runtime_error("cannot judge every target");
+    bool all_allowed = true;
+    for (const Judgement& j : judgements_) all_allowed = print(j) && all_allowed;
+    std::fflush(stdout);
+    return all_allowed ? kAllowed : kRefused;
   }
-  const Target& target = std::get<Target>(parsed);
-  // The list before any lookup: a name off the list is never asked of DNS.
-  if (check_host_list(policy, target)) {
-    print_line(text, "-", log_class(Reason::not_listed));
-    return false;
+
+ private:
+  // Gets the decision what it asks for, as serve's connection does, until it has decided or
+  // waits on its lookup.
+  void follow(Judgement& j, Decision::Step step) {
+    for (;;) {
+      switch (step) {
+        case Decision::Step::need_lookup: {
+          std::optional<std::vector<IpAddress>> immediate;
+          j.lookup = resolver().start(j.target.host, &on_resolved, &j, immediate);
+          if (immediate) {
+            step = j.decision.answers_found(std::move(*immediate));
+            continue;
+          }
+          ++pending_;
+          return;
+        }
+        case Decision::Step::need_local_addresses:
+          step = j.decision.local_addresses_read(local_addresses());
+          continue;
+        case Decision::Step::refuse:
+        case Decision::Step::dial:
+          j.step = step;
+          return;
+      }
+    }
   }
-  std::vector<IpAddress> answers;
-  if (target.address) {
-    answers.push_back(*target.address);
-  } else if (const auto* fixed = fixed_answers_for(policy, target.host)) {
-    answers = *fixed;
-  } else {
-    answers = resolve(target.host);
+
+  // Runs the loop until every lookup has answered or --dns-timeout has passed since they began
+  // (they all began at once, so this is each lookup's own bound).
+  void wait_for_lookups() {
+    timeout_ = make_event(base_.get(), -1, 0, &on_timeout, this);
+    const timeval bound = to_timeval(options_.dns_timeout);
+    if (!timeout_ || event_add(timeout_.get(), &bound) == -1) throw std::runtime_error("cannot set the DNS time-out");
+    event_base_dispatch(base_.get());
+    // A cancelled lookup's token is freed by evdns' deferred callback (EVUTIL_EAI_CANCEL), which
+    // runs in a loop pass: a few that do not wait, as serve does at exit.
+    for (int turn = 0; turn < kFinishingTurns; ++turn) {
+      if (event_base_get_num_events(base_.get(), EVENT_BASE_COUNT_ACTIVE) == 0) break;
+      event_base_loop(base_.get(), EVLOOP_NONBLOCK);
+    }
   }
-  if (answers.empty()) {
-    print_line(text, "-", log_class(Reason::name_not_resolved));
-    return false;
+
+  static void on_resolved(void* owner, std::vector<IpAddress> answers) {
+    auto* j = static_cast<Judgement*>(owner);
+    Checker& checker = *j->checker;
+    j->lookup = nullptr;
+    --checker.pending_;
+    try {
+      checker.follow(*j, j->decision.answers_found(std::move(answers)));
+    } catch (...) {
+      checker.failed_ = true;  // never an exception through libevent
+    }
+    if (checker.pending_ == 0) event_base_loopbreak(checker.base_.get());
   }
-  // Every answer is judged and printed, so an operator sees which one refuses the name.
-  bool allowed = true;
-  for (const IpAddress& answer : answers) {
-    const auto refusal = judge_address(policy.rule, answer, local);
-    print_line(text, answer.to_string(), refusal ? log_class(*refusal) : "ok");
-    allowed = allowed && !refusal;
+
+  static void on_timeout(evutil_socket_t, short, void* self) {
+    auto& checker = *static_cast<Checker*>(self);
+    for (Judgement& j : checker.judgements_) {
+      if (j.lookup == nullptr) continue;
+      Resolver::cancel(j.lookup);
+      j.lookup = nullptr;
+      // No answer in time: name not resolved, as serve's connection timer says.
+      try {
+        checker.follow(j, j.decision.answers_found({}));
+      } catch (...) {
+        checker.failed_ = true;
+      }
+    }
+    checker.pending_ = 0;
+    event_base_loopbreak(checker.base_.get());
   }
-  return allowed;
-}
+
+  // The resolver, set up on the first lookup: a check of addresses alone reads no resolv.conf.
+  Resolver& resolver() {
+    if (!resolver_) {
+      base_.reset(event_base_new());
+      if (!base_) throw std::runtime_error("cannot create the event loop");
+      resolver_ = std::make_unique<Resolver>(base_.get(), options_.nameservers, options_.dns_timeout);
+    }
+    return *resolver_;
+  }
+
+  // The host's own addresses, read once on first need: check is over in a moment.
+  const std::vector<IpAddress>& local_addresses() {
+    if (!local_) {
+      int error = 0;
+      local_ = read_local_addresses(&error);
+      if (error != 0) {
+        fmt::print(stderr, "boxproxy check: cannot read the interface addresses ({}); this-host is not checked\n",
+                   std::strerror(error));
+      }
+    }
+    return *local_;
+  }
+
+  // Prints the target's lines; true when it is allowed.
+  static bool print(const Judgement& j) {
+    if (j.invalid) {
+      print_line(j.text, "-", log_class(*j.invalid));
+      return false;
+    }
+    // Refused before any address was judged: not-listed, name not resolved.
+    if (j.step == Decision::Step::refuse && j.decision.refused_address() == nullptr) {
+      print_line(j.text, "-", log_class(j.decision.reason()));
+      return false;
+    }
+    // Every answer is printed with its own verdict, so an operator sees which one refuses a name.
+    const auto answers = j.decision.answers();
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      const std::optional<Reason> verdict = j.decision.verdict(i);
+      print_line(j.text, answers[i].to_string(), verdict ? log_class(*verdict) : "ok");
+    }
+    return j.step == Decision::Step::dial;
+  }
+
+  const Options& options_;
+  std::vector<Judgement> judgements_;  // sized once: lookups hold pointers to its elements
+  std::optional<std::vector<IpAddress>> local_;
+  // In dependency order (STYLE 2): the loop, then the resolver on it, then its timer.
+  EventBasePtr base_;
+  std::unique_ptr<Resolver> resolver_;
+  EventPtr timeout_;
+  std::size_t pending_ = 0;  // lookups not yet answered
+  bool failed_ = false;
+};
 
 }  // namespace
 
@@ -196,18 +277,12 @@ int run_check_command(int argc, char** argv) {
     fmt::print(stderr, "{}\n", error.message);
     return kUsage;
   }
-  int error = 0;
-  const std::vector<IpAddress> local = read_local_addresses(error);
-  if (error != 0) {
-    fmt::print(stderr, "boxproxy check: cannot read the interface addresses ({}); this-host is not checked\n",
-               std::strerror(error));
+  try {
+    return Checker(options).run();
+  } catch (const std::runtime_error& error) {
+    fmt::print(stderr, "boxproxy check: {}\n", error.what());
+    return kUsage;
   }
-  bool all_allowed = true;
-  for (const std::string_view target : options.targets) {
-    all_allowed = check_target(options.policy, target, local) && all_allowed;
-  }
-  std::fflush(stdout);
-  return all_allowed ? kAllowed : kRefused;
 }
 
 }  // namespace boxproxy
