@@ -2,42 +2,18 @@
 // the host's addresses, admission, the dial, and every refusal's answer.
 #include "proxy/client_connection.h"
 
-#include <arpa/inet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "proxy/proxy_server.h"
 #include "proxy/refusal_reply.h"
 #include "table/policy.h"
 
 namespace boxproxy {
-namespace {
-
-sockaddr_storage to_sockaddr(const IpAddress& address, std::uint16_t port, socklen_t& length) {
-  sockaddr_storage storage{};
-  if (address.is_v4()) {
-    auto* sin = reinterpret_cast<sockaddr_in*>(&storage);
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(port);
-    std::memcpy(&sin->sin_addr, address.bytes.data(), 4);
-    length = sizeof(sockaddr_in);
-  } else {
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&storage);
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(port);
-    std::memcpy(&sin6->sin6_addr, address.bytes.data(), 16);
-    if (!address.zone.empty()) sin6->sin6_scope_id = if_nametoindex(address.zone.c_str());
-    length = sizeof(sockaddr_in6);
-  }
-  return storage;
-}
-
-}  // namespace
 
 ClientConnection::Next ClientConnection::decide(TargetResult parsed) {
   // The client stays counted among the undecided until it is allowed or refused: waiting on DNS
@@ -118,9 +94,11 @@ ClientConnection::Next ClientConnection::dial_next() {
     upstream_.fd.reset(fd);
     const int one = 1;
     (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    socklen_t length = 0;
-    const sockaddr_storage peer = to_sockaddr(address, target_.port, length);
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&peer), length) == -1 && errno != EINPROGRESS) continue;
+    // A zone ("fe80::1%eth0") picks the interface; one that names none gives 0, and the kernel
+    // refuses a link-local dial without it.
+    const std::uint32_t scope_id = address.zone.empty() ? 0 : ::if_nametoindex(address.zone.c_str());
+    const SocketAddress peer = address.to_sockaddr(target_.port, scope_id);
+    if (::connect(fd, peer.get(), peer.length) == -1 && errno != EINPROGRESS) continue;
     upstream_.read_event = make_event(server_.base(), fd, EV_READ | EV_PERSIST, &on_upstream_read, this);
     upstream_.write_event = make_event(server_.base(), fd, EV_WRITE | EV_PERSIST, &on_upstream_write, this);
     if (!upstream_.read_event || !upstream_.write_event) return Next::close;

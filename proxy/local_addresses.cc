@@ -7,7 +7,6 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstring>
 
 namespace boxproxy {
 
@@ -19,21 +18,10 @@ std::vector<IpAddress> read_local_addresses(int* error) {
     if (error != nullptr) *error = errno;
     return out;
   }
-  for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+  for (const ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+    // An interface without an address, or with one of another family (AF_PACKET), is skipped.
     if (it->ifa_addr == nullptr) continue;
-    if (it->ifa_addr->sa_family == AF_INET) {
-      const auto* sin = reinterpret_cast<const sockaddr_in*>(it->ifa_addr);
-      IpAddress a;
-      a.family = IpAddress::Family::v4;
-      std::memcpy(a.bytes.data(), &sin->sin_addr, 4);
-      out.push_back(a);
-    } else if (it->ifa_addr->sa_family == AF_INET6) {
-      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(it->ifa_addr);
-      IpAddress a;
-      a.family = IpAddress::Family::v6;
-      std::memcpy(a.bytes.data(), &sin6->sin6_addr, 16);
-      out.push_back(a);
-    }
+    if (auto found = IpAddress::from_sockaddr(*it->ifa_addr)) out.push_back(std::move(found->address));
   }
   ::freeifaddrs(list);
   return out;

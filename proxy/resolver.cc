@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 #include <netinet/in.h>
 
-#include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace boxproxy {
 
@@ -20,22 +20,15 @@ struct Resolver::Lookup {
 
 namespace {
 
-std::vector<IpAddress> collect(evutil_addrinfo* list) {
+// Every address evdns answered, in its order. Repeats are left to the decision (table/decision.h),
+// which drops them for every source of answers alike.
+std::vector<IpAddress> collect(const evutil_addrinfo* list) {
   std::vector<IpAddress> out;
-  for (evutil_addrinfo* it = list; it != nullptr; it = it->ai_next) {
-    IpAddress a;
-    if (it->ai_family == AF_INET) {
-      a.family = IpAddress::Family::v4;
-      std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in*>(it->ai_addr)->sin_addr, 4);
-    } else if (it->ai_family == AF_INET6) {
-      a.family = IpAddress::Family::v6;
-      std::memcpy(a.bytes.data(), &reinterpret_cast<const sockaddr_in6*>(it->ai_addr)->sin6_addr, 16);
-    } else {
-      continue;
+  for (const evutil_addrinfo* it = list; it != nullptr; it = it->ai_next) {
+    if (it->ai_addr == nullptr) continue;
+    if (auto found = IpAddress::from_sockaddr(*it->ai_addr, static_cast<socklen_t>(it->ai_addrlen))) {
+      out.push_back(std::move(found->address));
     }
-    bool seen = false;
-    for (const auto& b : out) seen = seen || b == a;
-    if (!seen) out.push_back(a);
   }
   return out;
 }

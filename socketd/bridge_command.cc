@@ -1,6 +1,5 @@
 #include "socketd/bridge_command.h"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -31,6 +30,7 @@
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/readiness.h"
+#include "table/address.h"
 
 namespace boxproxy {
 namespace {
@@ -92,34 +92,28 @@ std::optional<std::uint16_t> parse_port(std::string_view text) {
 // ADDR:PORT with ADDR an IPv4 address in dotted form or a bracketed IPv6 address. Names are not
 // taken: the bridge never asks a resolver.
 std::optional<ListenAddress> parse_listen(std::string_view text) {
-  ListenAddress out;
-  std::string host;
+  const bool bracketed = text.starts_with('[');
+  std::string_view host;
   std::string_view port;
-  if (text.starts_with('[')) {
+  if (bracketed) {
     const auto close = text.find("]:");
     if (close == std::string_view::npos) return std::nullopt;
-    host = std::string(text.substr(1, close - 1));
+    host = text.substr(1, close - 1);
     port = text.substr(close + 2);
-    auto* sin6 = reinterpret_cast<sockaddr_in6*>(&out.address);
-    sin6->sin6_family = AF_INET6;
-    if (::inet_pton(AF_INET6, host.c_str(), &sin6->sin6_addr) != 1) return std::nullopt;
-    const auto value = parse_port(port);
-    if (!value) return std::nullopt;
-    sin6->sin6_port = htons(*value);
-    out.length = sizeof(sockaddr_in6);
-    return out;
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
   }
-  const auto colon = text.rfind(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  host = std::string(text.substr(0, colon));
-  port = text.substr(colon + 1);
-  auto* sin = reinterpret_cast<sockaddr_in*>(&out.address);
-  sin->sin_family = AF_INET;
-  if (::inet_pton(AF_INET, host.c_str(), &sin->sin_addr) != 1) return std::nullopt;
+  // Strict forms only (a dotted quad, or IPv6 in brackets): an operator's address is never a guess.
+  const auto address = parse_strict_address(host);
   const auto value = parse_port(port);
-  if (!value) return std::nullopt;
-  sin->sin_port = htons(*value);
-  out.length = sizeof(sockaddr_in);
+  if (!address || address->is_v4() == bracketed || !value) return std::nullopt;
+  const SocketAddress socket_address = address->to_sockaddr(*value);
+  ListenAddress out;
+  out.address = socket_address.storage;
+  out.length = socket_address.length;
   return out;
 }
 
@@ -157,15 +151,10 @@ BridgeOptions parse_bridge_options(int argc, char** argv) {
 }
 
 std::string address_text(const sockaddr_storage& address) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (address.ss_family == AF_INET6) {
-    const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(&address);
-    ::inet_ntop(AF_INET6, &sin6->sin6_addr, text, sizeof text);
-    return fmt::format("[{}]:{}", text, ntohs(sin6->sin6_port));
-  }
-  const auto* sin = reinterpret_cast<const sockaddr_in*>(&address);
-  ::inet_ntop(AF_INET, &sin->sin_addr, text, sizeof text);
-  return fmt::format("{}:{}", text, ntohs(sin->sin_port));
+  const auto found = IpAddress::from_sockaddr(reinterpret_cast<const sockaddr&>(address));
+  if (!found) return "?";
+  const std::string ip = found->address.to_string();
+  return found->address.is_v4() ? fmt::format("{}:{}", ip, found->port) : fmt::format("[{}]:{}", ip, found->port);
 }
 
 struct StartupError {

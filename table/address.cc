@@ -98,6 +98,49 @@ std::string IpAddress::to_string() const {
   return buffer;
 }
 
+SocketAddress IpAddress::to_sockaddr(std::uint16_t port, std::uint32_t scope_id) const noexcept {
+  SocketAddress out;
+  // Built in the family's own struct and copied in whole: no field is written through a cast.
+  if (is_v4()) {
+    sockaddr_in sin{};
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(port);
+    std::memcpy(&sin.sin_addr, bytes.data(), 4);
+    std::memcpy(&out.storage, &sin, sizeof sin);
+    out.length = sizeof sin;
+  } else {
+    sockaddr_in6 sin6{};
+    sin6.sin6_family = AF_INET6;
+    sin6.sin6_port = htons(port);
+    std::memcpy(&sin6.sin6_addr, bytes.data(), 16);
+    sin6.sin6_scope_id = scope_id;
+    std::memcpy(&out.storage, &sin6, sizeof sin6);
+    out.length = sizeof sin6;
+  }
+  return out;
+}
+
+std::optional<IpAddressAndPort> IpAddress::from_sockaddr(const sockaddr& address, socklen_t length) noexcept {
+  IpAddressAndPort out;
+  if (address.sa_family == AF_INET && length >= sizeof(sockaddr_in)) {
+    sockaddr_in sin{};
+    std::memcpy(&sin, &address, sizeof sin);
+    out.address.family = Family::v4;
+    std::memcpy(out.address.bytes.data(), &sin.sin_addr, 4);
+    out.port = ntohs(sin.sin_port);
+    return out;
+  }
+  if (address.sa_family == AF_INET6 && length >= sizeof(sockaddr_in6)) {
+    sockaddr_in6 sin6{};
+    std::memcpy(&sin6, &address, sizeof sin6);
+    out.address.family = Family::v6;
+    std::memcpy(out.address.bytes.data(), &sin6.sin6_addr, 16);
+    out.port = ntohs(sin6.sin6_port);
+    return out;
+  }
+  return std::nullopt;
+}
+
 std::optional<IpAddress> parse_ipv4(std::string_view text) noexcept {
   // Split into at most four parts; a fifth is not an address ("1.2.3.4.5").
   std::string_view parts[4];

@@ -4,6 +4,9 @@
 // "2130706433" are all 127.0.0.1, and a rule written for one must catch them all.
 #pragma once
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -11,6 +14,17 @@
 #include <string_view>
 
 namespace boxproxy {
+
+// A socket address as connect(2) and bind(2) take one: room for either family, and its length.
+struct SocketAddress {
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+
+  [[nodiscard]] const sockaddr* get() const noexcept { return reinterpret_cast<const sockaddr*>(&storage); }
+  [[nodiscard]] int family() const noexcept { return storage.ss_family; }
+};
+
+struct IpAddressAndPort;
 
 struct IpAddress {
   enum class Family : std::uint8_t { v4, v6 };
@@ -34,10 +48,28 @@ struct IpAddress {
   // Canonical text (inet_ntop), without zone or brackets: "127.0.0.1", "::ffff:10.0.0.1".
   [[nodiscard]] std::string to_string() const;
 
+  // The socket address of this address and `port` (host order). `scope_id` is the interface
+  // index an IPv6 zone names (sin6_scope_id), 0 for none: the caller looks it up, since
+  // if_nametoindex is a system call and table/ makes none.
+  [[nodiscard]] SocketAddress to_sockaddr(std::uint16_t port, std::uint32_t scope_id = 0) const noexcept;
+
+  // The address and port (host order) in an AF_INET or AF_INET6 socket address; nullopt for
+  // another family, or when `length` (the bytes at `address`, as getaddrinfo or getsockname give
+  // it) is too short for the family. getifaddrs gives no length: its addresses are as large as
+  // their family needs, which is all that is read, so the default suits it. The zone is left
+  // empty: an interface index names no zone without a system call.
+  [[nodiscard]] static std::optional<IpAddressAndPort> from_sockaddr(
+      const sockaddr& address, socklen_t length = sizeof(sockaddr_storage)) noexcept;
+
   // Same family and bytes; the zone is ignored (it does not change which host the bytes name).
   friend bool operator==(const IpAddress& a, const IpAddress& b) noexcept {
     return a.family == b.family && a.bytes == b.bytes;
   }
+};
+
+struct IpAddressAndPort {
+  IpAddress address;
+  std::uint16_t port = 0;  // host order
 };
 
 // Every IPv4 form glibc's inet_aton reads, and nothing more: one to four parts, each decimal,

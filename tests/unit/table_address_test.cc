@@ -2,6 +2,7 @@
 // zones; inet_aton and inet_pton as oracles over many generated forms.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cstring>
 #include <random>
@@ -17,6 +18,8 @@ using boxproxy::IpAddress;
 using boxproxy::parse_ip_literal;
 using boxproxy::parse_ipv4;
 using boxproxy::parse_ipv6;
+using boxproxy::parse_strict_address;
+using boxproxy::SocketAddress;
 
 namespace {
 
@@ -328,4 +331,40 @@ TEST_CASE("IpAddress helpers") {
   const IpAddress six_to_four = *parse_ipv6("2002:c0a8:101::1");
   CHECK(six_to_four.embedded_v4(2).to_string() == "192.168.1.1");
   CHECK_FALSE(IpAddress::v4(1) == *parse_ipv6("::1"));  // families differ
+}
+
+TEST_CASE("IpAddress to and from sockaddr: one conversion for connect, bind, getaddrinfo, getifaddrs") {
+  for (const char* text : {"127.0.0.2", "1.1.1.1", "0.0.0.0", "255.255.255.255", "::1", "2606:4700::1111",
+                           "::ffff:10.0.0.1", "fe80::1"}) {
+    CAPTURE(text);
+    const auto address = parse_strict_address(text);
+    REQUIRE(address.has_value());
+    const SocketAddress socket_address = address->to_sockaddr(8443, address->is_v4() ? 0 : 7);
+    CHECK(socket_address.family() == (address->is_v4() ? AF_INET : AF_INET6));
+    CHECK(socket_address.length == (address->is_v4() ? sizeof(sockaddr_in) : sizeof(sockaddr_in6)));
+    if (!address->is_v4()) {
+      sockaddr_in6 sin6{};
+      std::memcpy(&sin6, &socket_address.storage, sizeof sin6);
+      CHECK(sin6.sin6_scope_id == 7);
+      CHECK(ntohs(sin6.sin6_port) == 8443);
+    } else {
+      sockaddr_in sin{};
+      std::memcpy(&sin, &socket_address.storage, sizeof sin);
+      CHECK(ntohs(sin.sin_port) == 8443);
+      char expected[INET_ADDRSTRLEN] = {};
+      REQUIRE(inet_ntop(AF_INET, &sin.sin_addr, expected, sizeof expected) != nullptr);
+      CHECK(std::string(expected) == text);
+    }
+    const auto back = IpAddress::from_sockaddr(*socket_address.get(), socket_address.length);
+    REQUIRE(back.has_value());
+    CHECK(back->address == *address);
+    CHECK(back->address.to_string() == text);
+    CHECK(back->address.zone.empty());
+    CHECK(back->port == 8443);
+    // A length too short for the family is no address.
+    CHECK_FALSE(IpAddress::from_sockaddr(*socket_address.get(), socket_address.length - 1).has_value());
+  }
+  sockaddr_storage unix_address{};
+  unix_address.ss_family = AF_UNIX;
+  CHECK_FALSE(IpAddress::from_sockaddr(reinterpret_cast<const sockaddr&>(unix_address)).has_value());
 }
