@@ -180,7 +180,7 @@ class Checker {
     }
   }
 
-  static void on_resolved(void* owner, std::vector<IpAddress> answers) {
+  static void on_resolved(void* owner, std::vector<IpAddress> answers) noexcept {
     auto* j = static_cast<Judgement*>(owner);
     Checker& checker = *j->checker;
     j->lookup = nullptr;
@@ -193,7 +193,7 @@ class Checker {
     if (checker.pending_ == 0) event_base_loopbreak(checker.base_.get());
   }
 
-  static void on_timeout(evutil_socket_t, short, void* self) {
+  static void on_timeout(evutil_socket_t, short, void* self) noexcept {
     auto& checker = *static_cast<Checker*>(self);
     for (Judgement& j : checker.judgements_) {
       if (j.lookup == nullptr) continue;
