@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ size_t g_bytes = 0;
 
 struct Pump {  // one direction: bytes read from `in` and written to `out`
   int in = -1, out = -1;
-  std::vector<char> buf;  // rw: buf[start, end) is still to be written
+  std::unique_ptr<char[]> buf;  // rw: buf[start, end) is still to be written (not zeroed: a tunnel's cost is I/O)
   size_t start = 0, end = 0;
   int pipe_fd[2] = {-1, -1};  // splice: `pending` bytes sit in the pipe
   size_t pending = 0;
@@ -63,7 +64,7 @@ bool pump(Pump& p) {
     size_t have = g_splice ? p.pending : p.end - p.start;
     if (have > 0) {
       ssize_t n = g_splice ? splice(p.pipe_fd[0], nullptr, p.out, nullptr, have, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
-                           : write(p.out, p.buf.data() + p.start, have);
+                           : write(p.out, p.buf.get() + p.start, have);
       if (n == -1) return errno == EAGAIN;  // EAGAIN: EPOLLOUT on `out` brings us back
       if (g_splice) p.pending -= size_t(n);
       else if ((p.start += size_t(n)) == p.end) p.start = p.end = 0;
@@ -75,7 +76,7 @@ bool pump(Pump& p) {
       return true;
     }
     ssize_t n = g_splice ? splice(p.in, nullptr, p.pipe_fd[1], nullptr, g_bytes, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
-                         : read(p.in, p.buf.data(), p.buf.size());
+                         : read(p.in, p.buf.get(), g_bytes);
     if (n == -1) return errno == EAGAIN;  // EAGAIN: EPOLLIN on `in` brings us back
     if (n == 0) p.eof = true;
     if (g_splice) p.pending += size_t(n);
@@ -90,10 +91,16 @@ void watch(int ep, int fd, Conn* c, uint32_t events) {
   if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == -1) die("epoll_ctl");
 }
 
+// rw buffers of closed connections, reused: a new tunnel then costs no allocation (never more than the most
+// connections open at once hold).
+std::vector<std::unique_ptr<char[]>> g_spare;
+
 void close_conn(Conn* c) {
-  for (Pump& p : c->dir)
+  for (Pump& p : c->dir) {
     for (int fd : p.pipe_fd)
       if (fd != -1) close(fd);
+    if (p.buf) g_spare.push_back(std::move(p.buf));
+  }
   for (int fd : c->fd)
     if (fd != -1) close(fd);  // also leaves the epoll set
   c->dead = true;
@@ -115,7 +122,8 @@ void accept_some(int ep, Conn* l) {
       Pump& p = c->dir[d];
       p.in = c->fd[d];
       p.out = c->fd[1 - d];
-      if (!g_splice) p.buf.resize(g_bytes);
+      if (!g_splice && g_spare.empty()) p.buf.reset(new char[g_bytes]);
+      else if (!g_splice) p.buf = std::move(g_spare.back()), g_spare.pop_back();
       else ok = pipe2(p.pipe_fd, O_NONBLOCK | O_CLOEXEC) == 0 && fcntl(p.pipe_fd[0], F_SETPIPE_SZ, int(g_bytes)) != -1;
     }
     if (!ok) {
