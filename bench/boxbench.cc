@@ -1,18 +1,23 @@
 // boxbench: the load generator and the origin servers for bench/run.
 //
-// One binary, five sub-commands (the driver runs each pinned to the load's core):
+// One binary, six sub-commands (bench/run pins each where its --placement says):
 //
-//   boxbench origin  --addr A --echo P --sink P --http P [--max-seconds S]
-//       the origins: an echo server, a sink that reads and discards, and an HTTP server that answers any request
-//       with a 512-byte body and closes. One epoll thread. Prints {"event":"ready"} when all three listen.
+//   boxbench origin  --addr A --echo P --sink P --source P --http P [--chunk B] [--sink-io splice|read]
+//                    [--max-seconds S]
+//       the origins: an echo server, a sink that discards what it gets (spliced to /dev/null), a source that
+//       writes B-byte chunks (256 KiB) as fast as it is read, and an HTTP server that answers any request with a
+//       512-byte body and closes. One epoll thread. Prints {"event":"ready"} when all four listen.
 //   boxbench tunnels --via V --proto P --target A:P [--conc 32] [--seconds S] [--warmup S]
 //       each of --conc clients loops: connect, handshake, 64-byte echo, close. Reports tunnels/s and the setup
 //       latency (connect() to the echo's last byte) p50/p99.
-//   boxbench http    --via V --url-host A --url-port P [--conc 32] [--seconds S] [--warmup S]
-//       each client loops: connect, one GET (absolute form through a proxy, origin form direct), read the whole
-//       response, close. Reports requests/s.
-//   boxbench stream  --via V --proto P --target A:P [--streams 4] [--seconds S] [--warmup S]
-//       --streams tunnels to the sink, each written to as fast as it takes 64 KiB writes. Reports MB/s (10^6).
+//   boxbench http    --via V --url-host A --url-port P [--form absolute|origin] [--conc 32] [--seconds S]
+//                    [--warmup S]
+//       each client loops: connect, one GET (absolute form through a proxy, origin form direct or with --form
+//       origin), read the whole response, close. Reports requests/s.
+//   boxbench stream  --via V --proto P --target A:P [--dir up|down] [--streams 4] [--chunk B] [--seconds S]
+//                    [--warmup S]
+//       --streams tunnels, one thread each: up, each written to as fast as it takes B-byte writes (256 KiB; the
+//       target is the sink); down, each read with B-byte reads (the target is the source). Reports MB/s (10^6).
 //   boxbench idle    --via V --proto P --target A:P --n N [--hold-max S]
 //       opens N tunnels (each with one echo, so it is really established), prints {"event":"holding",...}, holds
 //       them until standard input closes or has a line (or --hold-max), then closes them.
@@ -21,7 +26,8 @@
 //       time from execve to that connect, wait M ms, read the VmRSS of the process group, SIGTERM it.
 //
 // V is "direct" (connect straight to the target), "unix:PATH" or "tcp:ADDR:PORT" (the proxy). P is socks5, connect
-// or direct. Every loop is bounded in time; every result is one JSON line on standard output.
+// or direct (no handshake: straight to the target, or through the reference relay, which needs none). Every loop is
+// bounded in time; every result is one JSON line on standard output.
 //
 // Only the C++ standard library and POSIX/Linux system calls.
 
@@ -42,6 +48,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -194,32 +201,81 @@ int listen_on(const sockaddr_in& sin) {
   return fd;
 }
 
+// How the sink and the source move bytes. The origins stand for the far end of the path, so they should cost as
+// little as the kernel allows, leaving the path itself as the limit. The sink splices what it receives into
+// /dev/null through a pipe: nothing is copied to user space (`--sink-io read` reads into a buffer instead, to compare).
+// The source writes from a chunk-sized buffer: sendfile() from a memfd was measured slower here (1.5-2.1 against
+// 2.7-3.5 GB/s direct; the receiver then copies from page-sized fragments).
+struct OriginIo {
+  bool sink_splice = true;
+  size_t chunk = 256 * 1024;  // a source's write, a sink's read
+  int devnull = -1;           // splice target of the sink
+};
+
+// Reads and discards what `fd` has, up to 16 chunks a wake-up (bounded: the other connections get their turn).
+// True when the peer is gone.
+bool sink_some(int fd, const OriginIo& io, int pipe_fd[2], char* buf) {
+  for (int j = 0; j < 16; ++j) {
+    ssize_t r;
+    if (pipe_fd[0] != -1) {
+      r = splice(fd, nullptr, pipe_fd[1], nullptr, io.chunk, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (r > 0) {
+        // A pipe that /dev/null drains can never stay full, so this always empties it.
+        if (splice(pipe_fd[0], nullptr, io.devnull, nullptr, size_t(r), SPLICE_F_MOVE) != r) return true;
+        continue;
+      }
+    } else {
+      r = read(fd, buf, io.chunk);
+      if (r > 0) continue;
+    }
+    return r == 0 || errno != EAGAIN;
+  }
+  return false;
+}
+
+// Writes to `fd` until it is full, up to 16 chunks a wake-up. True when the peer is gone.
+bool source_some(int fd, const OriginIo& io, const char* buf) {
+  for (int j = 0; j < 16; ++j) {
+    ssize_t w = write(fd, buf, io.chunk);
+    if (w > 0) continue;
+    return w == 0 || errno != EAGAIN;
+  }
+  return false;
+}
+
 int cmd_origin(const Args& a) {
   raise_nofile();
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   std::string addr = a.get("addr", "127.0.0.2");
-  enum Kind : uint8_t { kEcho, kSink, kHttp, kListenEcho, kListenSink, kListenHttp };
-  int lfd[3] = {listen_on(inet_addr_port(addr + ":" + a.get("echo"))),
+  OriginIo io;
+  io.sink_splice = a.get("sink-io", "splice") == "splice";
+  io.chunk = size_t(a.num("chunk", 256 * 1024));
+  if (io.chunk < 4096 || io.chunk > (16u << 20)) die("--chunk: 4096 to 16 MiB");
+  std::vector<char> chunk_buf(io.chunk, 'z');
+  if (io.sink_splice && (io.devnull = open("/dev/null", O_WRONLY | O_CLOEXEC)) == -1) die("origin: /dev/null");
+  enum Kind : uint8_t { kEcho, kSink, kHttp, kSource, kListenEcho, kListenSink, kListenHttp, kListenSource };
+  int lfd[4] = {listen_on(inet_addr_port(addr + ":" + a.get("echo"))),
                 listen_on(inet_addr_port(addr + ":" + a.get("sink"))),
-                listen_on(inet_addr_port(addr + ":" + a.get("http")))};
+                listen_on(inet_addr_port(addr + ":" + a.get("http"))),
+                listen_on(inet_addr_port(addr + ":" + a.get("source")))};
   double deadline = now_s() + a.num("max-seconds", 3600);
   int ep = epoll_create1(EPOLL_CLOEXEC);
   // epoll data: fd in the low 32 bits, kind in the high.
   auto add = [&](int fd, Kind k) {
     epoll_event ev{};
-    ev.events = EPOLLIN;
+    ev.events = k == kSource ? EPOLLOUT : EPOLLIN;
     ev.data.u64 = (uint64_t(k) << 32) | uint32_t(fd);
     epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
   };
-  add(lfd[0], kListenEcho);
-  add(lfd[1], kListenSink);
-  add(lfd[2], kListenHttp);
+  for (int i = 0; i < 4; ++i) add(lfd[i], Kind(kListenEcho + i));
   std::string response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 512\r\nConnection: close\r\n\r\n";
   response += std::string(512, 'x');
   std::vector<std::string> http_head(1 << 16);  // per-fd partial request head (fd numbers stay small)
+  // A sink's pipe (for splice), per fd: made on accept, closed with the connection.
+  std::vector<std::array<int, 2>> sink_pipe(1 << 16, std::array<int, 2>{-1, -1});
   std::printf("{\"event\":\"ready\"}\n");
   std::fflush(stdout);
-  static char buf[1 << 18];
+  std::vector<char> buf(std::max<size_t>(io.chunk, 1 << 16));
   epoll_event evs[256];
   while (now_s() < deadline) {
     int n = epoll_wait(ep, evs, 256, 1000);
@@ -232,30 +288,41 @@ int cmd_origin(const Args& a) {
           if (c == -1) break;
           int one = 1;
           setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+          if (k == kListenSink && io.sink_splice && size_t(c) < sink_pipe.size()) {
+            int p[2];
+            if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == 0) {
+              fcntl(p[1], F_SETPIPE_SZ, int(io.chunk));  // one chunk per splice; refused above the limit: fine
+              sink_pipe[size_t(c)] = {p[0], p[1]};
+            }
+          }
           add(c, Kind(k - kListenEcho));
         }
         continue;
       }
       bool done = false;
       if (k == kEcho) {
-        ssize_t r = read(fd, buf, sizeof buf);
+        ssize_t r = read(fd, buf.data(), buf.size());
         if (r > 0) {
-          if (write(fd, buf, size_t(r)) != r) done = true;  // a 64-byte echo always fits; anything else: give up
+          if (write(fd, buf.data(), size_t(r)) != r) done = true;  // a 64-byte echo always fits; anything else: give up
         } else if (r == 0 || errno != EAGAIN) {
           done = true;
         }
       } else if (k == kSink) {
-        for (int j = 0; j < 16; ++j) {
-          ssize_t r = read(fd, buf, sizeof buf);
-          if (r > 0) continue;
-          if (r == 0 || errno != EAGAIN) done = true;
-          break;
+        int none[2] = {-1, -1};
+        int* p = size_t(fd) < sink_pipe.size() ? sink_pipe[size_t(fd)].data() : none;
+        done = sink_some(fd, io, p, buf.data());
+        if (done && p[0] != -1) {
+          close(p[0]);
+          close(p[1]);
+          p[0] = p[1] = -1;
         }
+      } else if (k == kSource) {
+        done = (evs[i].events & (EPOLLERR | EPOLLHUP)) || source_some(fd, io, chunk_buf.data());
       } else {
-        ssize_t r = read(fd, buf, sizeof buf);
+        ssize_t r = read(fd, buf.data(), buf.size());
         if (r > 0 && size_t(fd) < http_head.size()) {
           std::string& h = http_head[size_t(fd)];
-          h.append(buf, size_t(r));
+          h.append(buf.data(), size_t(r));
           if (h.find("\r\n\r\n") != std::string::npos) {
             (void)!write(fd, response.data(), response.size());
             done = true;
@@ -395,7 +462,8 @@ int cmd_load(const Args& a, bool http) {
   std::string get_req;
   if (http) {
     std::string hp = target_s;
-    std::string uri = via == "direct" ? "/" : "http://" + hp + "/";
+    bool origin_form = via == "direct" || a.get("form", "absolute") == "origin";
+    std::string uri = origin_form ? "/" : "http://" + hp + "/";
     get_req = "GET " + uri + " HTTP/1.1\r\nHost: " + hp + "\r\nUser-Agent: boxbench\r\nConnection: close\r\n\r\n";
   }
   std::vector<std::string> hs;
@@ -589,6 +657,10 @@ int cmd_stream(const Args& a) {
   sockaddr_in target = inet_addr_port(target_s);
   Endpoint e = endpoint_of(via, target_s);
   int streams = int(a.num("streams", 4));
+  // up: write into the tunnel (the origin is a sink); down: read from it (the origin is a source).
+  bool down = a.get("dir", "up") == "down";
+  size_t chunk = size_t(a.num("chunk", 256 * 1024));
+  if (chunk < 1 || chunk > (16u << 20)) die("--chunk: 1 to 16 MiB");
   double seconds = a.num("seconds", 3), warmup = a.num("warmup", 0.5);
   std::vector<int> fds;
   for (int i = 0; i < streams; ++i) {
@@ -598,8 +670,9 @@ int cmd_stream(const Args& a) {
       std::printf("{\"mbps\":0,\"error\":\"%s\"}\n", json_escape(err).c_str());
       return 1;
     }
-    timeval tv{1, 0};
+    timeval tv{1, 0};  // so that a stalled path still lets the loop see the clock
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     fds.push_back(fd);
   }
   std::atomic<uint64_t> counted{0}, all{0};
@@ -608,19 +681,21 @@ int cmd_stream(const Args& a) {
   std::vector<std::thread> threads;
   for (int fd : fds)
     threads.emplace_back([&, fd] {
-      std::vector<char> chunk(65536, 'z');
+      std::vector<char> buf(chunk, 'z');
       uint64_t mine = 0, mine_all = 0;
       while (true) {
         double t = now_s();
         if (t >= te) break;
-        ssize_t w = write(fd, chunk.data(), chunk.size());
-        if (w <= 0) {
-          if (w == -1 && errno == EAGAIN) continue;  // SO_SNDTIMEO: check the clock again
+        // Up, bytes written after the warm-up are bytes delivered: by then every buffer on the path is full.
+        // Down, bytes read are delivered by definition.
+        ssize_t n = down ? read(fd, buf.data(), buf.size()) : write(fd, buf.data(), buf.size());
+        if (n <= 0) {
+          if (n == -1 && errno == EAGAIN) continue;  // the time-out: check the clock again
           ++errors;
           break;
         }
-        mine_all += uint64_t(w);
-        if (t >= tc) mine += uint64_t(w);
+        mine_all += uint64_t(n);
+        if (t >= tc) mine += uint64_t(n);
       }
       counted += mine;
       all += mine_all;
