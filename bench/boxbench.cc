@@ -14,8 +14,8 @@
 //                    [--warmup S]
 //       each client loops: connect, one GET (absolute form through a proxy, origin form direct or with --form
 //       origin), read the whole response, close. Reports requests/s.
-//   boxbench stream  --via V --proto P --target A:P [--dir up|down] [--streams 4] [--chunk B] [--seconds S]
-//                    [--warmup S]
+//   boxbench stream  --via V --proto P --target A:P [--dir up|down] [--streams 4] [--chunk B] [--sockbuf B]
+//                    [--seconds S] [--warmup S]
 //       --streams tunnels, one thread each: up, each written to as fast as it takes B-byte writes (256 KiB; the
 //       target is the sink); down, each read with B-byte reads (the target is the source). Reports MB/s (10^6).
 //   boxbench idle    --via V --proto P --target A:P --n N [--hold-max S]
@@ -669,6 +669,11 @@ int cmd_stream(const Args& a) {
     if (fd == -1) {
       std::printf("{\"mbps\":0,\"error\":\"%s\"}\n", json_escape(err).c_str());
       return 1;
+    }
+    // --sockbuf: the client socket's buffers fixed at this size (the kernel doubles it) instead of autotuned.
+    if (int sb = int(a.num("sockbuf", 0)); sb > 0) {
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sb, sizeof sb);
+      setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sb, sizeof sb);
     }
     timeval tv{1, 0};  // so that a stalled path still lets the loop see the clock
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
