@@ -63,31 +63,31 @@ BridgeConnection::~BridgeConnection() {
   client_.reset();
 }
 
-void BridgeConnection::finish(BridgeConnection* connection, Next next) {
+void BridgeConnection::finish(BridgeConnection* connection, Next next) noexcept {
   if (next == Next::close) delete connection;
 }
 
-void BridgeConnection::on_client_read(evutil_socket_t, short, void* self) {
+void BridgeConnection::on_client_read(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
   finish(c, c->readable(c->client_));
 }
 
-void BridgeConnection::on_client_write(evutil_socket_t, short, void* self) {
+void BridgeConnection::on_client_write(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
   finish(c, c->writable(c->client_));
 }
 
-void BridgeConnection::on_upstream_read(evutil_socket_t, short, void* self) {
+void BridgeConnection::on_upstream_read(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
   finish(c, c->readable(c->upstream_));
 }
 
-void BridgeConnection::on_upstream_write(evutil_socket_t, short, void* self) {
+void BridgeConnection::on_upstream_write(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
   finish(c, c->phase_ == Phase::connecting ? c->connect_finished() : c->writable(c->upstream_));
 }
 
-void BridgeConnection::on_retry(evutil_socket_t, short, void* self) {
+void BridgeConnection::on_retry(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
   finish(c, c->try_connect());
 }

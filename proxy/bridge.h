@@ -56,12 +56,12 @@ class BridgeConnection {
   BridgeConnection(BridgeServer& server, int client_fd);
 
   // Trampolines: the only places (with BridgeServer::stop) that delete a connection.
-  static void on_client_read(evutil_socket_t, short, void* self);
-  static void on_client_write(evutil_socket_t, short, void* self);
-  static void on_upstream_read(evutil_socket_t, short, void* self);
-  static void on_upstream_write(evutil_socket_t, short, void* self);
-  static void on_retry(evutil_socket_t, short, void* self);
-  static void finish(BridgeConnection* connection, Next next);
+  static void on_client_read(evutil_socket_t, short, void* self) noexcept;
+  static void on_client_write(evutil_socket_t, short, void* self) noexcept;
+  static void on_upstream_read(evutil_socket_t, short, void* self) noexcept;
+  static void on_upstream_write(evutil_socket_t, short, void* self) noexcept;
+  static void on_retry(evutil_socket_t, short, void* self) noexcept;
+  static void finish(BridgeConnection* connection, Next next) noexcept;
 
   Next try_connect();
   Next connect_finished();

@@ -50,9 +50,8 @@ ClientConnection* ClientConnection::open(ProxyServer& server, int client_fd) {
 ClientConnection::ClientConnection(ProxyServer& server, int client_fd)
     : server_(server), started_(std::chrono::steady_clock::now()), last_activity_(started_) {
   client_.fd.reset(client_fd);
-  ++server_.stats().clients;
-  ++server_.stats().undecided;
-  counted_undecided_ = true;
+  client_count_ = server_.count_client();
+  undecided_ = server_.mark_undecided();
 }
 
 bool ClientConnection::init_events() {
@@ -70,9 +69,7 @@ ClientConnection::~ClientConnection() {
   // A pending lookup keeps its token; the callback frees it and no longer reaches us.
   Resolver::cancel(lookup_);
   if (done_owed_) log_done();
-  if (holds_slot_) server_.release_slot();
-  if (counted_undecided_) --server_.stats().undecided;
-  --server_.stats().clients;
+  // The tunnel slot, the undecided mark and the client count are given back by their tokens.
   server_.forget(this);
   // Events are freed (and so deleted from the base) before the descriptors they watch close:
   // members are destroyed in reverse order, but be explicit for the reader.
@@ -86,26 +83,26 @@ ClientConnection::~ClientConnection() {
 // ---------------------------------------------------------------------------------------------
 // Trampolines: the only places a connection is deleted.
 
-void ClientConnection::finish(ClientConnection* connection, Next next) {
+void ClientConnection::finish(ClientConnection* connection, Next next) noexcept {
   if (next == Next::close) delete connection;
 }
 
-void ClientConnection::on_client_read(evutil_socket_t, short, void* self) {
+void ClientConnection::on_client_read(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
   finish(c, c->client_readable());
 }
 
-void ClientConnection::on_client_write(evutil_socket_t, short, void* self) {
+void ClientConnection::on_client_write(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
   finish(c, c->side_writable(c->client_));
 }
 
-void ClientConnection::on_upstream_read(evutil_socket_t, short, void* self) {
+void ClientConnection::on_upstream_read(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
   finish(c, c->upstream_readable());
 }
 
-void ClientConnection::on_upstream_write(evutil_socket_t, short, void* self) {
+void ClientConnection::on_upstream_write(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
   if (c->phase_ == Phase::dialling) {
     finish(c, c->dial_finished());
@@ -114,12 +111,12 @@ void ClientConnection::on_upstream_write(evutil_socket_t, short, void* self) {
   }
 }
 
-void ClientConnection::on_timer(evutil_socket_t, short, void* self) {
+void ClientConnection::on_timer(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
   finish(c, c->timer_fired());
 }
 
-void ClientConnection::on_resolved(void* self, std::vector<IpAddress> answers) {
+void ClientConnection::on_resolved(void* self, std::vector<IpAddress> answers) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
   c->lookup_ = nullptr;
   finish(c, c->answers_known(std::move(answers)));
@@ -258,7 +255,7 @@ ClientConnection::Next ClientConnection::timer_fired() {
 // Allowed: the reply, then a tunnel or a plain-HTTP exchange.
 
 ClientConnection::Next ClientConnection::allowed() {
-  leave_handshake();
+  undecided_.release();
   server_.log().decision({kind_, target_.host, target_.port, ip_text_, std::nullopt});
   done_owed_ = true;  // however the tunnel or exchange ends, its done line follows
   started_ = last_activity_ = std::chrono::steady_clock::now();

@@ -15,6 +15,7 @@
 #include "proxy/decision_log.h"
 #include "proxy/relay.h"
 #include "proxy/event_owners.h"
+#include "proxy/held_count.h"
 #include "proxy/http_body.h"
 #include "proxy/resolver.h"
 #include "table/decision.h"
@@ -80,13 +81,13 @@ class ClientConnection {
   bool init_events();
 
   // Trampolines: the only places that delete a connection.
-  static void on_client_read(evutil_socket_t, short, void* self);
-  static void on_client_write(evutil_socket_t, short, void* self);
-  static void on_upstream_read(evutil_socket_t, short, void* self);
-  static void on_upstream_write(evutil_socket_t, short, void* self);
-  static void on_timer(evutil_socket_t, short, void* self);
-  static void on_resolved(void* self, std::vector<IpAddress> answers);
-  static void finish(ClientConnection* connection, Next next);
+  static void on_client_read(evutil_socket_t, short, void* self) noexcept;
+  static void on_client_write(evutil_socket_t, short, void* self) noexcept;
+  static void on_upstream_read(evutil_socket_t, short, void* self) noexcept;
+  static void on_upstream_write(evutil_socket_t, short, void* self) noexcept;
+  static void on_timer(evutil_socket_t, short, void* self) noexcept;
+  static void on_resolved(void* self, std::vector<IpAddress> answers) noexcept;
+  static void finish(ClientConnection* connection, Next next) noexcept;
 
   // Reading and writing.
   Next client_readable();
@@ -137,6 +138,7 @@ class ClientConnection {
   void release_upstream_socket() noexcept;  // the upstream socket only (between dial attempts)
 
   ProxyServer& server_;
+  HeldCount client_count_;  // stats().clients, for as long as this connection lives
   Side client_;
   Side upstream_;
   EventPtr timer_;
@@ -144,12 +146,13 @@ class ClientConnection {
   Protocol protocol_ = Protocol::unknown;
   ClientKind kind_ = ClientKind::connect;
   Socks5Step socks5_step_ = Socks5Step::greeting;
-  bool counted_undecided_ = false;     // counted in stats().undecided (kMaxHandshakingClients)
   bool done_owed_ = false;             // allowed: a done line is owed when the tunnel/exchange ends
   std::size_t handshake_consumed_ = 0; // SOCKS handshake bytes already parsed (bounded in all)
-  void leave_handshake() noexcept;     // decided (allowed or refused): leaves the undecided count
   void give_back_head_buffers();
-  bool holds_slot_ = false;
+  // Counted in stats().undecided (kMaxHandshakingClients) from the accept (and from each further
+  // request on a keep-alive connection) until allowed or refused.
+  UndecidedMark undecided_;
+  TunnelSlot slot_;  // held from admission until the upstream connection closes
 
   std::string inbox_;  // client bytes read but not yet consumed (head, handshake, early data)
   Target target_;

@@ -75,8 +75,9 @@ ClientConnection::Next ClientConnection::follow(Decision::Step step) {
 
 // Step 5, then step 6: the decision's answers, all checked, in order.
 ClientConnection::Next ClientConnection::admit_and_dial() {
-  if (auto full = server_.take_slot()) return refuse(*full);
-  holds_slot_ = true;
+  auto slot = server_.take_slot();
+  if (auto* full = std::get_if<Reason>(&slot)) return refuse(*full);
+  slot_ = std::move(std::get<TunnelSlot>(slot));
   next_answer_ = 0;
   phase_ = Phase::dialling;
   arm_timer(server_.config().connect_timeout);
@@ -121,16 +122,13 @@ void ClientConnection::release_upstream_socket() noexcept { upstream_.reset(); }
 
 void ClientConnection::release_upstream() noexcept {
   release_upstream_socket();
-  if (holds_slot_) {
-    holds_slot_ = false;
-    server_.release_slot();
-  }
+  slot_.release();
 }
 
 ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view ip, std::string words) {
   if (done_owed_) log_done();  // an allowed exchange refused midway (a malformed body) ends first
   release_upstream();
-  leave_handshake();
+  undecided_.release();
   exchange_.reset();
   server_.count_refusal(reason);
   // With --audit this line is on disk before the refusal is answered: one fdatasync for every

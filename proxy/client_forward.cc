@@ -209,8 +209,7 @@ ClientConnection::Next ClientConnection::finish_exchange() {
   phase_ = Phase::handshake;
   target_ = Target{};
   ip_text_.assign(1, '-');  // (not = "-": GCC 12 warns falsely there, bug 105329)
-  ++server_.stats().undecided;
-  counted_undecided_ = true;
+  undecided_ = server_.mark_undecided();
   arm_timer(server_.config().head_timeout);
   resume(client_, pause_no_more_wanted | pause_peer_full);
   if (inbox_.empty()) return Next::keep;

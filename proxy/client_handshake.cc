@@ -36,13 +36,6 @@ AuthorityText uri_host_text(std::string_view target) noexcept {
 
 }  // namespace
 
-void ClientConnection::leave_handshake() noexcept {
-  if (counted_undecided_) {
-    counted_undecided_ = false;
-    --server_.stats().undecided;
-  }
-}
-
 ClientConnection::Next ClientConnection::advance_handshake() {
   if (protocol_ == Protocol::unknown) {
     if (inbox_.empty()) return Next::keep;
@@ -168,7 +161,7 @@ ClientConnection::Next ClientConnection::advance_socks5() {
             server_.log().decision({kind_, std::nullopt, 0, "-", Reason::auth_required});
           }
           phase_ = Phase::replying;
-          leave_handshake();
+          undecided_.release();
           const char reply[2] = {static_cast<char>(kSocks5Version), static_cast<char>(0xFF)};
           if (queue(client_, {reply, 2}) == Next::close) return Next::close;
           return client_.out.empty() ? Next::close : Next::keep;
@@ -188,7 +181,7 @@ ClientConnection::Next ClientConnection::advance_socks5() {
           server_.count_refusal(Reason::auth_required);
           server_.log().decision({kind_, std::nullopt, 0, "-", Reason::auth_required});
           phase_ = Phase::replying;
-          leave_handshake();
+          undecided_.release();
           const char reply[2] = {1, 1};
           if (queue(client_, {reply, 2}) == Next::close) return Next::close;
           return client_.out.empty() ? Next::close : Next::keep;

@@ -326,13 +326,13 @@ void DecisionLog::release_queue() noexcept {
   if (pending_.capacity() > kLogFlushThreshold) std::string().swap(pending_);
 }
 
-void DecisionLog::on_flush(evutil_socket_t, short, void* self) {
+void DecisionLog::on_flush(evutil_socket_t, short, void* self) noexcept {
   auto* log = static_cast<DecisionLog*>(self);
   log->flush_scheduled_ = false;
   log->flush();
 }
 
-void DecisionLog::on_log_writable(evutil_socket_t, short, void* self) {
+void DecisionLog::on_log_writable(evutil_socket_t, short, void* self) noexcept {
   static_cast<DecisionLog*>(self)->write_queue();
 }
 

@@ -106,8 +106,8 @@ class DecisionLog {
   // Appends a line to the audit; `sync` for a refusal (an ok or done line is not synced).
   void audit(std::string_view json_line, std::optional<AuditSync> sync);
   void audit_result(bool ok);
-  static void on_flush(evutil_socket_t, short, void* self);
-  static void on_log_writable(evutil_socket_t, short, void* self);
+  static void on_flush(evutil_socket_t, short, void* self) noexcept;
+  static void on_log_writable(evutil_socket_t, short, void* self) noexcept;
 
   bool json_;
   int log_fd_;

@@ -42,15 +42,12 @@ std::string ProxyServer::stats_json() const {
                      stats_.open, stats_.used, stats_.clients, refused, stats_.up, stats_.down);
 }
 
-std::optional<Reason> ProxyServer::take_slot() noexcept {
+std::variant<TunnelSlot, Reason> ProxyServer::take_slot() noexcept {
   if (stats_.open >= config_.max_tunnels) return Reason::tunnel_cap;
   if (stats_.used >= config_.max_connections) return Reason::connection_budget;
-  ++stats_.open;
   ++stats_.used;
-  return std::nullopt;
+  return TunnelSlot(stats_.open);
 }
-
-void ProxyServer::release_slot() noexcept { --stats_.open; }
 
 void ProxyServer::count_refusal(Reason reason) {
   const std::string_view cls = log_class(reason);

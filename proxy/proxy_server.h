@@ -7,12 +7,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "proxy/acceptor.h"
 #include "proxy/decision_log.h"
 #include "proxy/connection_list.h"
 #include "proxy/defaults.h"
 #include "proxy/event_owners.h"
+#include "proxy/held_count.h"
 #include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
 #include "table/policy.h"
@@ -80,9 +82,14 @@ class ProxyServer {
   [[nodiscard]] DecisionLog& log() noexcept { return log_; }
   [[nodiscard]] ProxyStats& stats() noexcept { return stats_; }
   [[nodiscard]] LocalAddresses& local_addresses() noexcept { return local_addresses_; }
-  // §5 step 5: takes a slot (nullopt) or says why not (tunnel_cap, connection_budget).
-  [[nodiscard]] std::optional<Reason> take_slot() noexcept;
-  void release_slot() noexcept;
+  // §5 step 5: takes a slot (and spends one of the budget) or says why not (tunnel_cap,
+  // connection_budget). The slot is given back when the token is released or dies.
+  [[nodiscard]] std::variant<TunnelSlot, Reason> take_slot() noexcept;
+  // Counts a client among the undecided until the mark is released or dies.
+  [[nodiscard]] UndecidedMark mark_undecided() noexcept { return UndecidedMark(stats_.undecided); }
+  // Counts an open client connection until the token dies.
+  [[nodiscard]] HeldCount count_client() noexcept { return HeldCount(stats_.clients); }
+  [[nodiscard]] bool stopping() const noexcept { return stopping_; }
   void count_refusal(Reason reason);
   // Called by a connection's destructor.
   void forget(ClientConnection* connection) noexcept;

@@ -94,7 +94,7 @@ void Resolver::cancel(Lookup* lookup) noexcept {
   if (lookup->request != nullptr) evdns_getaddrinfo_cancel(lookup->request);
 }
 
-void Resolver::on_answer(int result, evutil_addrinfo* answers, void* raw) {
+void Resolver::on_answer(int result, evutil_addrinfo* answers, void* raw) noexcept {
   auto* token = static_cast<Lookup*>(raw);
   std::vector<IpAddress> found = result == 0 ? collect(answers) : std::vector<IpAddress>{};
   if (answers != nullptr) evutil_freeaddrinfo(answers);

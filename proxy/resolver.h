@@ -19,7 +19,7 @@ namespace boxproxy {
 class Resolver {
  public:
   // Called with the answers (empty: no answer or a failed lookup). Never called after cancel().
-  using Callback = void (*)(void* owner, std::vector<IpAddress> answers);
+  using Callback = void (*)(void* owner, std::vector<IpAddress> answers) noexcept;
   struct Lookup;
 
   // `nameservers` ("ADDR" or "ADDR:PORT", "[v6]:PORT"): ask these instead of /etc/resolv.conf's
@@ -39,7 +39,7 @@ class Resolver {
   static void cancel(Lookup* lookup) noexcept;
 
  private:
-  static void on_answer(int result, evutil_addrinfo* answers, void* token);
+  static void on_answer(int result, evutil_addrinfo* answers, void* token) noexcept;
   DnsBasePtr dns_;
 };
 

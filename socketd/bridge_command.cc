@@ -209,7 +209,7 @@ struct Bridge {
   std::unique_ptr<BridgeServer> server;
   EventPtr on_term, on_int, on_usr1;
 
-  static void on_signal(evutil_socket_t signal, short, void* self) {
+  static void on_signal(evutil_socket_t signal, short, void* self) noexcept {
     auto* bridge = static_cast<Bridge*>(self);
     if (signal == SIGUSR1) {
       const BridgeStats& s = bridge->server->stats();

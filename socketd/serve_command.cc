@@ -129,7 +129,7 @@ struct Daemon {
     }
   }
 
-  static void on_signal(evutil_socket_t signal, short, void* self) {
+  static void on_signal(evutil_socket_t signal, short, void* self) noexcept {
     auto* daemon = static_cast<Daemon*>(self);
     switch (signal) {
       case SIGTERM:
