@@ -69,22 +69,22 @@ void BridgeConnection::finish(BridgeConnection* connection, Next next) noexcept 
 
 void BridgeConnection::on_client_read(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
-  finish(c, c->readable(c->client_));
+  finish(c, after(c->tunnel_.readable(c->client_)));
 }
 
 void BridgeConnection::on_client_write(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
-  finish(c, c->writable(c->client_));
+  finish(c, after(c->tunnel_.writable(c->client_)));
 }
 
 void BridgeConnection::on_upstream_read(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
-  finish(c, c->readable(c->upstream_));
+  finish(c, after(c->tunnel_.readable(c->upstream_)));
 }
 
 void BridgeConnection::on_upstream_write(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
-  finish(c, c->phase_ == Phase::connecting ? c->connect_finished() : c->writable(c->upstream_));
+  finish(c, c->phase_ == Phase::connecting ? c->connect_finished() : after(c->tunnel_.writable(c->upstream_)));
 }
 
 void BridgeConnection::on_retry(evutil_socket_t, short, void* self) noexcept {
@@ -141,9 +141,7 @@ BridgeConnection::Next BridgeConnection::connect_finished() {
 BridgeConnection::Next BridgeConnection::start_relaying() {
   phase_ = Phase::relaying;
   event_del(upstream_.write_event.get());
-  resume_reading(upstream_, pause_no_more_wanted);
-  resume_reading(client_, pause_no_more_wanted);
-  return Next::keep;
+  return after(tunnel_.start());
 }
 
 BridgeConnection::Next BridgeConnection::give_up(int error) {
@@ -155,21 +153,6 @@ BridgeConnection::Next BridgeConnection::give_up(int error) {
   ++server_.stats().failed;
   close_with_reset(client_.fd.get());
   return Next::close;
-}
-
-BridgeConnection::Next BridgeConnection::readable(Endpoint& from) {
-  const RelayStep step = relay_once(from, other(from));
-  if (step.failed) return Next::close;  // an error on either end ends both
-  if (step.eof && relay_finished(client_, upstream_)) return Next::close;
-  return Next::keep;
-}
-
-BridgeConnection::Next BridgeConnection::writable(Endpoint& end) {
-  if (!flush_queued(end)) return Next::close;
-  if (end.has_queued()) return Next::keep;
-  // The queue is empty: the end feeding it may read again.
-  resume_reading(other(end), pause_peer_full);
-  return relay_finished(client_, upstream_) ? Next::close : Next::keep;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // The in-box bridge: accepts loopback TCP and relays each connection, byte for byte, to the
-// proxy's Unix socket through the same pump as the proxy's tunnels (proxy/endpoint.h). It knows
+// proxy's Unix socket through the same Tunnel as the proxy's (proxy/tunnel.h). It knows
 // nothing of the protocols: the proxy sniffs them from the first byte.
 //
 // One owner, one way to die (as ClientConnection): the BridgeServer creates a BridgeConnection;
@@ -13,8 +13,9 @@
 
 #include "proxy/acceptor.h"
 #include "proxy/connection_list.h"
-#include "proxy/relay.h"
 #include "proxy/event_owners.h"
+#include "proxy/relay.h"
+#include "proxy/tunnel.h"
 
 namespace boxproxy {
 
@@ -66,14 +67,13 @@ class BridgeConnection {
   Next try_connect();
   Next connect_finished();
   Next start_relaying();
-  Next readable(Endpoint& from);
-  Next writable(Endpoint& end);
   Next give_up(int error);
-  Endpoint& other(Endpoint& end) noexcept { return &end == &client_ ? upstream_ : client_; }
+  static Next after(Tunnel::Step step) noexcept { return step == Tunnel::Step::over ? Next::close : Next::keep; }
 
   BridgeServer& server_;
   Endpoint client_;    // the loopback TCP client
   Endpoint upstream_;  // the proxy's Unix socket
+  Tunnel tunnel_{client_, upstream_};
   EventPtr retry_timer_;
   Phase phase_ = Phase::connecting;
   double waited_ = 0;  // seconds spent retrying a full backlog

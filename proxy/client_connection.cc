@@ -1,5 +1,5 @@
 // ClientConnection, part 1: its life (open, trampolines, teardown), reading and writing, timers,
-// and what follows an allowed decision: the reply and the tunnel. The handshakes, the decision and
+// and what follows an allowed decision: the reply, then the tunnel (proxy/tunnel.h) relays. The handshakes, the decision and
 // plain HTTP are parts 2 to 4 (client_handshake.cc, client_decision.cc, client_forward.cc).
 #include "proxy/client_connection.h"
 
@@ -68,6 +68,7 @@ bool ClientConnection::init_events() {
 ClientConnection::~ClientConnection() {
   // A pending lookup keeps its token; the callback frees it and no longer reaches us.
   Resolver::cancel(lookup_);
+  if (phase_ == Phase::relaying && server_.stopping()) tunnel_.end_by(TunnelEnd::shutdown);
   if (done_owed_) log_done();
   // The tunnel slot, the undecided mark and the client count are given back by their tokens.
   server_.forget(this);
@@ -135,6 +136,7 @@ void ClientConnection::arm_timer(double seconds) {
 }
 
 ClientConnection::Next ClientConnection::side_writable(Side& side) {
+  if (phase_ == Phase::relaying) return after(tunnel_.writable(side));
   if (flush_out(side) == Next::close) return Next::close;
   if (side.has_queued()) return Next::keep;
   // The queue is empty: the side feeding it may read again.
@@ -142,8 +144,6 @@ ClientConnection::Next ClientConnection::side_writable(Side& side) {
   switch (phase_) {
     case Phase::replying:
       return &side == &client_ ? Next::close : Next::keep;
-    case Phase::relaying:
-      return check_tunnel_done();
     case Phase::forwarding:
       // The response is all written: the exchange ends now (end_exchange waited for this).
       if (&side == &client_ && exchange_ && exchange_->response_done) return finish_exchange();
@@ -161,7 +161,7 @@ ClientConnection::Next ClientConnection::side_writable(Side& side) {
 ClientConnection::Next ClientConnection::client_readable() {
   switch (phase_) {
     case Phase::relaying:
-      return relay_readable(client_);
+      return after(tunnel_.readable(client_));
     case Phase::forwarding:
       return forward_client_readable();
     case Phase::replying:
@@ -222,7 +222,7 @@ ClientConnection::Next ClientConnection::client_readable() {
 }
 
 ClientConnection::Next ClientConnection::upstream_readable() {
-  if (phase_ == Phase::relaying) return relay_readable(upstream_);
+  if (phase_ == Phase::relaying) return after(tunnel_.readable(upstream_));
   if (phase_ == Phase::forwarding) return forward_upstream_readable();
   return Next::keep;
 }
@@ -242,8 +242,12 @@ ClientConnection::Next ClientConnection::timer_fired() {
     case Phase::relaying:
     case Phase::forwarding: {
       const double idle = server_.config().idle_timeout;
-      const auto quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_activity_).count();
-      if (quiet >= idle) return Next::close;
+      const auto last = phase_ == Phase::relaying ? tunnel_.last_activity() : last_activity_;
+      const auto quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
+      if (quiet >= idle) {
+        if (phase_ == Phase::relaying) tunnel_.end_by(TunnelEnd::idle_timeout);
+        return Next::close;
+      }
       arm_timer(idle - quiet);
       return Next::keep;
     }
@@ -289,30 +293,11 @@ ClientConnection::Next ClientConnection::allowed() {
   }
   phase_ = Phase::relaying;
   down_mark_ = client_.written + client_.queued_bytes();  // the reply above is not the tunnel's
-  // Bytes the client sent after its head or request go upstream first.
-  if (queue(upstream_, inbox_) == Next::close) return Next::close;
+  // Bytes the client sent after its head or request go upstream first (and its FIN after them,
+  // when it half-closed while we dialled).
+  const Tunnel::Step step = tunnel_.start(inbox_);
   std::string().swap(inbox_);
-  if (upstream_.has_queued()) pause(client_, pause_peer_full);
-  if (client_.read_eof) {
-    // The client half-closed while we dialled: pass its FIN on once its early data is written.
-    upstream_.shut_after_out = true;
-    if (flush_out(upstream_) == Next::close) return Next::close;
-  }
-  update_reading(client_);
-  update_reading(upstream_);
-  return check_tunnel_done();
-}
-
-ClientConnection::Next ClientConnection::relay_readable(Side& from) {
-  const RelayStep step = relay_once(from, other(from));
-  if (step.failed) return Next::close;
-  if (step.moved > 0) last_activity_ = std::chrono::steady_clock::now();
-  return step.eof ? check_tunnel_done() : Next::keep;
-}
-
-ClientConnection::Next ClientConnection::check_tunnel_done() {
-  if (phase_ != Phase::relaying) return Next::keep;
-  return relay_finished(client_, upstream_) ? Next::close : Next::keep;
+  return after(step);
 }
 
 void ClientConnection::log_done() {

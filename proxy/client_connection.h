@@ -18,6 +18,7 @@
 #include "proxy/held_count.h"
 #include "proxy/http_body.h"
 #include "proxy/resolver.h"
+#include "proxy/tunnel.h"
 #include "table/decision.h"
 #include "table/host_list.h"
 #include "table/policy.h"
@@ -49,7 +50,7 @@ class ClientConnection {
     resolving,     // waiting for DNS answers (bounded by --dns-timeout)
     dialling,      // a non-blocking connect in flight (bounded by --connect-timeout)
     replying,      // a final reply (a refusal) is being flushed; then close
-    relaying,      // a tunnel: bytes both ways until both sides have closed
+    relaying,      // a tunnel (tunnel_): bytes both ways until both sides have closed
     forwarding,    // plain HTTP: request body up, response back; then keep-alive or close
   };
 
@@ -101,6 +102,7 @@ class ClientConnection {
   void arm_timer(double seconds);
   Next timer_fired();
   Side& other(Side& side) noexcept { return &side == &client_ ? upstream_ : client_; }
+  static Next after(Tunnel::Step step) noexcept { return step == Tunnel::Step::over ? Next::close : Next::keep; }
 
   // Handshakes.
   Next advance_handshake();
@@ -124,7 +126,6 @@ class ClientConnection {
   Next allowed();
 
   // After the decision.
-  Next relay_readable(Side& from);
   Next forward_client_readable();
   Next forward_upstream_readable();
   Next parse_response_heads();
@@ -132,7 +133,6 @@ class ClientConnection {
   Next pass_response(std::string_view bytes);
   Next end_exchange();
   Next finish_exchange();
-  Next check_tunnel_done();
   void log_done();
   void release_upstream() noexcept;         // the upstream socket and its slot
   void release_upstream_socket() noexcept;  // the upstream socket only (between dial attempts)
@@ -141,6 +141,7 @@ class ClientConnection {
   HeldCount client_count_;  // stats().clients, for as long as this connection lives
   Side client_;
   Side upstream_;
+  Tunnel tunnel_{client_, upstream_};  // the relaying phase: knows which side ended it (SPEC §12)
   EventPtr timer_;
   Phase phase_ = Phase::sniffing;
   Protocol protocol_ = Protocol::unknown;
@@ -164,7 +165,7 @@ class ClientConnection {
   std::optional<Exchange> exchange_;
 
   std::chrono::steady_clock::time_point started_;
-  std::chrono::steady_clock::time_point last_activity_;
+  std::chrono::steady_clock::time_point last_activity_;  // plain HTTP (a tunnel keeps its own)
   // Where the done line's counts start: upstream_.written and client_.written (plus what was
   // queued for the client before: the reply to a CONNECT or SOCKS request) when it was allowed.
   // The line counts what was written to the other side since, never what was read or queued.
