@@ -10,8 +10,6 @@
 #include <cstring>
 
 #include "proxy/proxy_server.h"
-#include "proxy/refusal_reply.h"
-#include "proxy/socks5.h"
 
 namespace boxproxy {
 namespace {
@@ -19,15 +17,6 @@ namespace {
 // Client bytes kept while the decision and the dial are under way (data sent after the head, to
 // go upstream first). Past this, the client's reads pause until the tunnel is up.
 constexpr std::size_t kMaxEarlyBytes = 16 * 1024;
-
-// Appends `bytes` without letting the buffer's capacity grow past `limit` (or what it must hold):
-// std::string doubles its capacity, which would let a head just over half the limit hold twice
-// the memory the man page promises for a handshaking client.
-void append_bounded(std::string& to, std::string_view bytes, std::size_t limit) {
-  const std::size_t need = to.size() + bytes.size();
-  if (need > to.capacity()) to.reserve(std::max(need, std::min(2 * to.capacity(), limit)));
-  to.append(bytes);
-}
 
 // True when the peer of a Unix socket has closed its end entirely (not just shut down its writing):
 // the kernel then reports POLLHUP. A client that only half-closed still reads our reply.
@@ -59,7 +48,8 @@ bool ClientConnection::init_events() {
   client_.read_event = make_event(base, client_.fd.get(), EV_READ | EV_PERSIST, &on_client_read, this);
   client_.write_event = make_event(base, client_.fd.get(), EV_WRITE | EV_PERSIST, &on_client_write, this);
   timer_ = make_event(base, -1, 0, &on_timer, this);
-  if (!client_.read_event || !client_.write_event || !timer_) return false;
+  handshake_ = new_handshake();
+  if (!client_.read_event || !client_.write_event || !timer_ || !handshake_) return false;
   update_reading(client_);
   arm_timer(server_.config().head_timeout);
   return true;
@@ -172,10 +162,7 @@ ClientConnection::Next ClientConnection::client_readable() {
   }
   std::size_t cap = kReadChunk;
   if (phase_ == Phase::sniffing || phase_ == Phase::handshake) {
-    const std::size_t limit = protocol_ == Protocol::http || protocol_ == Protocol::unknown
-                                  ? server_.config().max_head_bytes
-                                  : socks5_max_handshake_bytes - std::min(handshake_consumed_, socks5_max_handshake_bytes);
-    cap = limit + 1 > inbox_.size() ? limit + 1 - inbox_.size() : 1;
+    cap = handshake_->want();  // its bound: it answers once past it
   } else if (phase_ == Phase::resolving || phase_ == Phase::dialling) {
     // What the client already holds here counts: early data, and a plain request's head rewritten
     // for the origin, so a waiting client never holds more than a handshaking one (or 16 KiB).
@@ -208,16 +195,9 @@ ClientConnection::Next ClientConnection::client_readable() {
     return Next::close;
   }
   if (phase_ == Phase::replying) return Next::keep;
-  append_bounded(inbox_, {buffer, static_cast<std::size_t>(n)}, inbox_.size() + cap);
-  if (phase_ == Phase::handshake && protocol_ == Protocol::http && inbox_.size() <= server_.config().max_head_bytes &&
-      std::memchr(buffer, '\n', static_cast<std::size_t>(n)) == nullptr) {
-    // The head parser reads the whole head again on each call; a client trickling a head a byte
-    // at a time would make that quadratic. Without a new line ending, no answer can change but
-    // an early refusal, which then comes with the next line instead (the parser's answer does not
-    // depend on how the bytes were split).
-    return Next::keep;
-  }
-  if (phase_ == Phase::sniffing || phase_ == Phase::handshake) return advance_handshake();
+  const std::string_view bytes(buffer, static_cast<std::size_t>(n));
+  if (phase_ == Phase::sniffing || phase_ == Phase::handshake) return feed_handshake(bytes);
+  append_bounded(inbox_, bytes, inbox_.size() + cap);
   return Next::keep;
 }
 
@@ -266,7 +246,7 @@ ClientConnection::Next ClientConnection::allowed() {
   arm_timer(server_.config().idle_timeout);
   resume(client_, pause_no_more_wanted);
   up_mark_ = upstream_.written;
-  if (protocol_ == Protocol::http && kind_ == ClientKind::http) {
+  if (kind_ == ClientKind::http) {
     phase_ = Phase::forwarding;
     down_mark_ = client_.written + client_.queued_bytes();
     if (queue(upstream_, upstream_prefix_) == Next::close) return Next::close;
@@ -276,21 +256,7 @@ ClientConnection::Next ClientConnection::allowed() {
     early.swap(inbox_);
     return pass_request_body(early);
   }
-  switch (protocol_) {
-    case Protocol::socks5: {
-      const auto reply = socks5_reply(0);
-      if (queue(client_, {reinterpret_cast<const char*>(reply.data()), reply.size()}) == Next::close) return Next::close;
-      break;
-    }
-    case Protocol::socks4: {
-      const auto reply = socks4_reply(true);
-      if (queue(client_, {reinterpret_cast<const char*>(reply.data()), reply.size()}) == Next::close) return Next::close;
-      break;
-    }
-    default:
-      if (queue(client_, http_connect_established()) == Next::close) return Next::close;
-      break;
-  }
+  if (queue(client_, allowed_reply_for(protocol_)) == Next::close) return Next::close;
   phase_ = Phase::relaying;
   down_mark_ = client_.written + client_.queued_bytes();  // the reply above is not the tunnel's
   // Bytes the client sent after its head or request go upstream first (and its FIN after them,

@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "proxy/decision_log.h"
+#include "proxy/handshake.h"
 #include "proxy/relay.h"
 #include "proxy/event_owners.h"
 #include "proxy/held_count.h"
@@ -54,10 +56,7 @@ class ClientConnection {
     forwarding,    // plain HTTP: request body up, response back; then keep-alive or close
   };
 
-  enum class Protocol : std::uint8_t { unknown, http, socks5, socks4 };
-
-  // Where the SOCKS5 negotiation stands.
-  enum class Socks5Step : std::uint8_t { greeting, credentials, request };
+  using Protocol = Handshake::Protocol;
 
   // One end of the connection: the client, or the upstream.
   using Side = Endpoint;
@@ -104,17 +103,13 @@ class ClientConnection {
   Side& other(Side& side) noexcept { return &side == &client_ ? upstream_ : client_; }
   static Next after(Tunnel::Step step) noexcept { return step == Tunnel::Step::over ? Next::close : Next::keep; }
 
-  // Handshakes.
-  Next advance_handshake();
-  Next advance_http_head();
-  Next advance_socks5();
-  Next socks5_wait_for_more() const;
-  Next advance_socks4();
-  static bool is_connect_line(std::string_view head) noexcept;
-  bool authorized_http(const struct RequestHead& head) const;
+  // The handshake (proxy/handshake.h decides what the bytes say, these act on it).
+  std::unique_ptr<Handshake> new_handshake() const noexcept;  // null when out of memory
+  Next feed_handshake(std::string_view bytes);
+  Next handshake_answered(Handshake::Outcome outcome);
+  Next handshake_decided();
 
   // The decision (SPEC §5): table/decision.h decides, these drive it.
-  Next decide(TargetResult parsed);
   Next decide_parsed(Target target);
   Next answers_known(std::vector<IpAddress> answers);  // the lookup's answers
   Next follow(Decision::Step step);
@@ -122,7 +117,6 @@ class ClientConnection {
   Next dial_next();
   Next dial_finished();
   Next refuse(Reason reason, std::string_view ip = "-", std::string words = {});
-  Next refuse_unauthenticated();
   Next allowed();
 
   // After the decision.
@@ -146,16 +140,17 @@ class ClientConnection {
   Phase phase_ = Phase::sniffing;
   Protocol protocol_ = Protocol::unknown;
   ClientKind kind_ = ClientKind::connect;
-  Socks5Step socks5_step_ = Socks5Step::greeting;
   bool done_owed_ = false;             // allowed: a done line is owed when the tunnel/exchange ends
-  std::size_t handshake_consumed_ = 0; // SOCKS handshake bytes already parsed (bounded in all)
   void give_back_head_buffers();
   // Counted in stats().undecided (kMaxHandshakingClients) from the accept (and from each further
   // request on a keep-alive connection) until allowed or refused.
   UndecidedMark undecided_;
   TunnelSlot slot_;  // held from admission until the upstream connection closes
 
-  std::string inbox_;  // client bytes read but not yet consumed (head, handshake, early data)
+  // The handshake under way (sniffing, handshake): it holds the bytes read so far. Made for each
+  // request and freed once it has answered, so a tunnel does not carry it.
+  std::unique_ptr<Handshake> handshake_;
+  std::string inbox_;  // client bytes read after the handshake: early data, a body, the next request
   Target target_;
   std::string ip_text_ = "-";
   Decision decision_;            // steps 2-4 for target_; after dial, its answers are dialled in order

@@ -15,15 +15,6 @@
 
 namespace boxproxy {
 
-ClientConnection::Next ClientConnection::decide(TargetResult parsed) {
-  // The client stays counted among the undecided until it is allowed or refused: waiting on DNS
-  // or on a dial, it still holds a descriptor and its buffers, for as long as the box makes it
-  // wait (kMaxHandshakingClients).
-  if (auto* reason = std::get_if<Reason>(&parsed)) return refuse(*reason);
-  give_back_head_buffers();
-  return decide_parsed(std::move(std::get<Target>(parsed)));
-}
-
 // The head has been parsed: the buffer it was read into (up to --max-head-bytes) is given back,
 // and only what must be kept stays, at its size: early data, and for plain HTTP the head
 // rewritten for the origin. Without this, thousands of clients waiting on a silent DNS server
@@ -139,23 +130,7 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
                          AuditSync::with_turn);
   phase_ = Phase::replying;
   arm_timer(server_.config().head_timeout);  // a client that never reads its refusal is not kept
-  std::string reply;
-  switch (protocol_) {
-    case Protocol::socks5: {
-      const std::uint8_t code = info(reason).socks5_reply != 0 ? info(reason).socks5_reply : 1;
-      const auto bytes = socks5_reply(code);
-      reply.assign(bytes.begin(), bytes.end());
-      break;
-    }
-    case Protocol::socks4: {
-      const auto bytes = socks4_reply(false);
-      reply.assign(bytes.begin(), bytes.end());
-      break;
-    }
-    default:
-      reply = http_refusal(reason, words.empty() ? refusal_words(reason) : words);
-      break;
-  }
+  std::string reply = refusal_reply_for(protocol_, reason, words);
   if (server_.log().audit_sync_owed()) {
     if (!client_.has_queued()) {
       // The answer waits for the client's write event, which only the loop's next poll can fire:
@@ -170,12 +145,6 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
   }
   if (queue(client_, reply) == Next::close) return Next::close;
   return client_.out.empty() ? Next::close : Next::keep;
-}
-
-ClientConnection::Next ClientConnection::refuse_unauthenticated() {
-  // An unauthenticated peer never puts a host name into the log or the audit.
-  target_ = Target{};
-  return refuse(Reason::auth_required);
 }
 
 }  // namespace boxproxy

@@ -212,8 +212,11 @@ ClientConnection::Next ClientConnection::finish_exchange() {
   undecided_ = server_.mark_undecided();
   arm_timer(server_.config().head_timeout);
   resume(client_, pause_no_more_wanted | pause_peer_full);
-  if (inbox_.empty()) return Next::keep;
-  return advance_http_head();
+  handshake_ = new_handshake();
+  if (!handshake_) return Next::close;
+  const Handshake::Outcome outcome = handshake_->next_http_request(inbox_);
+  std::string().swap(inbox_);  // the handshake holds them now
+  return handshake_answered(outcome);
 }
 
 }  // namespace boxproxy
