@@ -37,7 +37,7 @@ ClientConnection* ClientConnection::open(ProxyServer& server, int client_fd) {
 }
 
 ClientConnection::ClientConnection(ProxyServer& server, int client_fd)
-    : server_(server), started_(std::chrono::steady_clock::now()), last_activity_(started_) {
+    : server_(server), started_(std::chrono::steady_clock::now()) {
   client_.fd.reset(client_fd);
   client_count_ = server_.count_client();
   undecided_ = server_.mark_undecided();
@@ -135,14 +135,7 @@ ClientConnection::Next ClientConnection::side_writable(Side& side) {
     case Phase::replying:
       return &side == &client_ ? Next::close : Next::keep;
     case Phase::forwarding:
-      // The response is all written: the exchange ends now (end_exchange waited for this).
-      if (&side == &client_ && exchange_ && exchange_->response_done) return finish_exchange();
-      // The client took what was queued: response heads read meanwhile are parsed now, not only
-      // on the upstream's next read (which may never come: the bytes are all here).
-      if (&side == &client_ && exchange_ && !exchange_->response_head_done && !exchange_->response_head.empty()) {
-        return parse_response_heads();
-      }
-      return Next::keep;
+      return &side == &client_ && exchange_ ? after(exchange_->client_drained()) : Next::keep;
     default:
       return Next::keep;
   }
@@ -153,7 +146,11 @@ ClientConnection::Next ClientConnection::client_readable() {
     case Phase::relaying:
       return after(tunnel_.readable(client_));
     case Phase::forwarding:
-      return forward_client_readable();
+      if (!exchange_) {
+        pause(client_, pause_no_more_wanted);
+        return Next::keep;
+      }
+      return after(exchange_->client_readable());
     case Phase::replying:
       // Whatever a refused client still sends is read and dropped until the reply is out.
       break;
@@ -203,7 +200,7 @@ ClientConnection::Next ClientConnection::client_readable() {
 
 ClientConnection::Next ClientConnection::upstream_readable() {
   if (phase_ == Phase::relaying) return after(tunnel_.readable(upstream_));
-  if (phase_ == Phase::forwarding) return forward_upstream_readable();
+  if (phase_ == Phase::forwarding && exchange_) return after(exchange_->upstream_readable());
   return Next::keep;
 }
 
@@ -222,7 +219,9 @@ ClientConnection::Next ClientConnection::timer_fired() {
     case Phase::relaying:
     case Phase::forwarding: {
       const double idle = server_.config().idle_timeout;
-      const auto last = phase_ == Phase::relaying ? tunnel_.last_activity() : last_activity_;
+      const auto last = phase_ == Phase::relaying ? tunnel_.last_activity()
+                        : exchange_                   ? exchange_->last_activity()
+                                                      : started_;
       const auto quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
       if (quiet >= idle) {
         if (phase_ == Phase::relaying) tunnel_.end_by(TunnelEnd::idle_timeout);
@@ -242,7 +241,7 @@ ClientConnection::Next ClientConnection::allowed() {
   undecided_.release();
   server_.log().decision({kind_, target_.host, target_.port, ip_text_, std::nullopt});
   done_owed_ = true;  // however the tunnel or exchange ends, its done line follows
-  started_ = last_activity_ = std::chrono::steady_clock::now();
+  started_ = std::chrono::steady_clock::now();
   arm_timer(server_.config().idle_timeout);
   resume(client_, pause_no_more_wanted);
   up_mark_ = upstream_.written;
@@ -254,7 +253,7 @@ ClientConnection::Next ClientConnection::allowed() {
     update_reading(upstream_);
     std::string early;
     early.swap(inbox_);
-    return pass_request_body(early);
+    return after(exchange_->start(early));
   }
   if (queue(client_, allowed_reply_for(protocol_)) == Next::close) return Next::close;
   phase_ = Phase::relaying;

@@ -18,7 +18,7 @@
 #include "proxy/relay.h"
 #include "proxy/event_owners.h"
 #include "proxy/held_count.h"
-#include "proxy/http_body.h"
+#include "proxy/http_exchange.h"
 #include "proxy/resolver.h"
 #include "proxy/tunnel.h"
 #include "table/decision.h"
@@ -60,22 +60,6 @@ class ClientConnection {
 
   // One end of the connection: the client, or the upstream.
   using Side = Endpoint;
-
-  // The plain-HTTP exchange in progress.
-  struct Exchange {
-    std::string method;
-    BodyFraming request_body;        // what is left of the request body to pass up
-    ChunkedScanner request_chunks;
-    bool request_done = false;
-    bool client_keep_alive = false;
-    bool client_http10 = false;      // an HTTP/1.0 request: no interim (1xx) response goes back
-    bool response_head_done = false;
-    std::string response_head;       // bytes of the response head so far
-    BodyFraming response_body;
-    ChunkedScanner response_chunks;
-    bool response_done = false;
-    bool keep_alive = false;         // the client connection goes on after this exchange
-  };
 
   ClientConnection(ProxyServer& server, int client_fd);
   bool init_events();
@@ -120,11 +104,7 @@ class ClientConnection {
   Next allowed();
 
   // After the decision.
-  Next forward_client_readable();
-  Next forward_upstream_readable();
-  Next parse_response_heads();
-  Next pass_request_body(std::string_view bytes);
-  Next pass_response(std::string_view bytes);
+  Next after(HttpExchange::Step step);
   Next end_exchange();
   Next finish_exchange();
   void log_done();
@@ -157,10 +137,9 @@ class ClientConnection {
   std::size_t next_answer_ = 0;  // the next of decision_.answers() to dial
   Resolver::Lookup* lookup_ = nullptr;
   std::string upstream_prefix_;  // what goes upstream before anything else (a rewritten request head)
-  std::optional<Exchange> exchange_;
+  std::optional<HttpExchange> exchange_;  // the plain-HTTP exchange in progress
 
   std::chrono::steady_clock::time_point started_;
-  std::chrono::steady_clock::time_point last_activity_;  // plain HTTP (a tunnel keeps its own)
   // Where the done line's counts start: upstream_.written and client_.written (plus what was
   // queued for the client before: the reply to a CONNECT or SOCKS request) when it was allowed.
   // The line counts what was written to the other side since, never what was read or queued.

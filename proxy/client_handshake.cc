@@ -78,11 +78,7 @@ ClientConnection::Next ClientConnection::handshake_answered(Handshake::Outcome o
 ClientConnection::Next ClientConnection::handshake_decided() {
   inbox_ = handshake_->take_rest();
   if (auto& plain = handshake_->plain()) {
-    exchange_.emplace();
-    exchange_->method = std::move(plain->method);
-    exchange_->request_body = plain->framing;
-    exchange_->client_keep_alive = plain->client_keep_alive;
-    exchange_->client_http10 = plain->client_http10;
+    exchange_.emplace(client_, upstream_, *plain);
     upstream_prefix_ = std::move(plain->upstream_head);
   }
   Target target = handshake_->target();
