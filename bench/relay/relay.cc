@@ -7,8 +7,9 @@
 // and bytes are moved both ways until both ends have closed. No protocol at all: the client's first byte is data.
 // `rw` moves them with read/write through a BYTES buffer per direction, `splice` through a pipe of BYTES per
 // direction (F_SETPIPE_SZ) with splice(2). One thread, edge-triggered epoll; each wake-up pumps both directions of
-// the connection until the kernel says EAGAIN, so no readiness is ever lost. Half-close is passed on (SHUT_WR once
-// a direction has ended and is drained); an error on either side closes both.
+// the connection until the kernel says EAGAIN, so no readiness is ever lost, reading while earlier bytes still wait
+// to be written. Half-close is passed on (SHUT_WR once a direction has ended and is drained); an error on either
+// side closes both.
 //
 // Only POSIX and Linux system calls (g++ -O2 -std=c++17, nothing else).
 
@@ -58,30 +59,38 @@ struct Conn {
   std::exit(2);
 }
 
-// Moves what it can. False on an error (the connection then closes).
+// Moves what it can: writes what is held and reads while there is room, until neither moves a byte. False on an
+// error (the connection then closes). Each way out follows an EAGAIN that will be followed by an edge: `in` said
+// EAGAIN with nothing held (EPOLLIN), or `out` said EAGAIN with bytes held (EPOLLOUT; a pipe full of partial pages
+// also says EAGAIN to the read side, and draining it is what frees it).
 bool pump(Pump& p) {
-  for (;;) {
-    size_t have = g_splice ? p.pending : p.end - p.start;
-    if (have > 0) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    if (size_t have = g_splice ? p.pending : p.end - p.start; have > 0) {
       ssize_t n = g_splice ? splice(p.pipe_fd[0], nullptr, p.out, nullptr, have, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
                            : write(p.out, p.buf.get() + p.start, have);
-      if (n == -1) return errno == EAGAIN;  // EAGAIN: EPOLLOUT on `out` brings us back
-      if (g_splice) p.pending -= size_t(n);
-      else if ((p.start += size_t(n)) == p.end) p.start = p.end = 0;
-      continue;
+      if (n == -1 && errno != EAGAIN) return false;
+      if (n > 0) {
+        moved = true;
+        if (g_splice) p.pending -= size_t(n);
+        else if ((p.start += size_t(n)) == p.end) p.start = p.end = 0;
+      }
     }
-    if (p.eof) {
-      if (!p.shut && shutdown(p.out, SHUT_WR) == -1 && errno != ENOTCONN) return false;
-      p.shut = true;
-      return true;
+    if (size_t room = g_bytes - (g_splice ? p.pending : p.end); !p.eof && room > 0) {
+      ssize_t n = g_splice ? splice(p.in, nullptr, p.pipe_fd[1], nullptr, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
+                           : read(p.in, p.buf.get() + p.end, room);
+      if (n == -1 && errno != EAGAIN) return false;
+      if (n >= 0) moved = true;
+      if (n == 0) p.eof = true;
+      if (n > 0 && g_splice) p.pending += size_t(n);
+      if (n > 0 && !g_splice) p.end += size_t(n);
     }
-    ssize_t n = g_splice ? splice(p.in, nullptr, p.pipe_fd[1], nullptr, g_bytes, SPLICE_F_MOVE | SPLICE_F_NONBLOCK)
-                         : read(p.in, p.buf.get(), g_bytes);
-    if (n == -1) return errno == EAGAIN;  // EAGAIN: EPOLLIN on `in` brings us back
-    if (n == 0) p.eof = true;
-    if (g_splice) p.pending += size_t(n);
-    else p.end = size_t(n);
   }
+  if (p.eof && !p.shut && (g_splice ? p.pending : p.end - p.start) == 0) {
+    if (shutdown(p.out, SHUT_WR) == -1 && errno != ENOTCONN) return false;
+    p.shut = true;
+  }
+  return true;
 }
 
 void watch(int ep, int fd, Conn* c, uint32_t events) {
