@@ -77,7 +77,7 @@ class ClientConnection {
   Next client_readable();
   Next upstream_readable();
   Next side_writable(Side& side);
-  // Thin wrappers over proxy/endpoint.h that speak in Next.
+  // Thin wrappers over proxy/relay.h that speak in Next.
   Next queue(Side& side, std::string_view bytes) { return send_or_queue(side, bytes) ? Next::keep : Next::close; }
   Next flush_out(Side& side) { return flush_queued(side) ? Next::keep : Next::close; }
   static void pause(Side& side, unsigned bit) noexcept { pause_reading(side, bit); }
@@ -94,6 +94,7 @@ class ClientConnection {
   Next handshake_decided();
 
   // The decision (SPEC §5): table/decision.h decides, these drive it.
+  void give_back_head_buffers();
   Next decide_parsed(Target target);
   Next answers_known(std::vector<IpAddress> answers);  // the lookup's answers
   Next follow(Decision::Step step);
@@ -121,7 +122,6 @@ class ClientConnection {
   Protocol protocol_ = Protocol::unknown;
   ClientKind kind_ = ClientKind::connect;
   bool done_owed_ = false;             // allowed: a done line is owed when the tunnel/exchange ends
-  void give_back_head_buffers();
   // Counted in stats().undecided (kMaxHandshakingClients) from the accept (and from each further
   // request on a keep-alive connection) until allowed or refused.
   UndecidedMark undecided_;
@@ -130,14 +130,17 @@ class ClientConnection {
   // The handshake under way (sniffing, handshake): it holds the bytes read so far. Made for each
   // request and freed once it has answered, so a tunnel does not carry it.
   std::unique_ptr<Handshake> handshake_;
-  std::string inbox_;  // client bytes read after the handshake: early data, a body, the next request
+  // Client bytes read after the request and before the tunnel or exchange starts (early data, or
+  // the start of a body), at most kMaxEarlyBytes with upstream_prefix_.
+  std::string inbox_;
   Target target_;
   std::string ip_text_ = "-";
   Decision decision_;            // steps 2-4 for target_; after dial, its answers are dialled in order
   std::size_t next_answer_ = 0;  // the next of decision_.answers() to dial
   Resolver::Lookup* lookup_ = nullptr;
   std::string upstream_prefix_;  // what goes upstream before anything else (a rewritten request head)
-  std::optional<HttpExchange> exchange_;  // the plain-HTTP exchange in progress
+  // The plain-HTTP exchange in progress: made for each request, so a tunnel does not carry it.
+  std::unique_ptr<HttpExchange> exchange_;
 
   std::chrono::steady_clock::time_point started_;
   // Where the done line's counts start: upstream_.written and client_.written (plus what was

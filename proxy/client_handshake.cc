@@ -78,7 +78,8 @@ ClientConnection::Next ClientConnection::handshake_answered(Handshake::Outcome o
 ClientConnection::Next ClientConnection::handshake_decided() {
   inbox_ = handshake_->take_rest();
   if (auto& plain = handshake_->plain()) {
-    exchange_.emplace(client_, upstream_, *plain);
+    exchange_.reset(new (std::nothrow) HttpExchange(client_, upstream_, *plain));
+    if (!exchange_) return Next::close;
     upstream_prefix_ = std::move(plain->upstream_head);
   }
   Target target = handshake_->target();
