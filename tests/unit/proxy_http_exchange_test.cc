@@ -10,18 +10,13 @@
 
 #include "proxy/event_owners.h"
 #include "proxy/http_exchange.h"
+#include "tests/unit/proxy_test_sides.h"
 
 namespace boxproxy {
 namespace {
 
 constexpr int kMaxPasses = 2000;  // each waits at most kPassMs: every wait below is bounded
 constexpr int kPassMs = 2;
-
-std::pair<UniqueFd, UniqueFd> stream_pair() {
-  int fds[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
 
 struct Rig {
   EventBasePtr base{event_base_new()};
@@ -37,18 +32,7 @@ struct Rig {
 
   explicit Rig(const PlainRequest& request) {
     REQUIRE(base);
-    auto [c, b] = stream_pair();
-    auto [u, o] = stream_pair();
-    client.fd = std::move(c);
-    box = std::move(b);
-    upstream.fd = std::move(u);
-    origin = std::move(o);
-    client.read_event = make_event(base.get(), client.fd.get(), EV_READ | EV_PERSIST, &on_client_read, this);
-    client.write_event = make_event(base.get(), client.fd.get(), EV_WRITE | EV_PERSIST, &on_client_write, this);
-    upstream.read_event = make_event(base.get(), upstream.fd.get(), EV_READ | EV_PERSIST, &on_upstream_read, this);
-    upstream.write_event =
-        make_event(base.get(), upstream.fd.get(), EV_WRITE | EV_PERSIST, &on_upstream_write, this);
-    REQUIRE((client.read_event && client.write_event && upstream.read_event && upstream.write_event));
+    testing::wire_sides(base.get(), client, box, upstream, origin, this);
     exchange.emplace(client, upstream, request);
     update_reading(client);
     update_reading(upstream);

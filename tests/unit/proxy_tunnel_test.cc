@@ -9,6 +9,7 @@
 
 #include "proxy/event_owners.h"
 #include "proxy/tunnel.h"
+#include "tests/unit/proxy_test_sides.h"
 
 namespace boxproxy {
 namespace {
@@ -16,12 +17,6 @@ namespace {
 // Every wait below is bounded: this many loop passes, each waiting at most kPassMs for an event.
 constexpr int kMaxPasses = 5000;
 constexpr int kPassMs = 2;
-
-std::pair<UniqueFd, UniqueFd> stream_pair() {
-  int fds[2];
-  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, fds) == 0);
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
 
 // The tunnel with its owner's part: the events on both sides, and closing both when it is over.
 struct Rig {
@@ -35,18 +30,7 @@ struct Rig {
 
   Rig() {
     REQUIRE(base);
-    auto [c, b] = stream_pair();
-    auto [u, o] = stream_pair();
-    client.fd = std::move(c);
-    box = std::move(b);
-    upstream.fd = std::move(u);
-    origin = std::move(o);
-    client.read_event = make_event(base.get(), client.fd.get(), EV_READ | EV_PERSIST, &on_client_read, this);
-    client.write_event = make_event(base.get(), client.fd.get(), EV_WRITE | EV_PERSIST, &on_client_write, this);
-    upstream.read_event = make_event(base.get(), upstream.fd.get(), EV_READ | EV_PERSIST, &on_upstream_read, this);
-    upstream.write_event =
-        make_event(base.get(), upstream.fd.get(), EV_WRITE | EV_PERSIST, &on_upstream_write, this);
-    REQUIRE((client.read_event && client.write_event && upstream.read_event && upstream.write_event));
+    testing::wire_sides(base.get(), client, box, upstream, origin, this);
   }
 
   void step(Tunnel::Step s) noexcept {
