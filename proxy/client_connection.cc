@@ -37,7 +37,7 @@ ClientConnection* ClientConnection::open(ProxyServer& server, int client_fd) {
 }
 
 ClientConnection::ClientConnection(ProxyServer& server, int client_fd)
-    : server_(server), started_(std::chrono::steady_clock::now()) {
+    : server_(server), id_(server.next_connection_id()), started_(std::chrono::steady_clock::now()) {
   client_.fd.reset(client_fd);
   client_count_ = server_.count_client();
   undecided_ = server_.mark_undecided();
@@ -58,7 +58,10 @@ bool ClientConnection::init_events() {
 ClientConnection::~ClientConnection() {
   // A pending lookup keeps its token; the callback frees it and no longer reaches us.
   Resolver::cancel(lookup_);
-  if (phase_ == Phase::relaying && server_.stopping()) tunnel_.end_by(TunnelEnd::shutdown);
+  if (server_.stopping()) {
+    if (phase_ == Phase::relaying) tunnel_.end_by(TunnelEnd::shutdown);
+    if (phase_ == Phase::forwarding && !exchange_end_) exchange_end_ = TunnelEnd::shutdown;
+  }
   if (done_owed_) log_done();
   // The tunnel slot, the undecided mark and the client count are given back by their tokens.
   server_.forget(this);
@@ -225,6 +228,7 @@ ClientConnection::Next ClientConnection::timer_fired() {
       const auto quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
       if (quiet >= idle) {
         if (phase_ == Phase::relaying) tunnel_.end_by(TunnelEnd::idle_timeout);
+        if (phase_ == Phase::forwarding && !exchange_end_) exchange_end_ = TunnelEnd::idle_timeout;
         return Next::close;
       }
       arm_timer(idle - quiet);
@@ -239,7 +243,7 @@ ClientConnection::Next ClientConnection::timer_fired() {
 
 ClientConnection::Next ClientConnection::allowed() {
   undecided_.release();
-  server_.log().decision({kind_, target_.host, target_.port, ip_text_, std::nullopt});
+  server_.log().decision({id_, kind_, target_.host, target_.port, ip_text_, std::nullopt});
   done_owed_ = true;  // however the tunnel or exchange ends, its done line follows
   started_ = std::chrono::steady_clock::now();
   arm_timer(server_.config().idle_timeout);
@@ -274,7 +278,22 @@ void ClientConnection::log_done() {
   const std::uint64_t down = client_.written > down_mark_ ? client_.written - down_mark_ : 0;
   server_.stats().up += up;
   server_.stats().down += down;
-  server_.log().done({kind_, target_.host, target_.port, ip_text_, up, down, static_cast<std::uint64_t>(ms.count())});
+  // A tunnel knows which side ended it; one that never started (its reply could not be sent)
+  // ended by an error.
+  const TunnelEnd end = kind_ == ClientKind::http ? exchange_end() : tunnel_.end().value_or(TunnelEnd::error);
+  exchange_end_.reset();  // a keep-alive connection's next request starts afresh
+  server_.log().done(
+      {id_, kind_, target_.host, target_.port, ip_text_, up, down, static_cast<std::uint64_t>(ms.count()), end});
+}
+
+TunnelEnd ClientConnection::exchange_end() const noexcept {
+  if (exchange_end_) return *exchange_end_;
+  // Ended by one of the exchange's own steps: a side that sent FIN ended it (the client first,
+  // as for a tunnel: a client that shut down its writing after its request closed first);
+  // otherwise a read or write failed.
+  if (client_.read_eof) return TunnelEnd::client_closed;
+  if (upstream_.read_eof) return TunnelEnd::upstream_closed;
+  return TunnelEnd::error;
 }
 
 }  // namespace boxproxy

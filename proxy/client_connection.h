@@ -109,14 +109,20 @@ class ClientConnection {
   Next end_exchange();
   Next finish_exchange();
   void log_done();
+  [[nodiscard]] TunnelEnd exchange_end() const noexcept;  // a plain-HTTP exchange's end= (SPEC §12)
   void release_upstream() noexcept;         // the upstream socket and its slot
   void release_upstream_socket() noexcept;  // the upstream socket only (between dial attempts)
 
   ProxyServer& server_;
+  const ConnectionId id_;   // on every line of this client (SPEC §12), keep-alive requests too
   HeldCount client_count_;  // stats().clients, for as long as this connection lives
   Side client_;
   Side upstream_;
   Tunnel tunnel_{client_, upstream_};  // the relaying phase: knows which side ended it (SPEC §12)
+  // Why a plain-HTTP exchange ended, once something outside the exchange's own steps decided it
+  // (the response delivered whole, the idle timer, shutdown, a refusal midway); otherwise the
+  // done line reads it from the sides (exchange_end()).
+  std::optional<TunnelEnd> exchange_end_;
   EventPtr timer_;
   Phase phase_ = Phase::sniffing;
   Protocol protocol_ = Protocol::unknown;

@@ -117,14 +117,19 @@ void ClientConnection::release_upstream() noexcept {
 }
 
 ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view ip, std::string words) {
-  if (done_owed_) log_done();  // an allowed exchange refused midway (a malformed body) ends first
+  if (done_owed_) {
+    // An allowed exchange refused midway (a malformed body) ends first, as an error.
+    if (!exchange_end_) exchange_end_ = TunnelEnd::error;
+    log_done();
+  }
   release_upstream();
   undecided_.release();
   exchange_.reset();
   server_.count_refusal(reason);
   // With --audit this line is on disk before the refusal is answered: one fdatasync for every
   // refusal of this loop iteration (group commit), so the answer waits for it (below).
-  server_.log().decision({kind_,
+  server_.log().decision({id_,
+                          kind_,
                           target_.host.empty() ? std::nullopt : std::optional<std::string_view>(target_.host),
                           target_.port, ip, reason},
                          AuditSync::with_turn);

@@ -37,6 +37,10 @@ ClientConnection::Next ClientConnection::end_exchange() {
 }
 
 ClientConnection::Next ClientConnection::finish_exchange() {
+  // The response reached the client whole: the origin's response ended the exchange (its
+  // upstream connection was asked for Connection: close and given back already), so the done
+  // line says upstream-closed, whether or not the client sends a next request (SPEC §12).
+  exchange_end_ = TunnelEnd::upstream_closed;
   log_done();
   // A client that has shut down its writing sends no next request: close, the response all out.
   if (!exchange_->keep_alive() || !exchange_->request_done() || client_.read_eof) return Next::close;

@@ -50,7 +50,7 @@ ClientConnection::Next ClientConnection::handshake_answered(Handshake::Outcome o
       if (const auto reason = handshake_->reason()) {
         // A client that did not prove the token: logged without a host (SPEC §11).
         server_.count_refusal(*reason);
-        server_.log().decision({kind_, std::nullopt, 0, "-", *reason});
+        server_.log().decision({id_, kind_, std::nullopt, 0, "-", *reason});
       }
       handshake_.reset();
       phase_ = Phase::replying;

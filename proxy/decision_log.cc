@@ -70,15 +70,19 @@ bool write_lines(int fd, std::string_view lines) noexcept {
   return false;
 }
 
-std::string json_decision(const DecisionEntry& e, const std::string& ts) {
+// `label` is the `,"label":..` suffix of every JSON line, or empty.
+std::string json_decision(const DecisionEntry& e, const std::string& ts, std::string_view label) {
   std::string_view cls = e.refusal ? log_class(*e.refusal) : std::string_view("ok");
-  return fmt::format(R"({{"ts":"{}","kind":"{}","host":{},"port":{},"ip":{},"class":{}}})", ts, kind_name(e.kind),
-                     e.host ? json_quote(*e.host) : std::string("null"), e.port, json_quote(e.ip), json_quote(cls));
+  return fmt::format(R"({{"ts":"{}","id":{},"kind":"{}","host":{},"port":{},"ip":{},"class":{}{}}})", ts, e.id,
+                     kind_name(e.kind), e.host ? json_quote(*e.host) : std::string("null"), e.port, json_quote(e.ip),
+                     json_quote(cls), label);
 }
 
-std::string json_done(const DoneEntry& e, const std::string& ts) {
-  return fmt::format(R"({{"ts":"{}","kind":"{}","host":{},"port":{},"ip":{},"class":"done","up":{},"down":{},"ms":{}}})",
-                     ts, kind_name(e.kind), json_quote(e.host), e.port, json_quote(e.ip), e.up, e.down, e.ms);
+std::string json_done(const DoneEntry& e, const std::string& ts, std::string_view label) {
+  return fmt::format(
+      R"({{"ts":"{}","id":{},"kind":"{}","host":{},"port":{},"ip":{},"class":"done","up":{},"down":{},"ms":{},"end":"{}"{}}})",
+      ts, e.id, kind_name(e.kind), json_quote(e.host), e.port, json_quote(e.ip), e.up, e.down, e.ms,
+      tunnel_end_name(e.end), label);
 }
 
 }  // namespace
@@ -182,7 +186,7 @@ void DecisionLog::decision(const DecisionEntry& entry, AuditSync sync) {
   // The JSON form (and its timestamp) only when the audit or a JSON log wants it: the text log
   // is the common case, and this runs for every decision.
   if (audit_.valid() || json_) {
-    const std::string json_line = json_decision(entry, utc_timestamp());
+    const std::string json_line = json_decision(entry, utc_timestamp(), json_label());
     // A refusal reaches the disk before it is answered (SPEC §2 --audit): fdatasync now, or with
     // this loop iteration's other refusals when the caller holds its answer until then.
     if (audit_.valid()) audit(json_line, entry.refusal ? std::optional<AuditSync>(sync) : std::nullopt);
@@ -192,33 +196,60 @@ void DecisionLog::decision(const DecisionEntry& entry, AuditSync sync) {
     }
   }
   const std::string_view cls = entry.refusal ? log_class(*entry.refusal) : std::string_view("ok");
-  append(fmt::format("egress {} host={} port={} ip={} class={}", kind_name(entry.kind),
-                     entry.host ? json_quote(*entry.host) : std::string("-"), entry.port, entry.ip, cls));
+  append(fmt::format("egress {} host={} port={} ip={} class={} id={}{}", kind_name(entry.kind),
+                     entry.host ? json_quote(*entry.host) : std::string("-"), entry.port, entry.ip, cls, entry.id,
+                     text_label()));
 }
 
 void DecisionLog::done(const DoneEntry& entry) {
   if (audit_.valid() || json_) {
-    const std::string json_line = json_done(entry, utc_timestamp());
+    const std::string json_line = json_done(entry, utc_timestamp(), json_label());
     if (audit_.valid()) audit(json_line, std::nullopt);
     if (json_) {
       append(json_line);
       return;
     }
   }
-  append(fmt::format("egress {} host={} port={} ip={} class=done up={} down={} ms={}", kind_name(entry.kind),
-                     json_quote(entry.host), entry.port, entry.ip, entry.up, entry.down, entry.ms));
+  append(fmt::format("egress {} host={} port={} ip={} class=done up={} down={} ms={} end={} id={}{}",
+                     kind_name(entry.kind), json_quote(entry.host), entry.port, entry.ip, entry.up, entry.down,
+                     entry.ms, tunnel_end_name(entry.end), entry.id, text_label()));
 }
 
 void DecisionLog::message(std::string_view text) {
   if (json_) {
-    append(fmt::format(R"({{"ts":"{}","event":"message","text":{}}})", utc_timestamp(),
-                       json_quote(text, kMessageMaxChars)));
+    append(fmt::format(R"({{"ts":"{}","event":"message","text":{}{}}})", utc_timestamp(),
+                       json_quote(text, kMessageMaxChars), json_label()));
   } else {
-    append(fmt::format("boxproxy: {}", printable(text)));
+    append(fmt::format("boxproxy: {}{}", printable(text), text_label()));
   }
 }
 
-void DecisionLog::raw_line(std::string_view line) { append(line); }
+void DecisionLog::raw_line(std::string_view line) { append(with_label(line)); }
+
+void DecisionLog::set_label(std::string_view label) {
+  if (label.empty()) {
+    json_label_.clear();
+    text_label_.clear();
+    return;
+  }
+  // Made once, not per line. The caller checked the label (printable ASCII, kMaxLabelChars), so
+  // json_quote only escapes its quotes and backslashes; the text form is last on its line,
+  // unquoted, and runs to the line's end (a label may hold spaces).
+  json_label_ = fmt::format(",\"label\":{}", json_quote(label, kMaxLabelChars));
+  text_label_ = fmt::format(" label={}", printable(label.substr(0, kMaxLabelChars)));
+}
+
+std::string DecisionLog::with_label(std::string_view object) const {
+  if (json_label_.empty() || object.empty() || object.back() != '}') return std::string(object);
+  std::string out(object.substr(0, object.size() - 1));
+  out += json_label();
+  out.push_back('}');
+  return out;
+}
+
+std::string DecisionLog::log_dropped_line() const {
+  return with_label(fmt::format("{{\"event\":\"log-dropped\",\"n\":{}}}", dropped_)) + "\n";
+}
 
 void DecisionLog::append(std::string_view line) {
   if (pending_.size() + line.size() + 1 > kLogQueueBytes) {
@@ -265,7 +296,7 @@ void DecisionLog::write_queue() noexcept {
     if (!pending_.empty() && !write_lines(log_fd_, pending_)) drop_queue();
     release_queue();
     if (dropped_ > 0) {
-      const std::string line = fmt::format("{{\"event\":\"log-dropped\",\"n\":{}}}\n", dropped_);
+      const std::string line = log_dropped_line();
       if (write_lines(log_fd_, line)) dropped_ = 0;
     }
     return;
@@ -315,7 +346,7 @@ void DecisionLog::write_queue() noexcept {
       release_queue();
       return;
     }
-    pending_.assign(fmt::format("{{\"event\":\"log-dropped\",\"n\":{}}}\n", dropped_));
+    pending_.assign(log_dropped_line());
     dropped_ = 0;
   }
 }

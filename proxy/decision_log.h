@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "proxy/event_owners.h"
+#include "proxy/tunnel.h"
 #include "table/reason.h"
 
 namespace boxproxy {
@@ -25,10 +26,15 @@ namespace boxproxy {
 enum class ClientKind : std::uint8_t { connect, http, socks, socks4 };
 [[nodiscard]] std::string_view kind_name(ClientKind kind) noexcept;
 
+// The number of a client connection, unique for the life of the process (SPEC §12 `id=`): the
+// ok, refusal and done lines of one client carry the same one, so a reader can join them.
+using ConnectionId = std::uint64_t;
+
 // One decision, as it is logged. `host` is what the client named; nullopt when unknown or not to
 // be logged (an unauthenticated peer never puts a host into the log), written `host=-` (JSON
 // null). `ip` is the address judged or dialled, or "-".
 struct DecisionEntry {
+  ConnectionId id = 0;
   ClientKind kind = ClientKind::connect;
   std::optional<std::string_view> host;
   std::uint16_t port = 0;
@@ -37,6 +43,7 @@ struct DecisionEntry {
 };
 
 struct DoneEntry {
+  ConnectionId id = 0;
   ClientKind kind = ClientKind::connect;
   std::string_view host;
   std::uint16_t port = 0;
@@ -44,7 +51,13 @@ struct DoneEntry {
   std::uint64_t up = 0;    // bytes client to upstream
   std::uint64_t down = 0;  // bytes upstream to client
   std::uint64_t ms = 0;
+  TunnelEnd end = TunnelEnd::error;  // why it ended (SPEC §12 `end=`)
 };
+
+// The longest --label (SPEC §12): it goes into every line, so it is kept short enough that a
+// labelled line stays within the size kLogQueueBytes was derived for (about 150 to 250 bytes
+// without it).
+inline constexpr std::size_t kMaxLabelChars = 128;
 
 // Escapes `text` as a JSON string (with quotes), cut first at `max_chars` bytes, ASCII only.
 [[nodiscard]] std::string json_quote(std::string_view text, std::size_t max_chars = 255);
@@ -66,12 +79,17 @@ class DecisionLog {
   DecisionLog(const DecisionLog&) = delete;
   DecisionLog& operator=(const DecisionLog&) = delete;
 
+  // --label: printable ASCII of at most kMaxLabelChars (the caller checked it), added to every
+  // line from now on: `label=<TEXT>` last on a text line, "label" in a JSON one. Empty: none.
+  void set_label(std::string_view label);
+
   void decision(const DecisionEntry& entry, AuditSync sync = AuditSync::now);
   void done(const DoneEntry& entry);
   // An operational message ("sighup: kept the old host list: ..."): a text line, or a JSON
   // object {"ts":..,"event":"message","text":..}.
   void message(std::string_view text);
-  // A whole line the caller built (the stats object), written as is with a newline.
+  // A JSON object the caller built (the stats object, `{"event":"stats",...}`), written with the
+  // label added as its last key, whatever the format.
   void raw_line(std::string_view line);
   // Writes what the log's reader takes now without blocking (at exit, and once per loop
   // iteration), and syncs the audit if a line is owed a sync.
@@ -109,7 +127,18 @@ class DecisionLog {
   static void on_flush(evutil_socket_t, short, void* self) noexcept;
   static void on_log_writable(evutil_socket_t, short, void* self) noexcept;
 
+  // The JSON object `object` with "label" added as its last key (unchanged without a label).
+  [[nodiscard]] std::string with_label(std::string_view object) const;
+  // `,"label":"<TEXT>"` for the end of a JSON object, or nothing.
+  [[nodiscard]] std::string_view json_label() const noexcept { return json_label_; }
+  // " label=<TEXT>" for the end of a text line, or nothing.
+  [[nodiscard]] std::string_view text_label() const noexcept { return text_label_; }
+  // `{"event":"log-dropped","n":N}` (labelled) and its newline, for the lines dropped so far.
+  [[nodiscard]] std::string log_dropped_line() const;
+
   bool json_;
+  std::string json_label_;       // --label as `,"label":"<TEXT>"`, made once; or empty
+  std::string text_label_;       // --label as ` label=<TEXT>`, made once; or empty
   int log_fd_;
   bool owns_log_fd_;
   UniqueFd reopened_log_;        // the log opened anew with O_NONBLOCK (nonblocking mode)

@@ -77,7 +77,10 @@ HttpExchange::Step HttpExchange::client_readable() {
   const auto want = static_cast<std::size_t>(request_body_.wanted_at_most(sizeof buffer));
   const ssize_t n = ::recv(client_.fd.get(), buffer, want, 0);
   if (n == -1) return transient(errno) ? Step::keep : Step::close;
-  if (n == 0) return Step::close;  // the client left in the middle of its body
+  if (n == 0) {
+    client_.read_eof = true;  // the client left in the middle of its body (its done line's end=)
+    return Step::close;
+  }
   last_activity_ = std::chrono::steady_clock::now();
   return pass_request_body({buffer, static_cast<std::size_t>(n)});
 }

@@ -89,6 +89,9 @@ class ProxyServer {
   [[nodiscard]] UndecidedMark mark_undecided() noexcept { return UndecidedMark(stats_.undecided); }
   // Counts an open client connection until the token dies.
   [[nodiscard]] HeldCount count_client() noexcept { return HeldCount(stats_.clients); }
+  // A new client connection's number (SPEC §12 `id=`): counted from 1, never reused in the
+  // process's life (a 64-bit count does not wrap).
+  [[nodiscard]] ConnectionId next_connection_id() noexcept { return ++last_connection_id_; }
   [[nodiscard]] bool stopping() const noexcept { return stopping_; }
   void count_refusal(Reason reason);
   // Called by a connection's destructor.
@@ -103,6 +106,7 @@ class ProxyServer {
   Resolver& resolver_;
   DecisionLog& log_;
   ProxyStats stats_;
+  ConnectionId last_connection_id_ = 0;
   LocalAddresses local_addresses_;
   std::unique_ptr<Acceptor> acceptor_;
   ConnectionList<ClientConnection> connections_;

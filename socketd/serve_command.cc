@@ -199,6 +199,7 @@ int serve(const ServeOptions& options) {
   if (!daemon.base) throw StartupError{1, "boxproxy serve: cannot create the event loop"};
   daemon.log = std::make_unique<DecisionLog>(daemon.base.get(), options.log_format == LogFormat::json, log_fd,
                                              owns_log, std::move(audit));
+  daemon.log->set_label(options.label);  // on every line from the first (SPEC §12 --label)
   // Everything libevent reports goes through the log, in its format (SPEC §12).
   daemon.libevent_messages.emplace(*daemon.log);
   if (auto warning = raise_descriptor_limit(options.max_tunnels)) daemon.log->message(*warning);
@@ -243,6 +244,9 @@ int serve(const ServeOptions& options) {
   event_base_dispatch(daemon.base.get());
   daemon.shut_down();
   daemon.finish_cancelled_lookups();
+  // The last line, after every connection's done line (shut_down ended them): what the session
+  // did in all, however it ended (SPEC §12).
+  daemon.log->raw_line(daemon.server->stats_json());
   daemon.log->flush();
   return daemon.exit_code;
 }

@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "proxy/decision_log.h"
 #include "socketd/message_text.h"
 #include "table/cidr.h"
 #include "table/host_list.h"
@@ -98,6 +99,9 @@ OptionTable make_serve_table() {
           number("max-head-bytes", "N", "largest HTTP request head", fmt::format("{}", defaults::kMaxHeadBytes),
                  defaults::kMaxHeadBytesMin, defaults::kMaxHeadBytesMax),
           value("log", "text|json", "the format of decision lines", "text"),
+          value("label", "TEXT",
+                "printable ASCII (0x20-0x7e), at most 128 characters, added to every log line as label=TEXT",
+                "none"),
           value("log-file", "PATH", "where decision lines go", "standard error"),
           value("audit", "PATH", "append every decision as a JSON line", "none"),
           value("auth-token-file", "FILE",
@@ -501,6 +505,21 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
     options.allow_hint = text;
   }
 
+  if (const RawValue* label = get(raw, "label")) {
+    const std::string& text = label->values.front();
+    // The label goes into every log line: printable ASCII only, so it can neither break a line
+    // nor carry an escape sequence to a terminal; bounded, so every line stays short.
+    const bool printable = std::all_of(text.begin(), text.end(), [](char c) {
+      const auto byte = static_cast<unsigned char>(c);
+      return byte >= 0x20 && byte <= 0x7e;
+    });
+    if (!printable) fail(label->label, text, "holds a character outside printable ASCII (0x20 to 0x7e)");
+    if (text.size() > kMaxLabelChars) {
+      fail(label->label, text, fmt::format("is longer than {} characters", kMaxLabelChars));
+    }
+    options.label = text;
+  }
+
   for (const auto& [name, target] : {std::pair{"permit", &options.policy.rule.permit},
                                      std::pair{"deny", &options.policy.rule.deny}}) {
     if (const RawValue* ranges = get(raw, name)) {
@@ -643,6 +662,7 @@ std::string options_in_force(const ServeOptions& options) {
       {"idle-timeout", options.idle_timeout},
       {"max-head-bytes", options.max_head_bytes},
       {"log", options.log_format == LogFormat::json ? "json" : "text"},
+      {"label", options.label},
       {"log-file", or_null(options.log_file)},
       {"audit", or_null(options.audit_path)},
       // The token is never shown: only whether one is required, and its file.

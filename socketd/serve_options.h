@@ -31,6 +31,7 @@ struct ServeOptions {
   double idle_timeout = defaults::kIdleTimeoutSeconds;            // --idle-timeout, 0 is never
   std::size_t max_head_bytes = defaults::kMaxHeadBytes;           // --max-head-bytes
   LogFormat log_format = LogFormat::text;   // --log
+  std::string label;                        // --label, printable ASCII, at most kMaxLabelChars
   std::optional<std::string> log_file;      // --log-file
   std::optional<std::string> audit_path;    // --audit
   std::optional<std::string> auth_token;    // the token read from --auth-token-file

@@ -53,17 +53,25 @@ def wait_until(predicate, timeout=5.0, interval=0.02):
 # --------------------------------------------------------------------------------------------
 # Decision log lines (SPEC §12)
 
+# `id=` is on every line; a done line says up=, down=, ms= and end=; `label=` (--label) is last and
+# runs to the end of the line.
 TEXT_LINE = re.compile(
     r'^egress (?P<kind>\S+) host=(?P<host>"(?:[^"\\]|\\.)*"|-) port=(?P<port>\S+) ip=(?P<ip>\S+) '
-    r"class=(?P<cls>.*?)(?: up=(?P<up>\d+) down=(?P<down>\d+) ms=(?P<ms>\d+))?$"
+    r"class=(?P<cls>.*?)(?: asked=(?P<asked>\S+))?"
+    r"(?: up=(?P<up>\d+) down=(?P<down>\d+) ms=(?P<ms>\d+) end=(?P<end>\S+))? id=(?P<id>\d+)"
+    r"(?: label=(?P<label>.*))?$"
 )
 
 
 class LogLine:
     """One decision or done line, from either format. `raw` is the line as written."""
 
-    def __init__(self, raw, kind, host, port, ip, cls, up=None, down=None, ms=None, fmt="text", obj=None):
+    def __init__(self, raw, kind, host, port, ip, cls, up=None, down=None, ms=None, fmt="text", obj=None,
+                 id=None, end=None, label=None):
         self.raw = raw
+        self.id = id  # the client connection's number (an int)
+        self.end = end  # a done line's end= (client-closed, upstream-closed, ...), else None
+        self.label = label  # --label, or None
         self.kind = kind
         self.host = host  # the host as a str, or None for "-"
         self.port = port  # an int, or the text when it is not a number
@@ -94,7 +102,8 @@ def parse_log_line(raw):
         if not isinstance(obj, dict) or "kind" not in obj or "class" not in obj:
             return None
         return LogLine(raw, obj.get("kind"), obj.get("host"), obj.get("port"), obj.get("ip"), obj.get("class"),
-                       obj.get("up"), obj.get("down"), obj.get("ms"), fmt="json", obj=obj)
+                       obj.get("up"), obj.get("down"), obj.get("ms"), fmt="json", obj=obj, id=obj.get("id"),
+                       end=obj.get("end"), label=obj.get("label"))
     m = TEXT_LINE.match(raw)
     if not m:
         return None
@@ -103,7 +112,8 @@ def parse_log_line(raw):
     up = int(m["up"]) if m["up"] is not None else None
     down = int(m["down"]) if m["down"] is not None else None
     ms = int(m["ms"]) if m["ms"] is not None else None
-    return LogLine(raw, m["kind"], host, port, m["ip"], m["cls"], up, down, ms)
+    return LogLine(raw, m["kind"], host, port, m["ip"], m["cls"], up, down, ms, id=int(m["id"]), end=m["end"],
+                   label=m["label"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,13 +3,18 @@
 import json
 import os
 import re
+import shutil
 import signal
 import socket
+import struct
+import subprocess
+import tempfile
 import time
 import unittest
 
-from harness import (ORIGIN_HOST, OriginsMixin, ProxyTestCase, connect_request, free_port, parse_log_line,
-                     read_http_response, recv_all, recv_exact, socks4_connect, socks5_connect, wait_until)
+from harness import (ORIGIN_HOST, HalfCloseServer, OriginsMixin, ProxyTestCase, SilentServer, _TcpServer, binary,
+                     closed_within, connect_request, free_port, parse_log_line, read_http_response, recv_all,
+                     recv_exact, socks4_connect, socks5_connect, wait_until)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 RFC3339_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
@@ -46,15 +51,16 @@ class LogTest(OriginsMixin, ProxyTestCase):
         p.wait_log(kind="connect", cls="invalid host")
         raw = [l for l in p.raw_log_lines() if l.startswith("egress ")]
         port = self.echo.port
-        self.assertIn(f'egress connect host="origin.test" port={port} ip=127.0.0.2 class=ok', raw)
+        # Connection numbers count from 1, one a client: the tunnel is 1, the refusals 2 and 3.
+        self.assertIn(f'egress connect host="origin.test" port={port} ip=127.0.0.2 class=ok id=1', raw)
         done = [l for l in raw if " class=done " in l]
         self.assertEqual(len(done), 1, raw)
         self.assertRegex(done[0], rf'^egress connect host="origin.test" port={port} ip=127\.0\.0\.2 '
-                                  r"class=done up=10 down=10 ms=\d+$")
-        self.assertIn('egress connect host="mix.test" port=443 ip=10.0.0.1 class=private', raw)
+                                  r"class=done up=10 down=10 ms=\d+ end=client-closed id=1$")
+        self.assertIn('egress connect host="mix.test" port=443 ip=10.0.0.1 class=private id=2', raw)
         bad = [l for l in raw if "class=invalid host" in l]
         self.assertEqual(len(bad), 1, raw)
-        self.assertRegex(bad[0], r'^egress connect host="bad!host" port=443 ip=- class=invalid host$')
+        self.assertRegex(bad[0], r'^egress connect host="bad!host" port=443 ip=- class=invalid host id=3$')
 
     def test_host_is_a_json_string_cut_at_255(self):
         p = self.start()
@@ -194,11 +200,13 @@ class LogTest(OriginsMixin, ProxyTestCase):
             self.assertEqual(o["kind"], "connect")
             self.assertIsInstance(o["port"], int)
         ok = [o for o in objs if o["class"] == "ok"][0]
-        self.assertEqual(set(ok), {"ts", "kind", "host", "port", "ip", "class"})
+        self.assertEqual(set(ok), {"ts", "id", "kind", "host", "port", "ip", "class"})
         self.assertEqual((ok["host"], ok["port"], ok["ip"]), ("origin.test", self.echo.port, ORIGIN_HOST))
         done = [o for o in objs if o["class"] == "done"][0]
-        self.assertEqual(set(done), {"ts", "kind", "host", "port", "ip", "class", "up", "down", "ms"})
+        self.assertEqual(set(done), {"ts", "id", "kind", "host", "port", "ip", "class", "up", "down", "ms", "end"})
         self.assertEqual((done["up"], done["down"]), (6, 6))
+        self.assertEqual((ok["id"], done["id"], done["end"]), (1, 1, "client-closed"))
+        self.assertEqual(sorted(o["id"] for o in objs), [1, 1, 2, 3])
         self.assertIsInstance(done["ms"], int)
         priv = [o for o in objs if o["class"] == "private"][0]
         self.assertEqual((priv["host"], priv["port"], priv["ip"]), ("mix.test", 443, "10.0.0.1"))
@@ -280,7 +288,7 @@ class LogTest(OriginsMixin, ProxyTestCase):
                                                   ("socks", "private")]))
         for o in objs:
             self.assertTrue(RFC3339_UTC.match(o["ts"]))
-            self.assertLessEqual({"ts", "kind", "host", "port", "ip", "class"}, set(o))
+            self.assertLessEqual({"ts", "id", "kind", "host", "port", "ip", "class"}, set(o))
         done = [o for o in objs if o["class"] == "done"][0]
         self.assertEqual((done["up"], done["down"]), (5, 5))
 
@@ -370,6 +378,282 @@ class LogTest(OriginsMixin, ProxyTestCase):
         p.wait_raw('"stats"')
         p.stop()
         self.assertEqual(p.stdout_rest, b"")
+
+
+# --------------------------------------------------------------------------------------------
+# Lines that can be joined (SPEC §12): id=, end=, --label, the stats line at exit.
+
+
+class ResetServer(_TcpServer):
+    """Reads the first bytes, then closes with SO_LINGER 0: the proxy reads a reset (ECONNRESET)."""
+
+    def handle(self, conn, record):
+        self._read(conn, record)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def plain_get(port, path="/", headers=()):
+    lines = [f"GET http://origin.test:{port}{path} HTTP/1.1", f"Host: origin.test:{port}", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+class JoinableLinesTest(OriginsMixin, ProxyTestCase):
+
+    def start(self, *args, **kwargs):
+        return self.proxy("--resolve", "origin.test=127.0.0.2", *args, **kwargs)
+
+    def open_tunnel(self, p, port):
+        s = p.connect()
+        s.sendall(connect_request(f"origin.test:{port}"))
+        self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+        return s
+
+    def only_done(self, p, **want):
+        lines = p.wait_log(cls="done", **want)
+        self.assertEqual(len(lines), 1, p.raw_log_lines())
+        return lines[0]
+
+    # -- id=
+
+    def test_every_line_of_one_client_has_its_id_and_no_other_client_has_it(self):
+        for fmt in ("text", "json"):
+            with self.subTest(log=fmt):
+                p = self.start("--log", fmt)
+                first = self.open_tunnel(p, self.echo.port)
+                second = self.open_tunnel(p, self.echo.port)
+                refused = p.connect()
+                refused.sendall(connect_request("10.0.0.1:443"))
+                recv_all(refused)
+                s, *_ = socks5_connect(p, "origin.test", self.echo.port)
+                s.sendall(b"ping")
+                recv_exact(s, 4)
+                for sock in (second, first, s, refused):
+                    sock.close()
+                p.wait_log(cls="done", count=3)
+                lines = [l for l in p.log_lines()]
+                self.assertEqual(len(lines), 7, p.raw_log_lines())
+                self.assertTrue(all(isinstance(l.id, int) and l.id >= 1 for l in lines), lines)
+                by_id = {}
+                for line in lines:
+                    by_id.setdefault(line.id, []).append(line)
+                # Four clients, four numbers: each allowed client's ok and done lines share one.
+                self.assertEqual(len(by_id), 4, lines)
+                for group in by_id.values():
+                    classes = sorted(l.cls for l in group)
+                    self.assertIn(classes, (["done", "ok"], ["private"]), group)
+                    self.assertEqual(len({(l.kind, l.port) for l in group}), 1, group)
+                p.stop()
+
+    def test_keep_alive_requests_share_their_connection_id(self):
+        p = self.start()
+        s = p.connect()
+        for path in ("/one", "/two"):
+            s.sendall(plain_get(self.http.port, path))
+            self.assertEqual(read_http_response(s).status, 200)
+        other = p.connect()
+        other.sendall(plain_get(self.http.port, "/three"))
+        self.assertEqual(read_http_response(other).status, 200)
+        s.close()
+        other.close()
+        p.wait_log(kind="http", cls="done", count=3)
+        ok = p.find_logs(kind="http", cls="ok")
+        done = p.find_logs(kind="http", cls="done")
+        self.assertEqual(len(ok), 3, p.raw_log_lines())
+        self.assertEqual([l.id for l in ok], [l.id for l in done])
+        self.assertEqual(ok[0].id, ok[1].id)  # one keep-alive connection: one id
+        self.assertNotEqual(ok[0].id, ok[2].id)
+
+    def test_ids_are_never_reused_while_the_process_lives(self):
+        p = self.start()
+        for _ in range(5):
+            s = p.connect()
+            s.sendall(connect_request("10.0.0.1:443"))
+            recv_all(s)
+            s.close()
+        lines = p.wait_log(cls="private", count=5)
+        self.assertEqual([l.id for l in lines], [1, 2, 3, 4, 5])
+
+    # -- end=
+
+    def test_tunnel_closed_by_the_client_first(self):
+        p = self.start()
+        s = self.open_tunnel(p, self.echo.port)
+        s.sendall(b"abc")
+        recv_exact(s, 3)
+        s.shutdown(socket.SHUT_WR)  # the client's FIN first; the echo origin answers with its own
+        self.assertEqual(recv_all(s), b"")
+        s.close()
+        self.assertEqual(self.only_done(p, kind="connect").end, "client-closed")
+
+    def test_tunnel_closed_by_the_origin_first(self):
+        origin = HalfCloseServer()
+        self.addCleanup(origin.close)
+        p = self.start()
+        s = self.open_tunnel(p, origin.port)
+        self.assertEqual(recv_all(s), HalfCloseServer.GREETING)  # its FIN came first
+        s.close()
+        self.assertEqual(self.only_done(p, kind="connect").end, "upstream-closed")
+
+    def test_tunnel_reset_by_the_origin_is_an_error(self):
+        origin = ResetServer()
+        self.addCleanup(origin.close)
+        p = self.start()
+        s = self.open_tunnel(p, origin.port)
+        s.sendall(b"x")
+        recv_all(s)
+        s.close()
+        self.assertEqual(self.only_done(p, kind="connect").end, "error")
+
+    def test_idle_tunnel_and_idle_plain_request_end_by_idle_timeout(self):
+        origin = SilentServer()
+        self.addCleanup(origin.close)
+        p = self.start("--idle-timeout", "0.3")
+        s = self.open_tunnel(p, origin.port)
+        self.assertTrue(closed_within(s, 5))
+        self.assertEqual(self.only_done(p, kind="connect").end, "idle-timeout")
+        h = p.connect()
+        h.sendall(plain_get(origin.port))  # the origin never answers
+        self.assertTrue(closed_within(h, 5))
+        self.assertEqual(self.only_done(p, kind="http").end, "idle-timeout")
+
+    def test_sigterm_ends_open_tunnels_and_requests_as_shutdown(self):
+        origin = SilentServer()
+        self.addCleanup(origin.close)
+        p = self.start()
+        s = self.open_tunnel(p, origin.port)
+        h = p.connect()
+        h.sendall(plain_get(origin.port))
+        p.wait_log(kind="http", cls="ok")
+        p.stop()
+        self.assertEqual(self.only_done(p, kind="connect").end, "shutdown")
+        self.assertEqual(self.only_done(p, kind="http").end, "shutdown")
+        s.close()
+        h.close()
+
+    def test_plain_request_answered_whole_ends_upstream_closed(self):
+        p = self.start("--log", "json")
+        s = p.connect()
+        s.sendall(plain_get(self.http.port, "/", ["Connection: close"]))
+        self.assertEqual(read_http_response(s).status, 200)
+        s.close()
+        done = self.only_done(p, kind="http")
+        self.assertEqual((done.end, done.obj["end"]), ("upstream-closed", "upstream-closed"))
+
+    def test_plain_request_whose_client_leaves_mid_body_ends_client_closed(self):
+        origin = SilentServer()
+        self.addCleanup(origin.close)
+        p = self.start()
+        s = p.connect()
+        s.sendall(plain_get(origin.port, "/up", ["Content-Length: 100"]) + b"only ten b")
+        p.wait_log(kind="http", cls="ok")
+        wait_until(lambda: origin.count() == 1 and len(origin.connections[0]["data"]) > 10)
+        s.close()
+        self.assertEqual(self.only_done(p, kind="http").end, "client-closed")
+
+    # -- --label
+
+    def test_label_ends_every_text_line(self):
+        label = 'ci run 42/"x"'
+        p = self.start("--label", label, "--resolve", "mix.test=10.0.0.1")
+        s = self.open_tunnel(p, self.echo.port)
+        s.close()
+        r = p.connect()
+        r.sendall(connect_request("mix.test:443"))
+        recv_all(r)
+        r.close()
+        p.wait_log(cls="done")
+        p.wait_log(cls="private")
+        os.kill(p.pid, signal.SIGHUP)  # a message line
+        p.wait_raw(r"^boxproxy: sighup")
+        os.kill(p.pid, signal.SIGUSR1)
+        stats = json.loads(p.wait_raw(r'"event":"stats"'))
+        self.assertEqual(stats["label"], label)
+        self.assertNotIn("id", stats)
+        lines = p.log_lines()
+        self.assertEqual(len(lines), 3, p.raw_log_lines())
+        for line in lines:
+            self.assertEqual(line.label, label, line)
+            self.assertTrue(line.raw.endswith(" label=" + label), line)
+        message = [l for l in p.raw_log_lines() if l.startswith("boxproxy: sighup")]
+        self.assertEqual(message, ["boxproxy: sighup: host list re-read label=" + label])
+
+    def test_label_is_a_key_of_every_json_line(self):
+        label = "session-7"
+        p = self.start("--log", "json", "--label", label)
+        s = self.open_tunnel(p, self.echo.port)
+        s.close()
+        p.wait_log(cls="done")
+        os.kill(p.pid, signal.SIGHUP)
+        p.wait_raw(r'"event":"message"')
+        os.kill(p.pid, signal.SIGUSR1)
+        p.wait_raw(r'"event":"stats"')
+        p.stop()
+        objs = [json.loads(l) for l in p.raw_log_lines()]
+        self.assertEqual([o.get("event", o.get("class")) for o in objs], ["ok", "done", "message", "stats", "stats"])
+        for o in objs:
+            self.assertEqual(o["label"], label, o)
+            self.assertEqual("id" in o, "class" in o, o)  # decision and done lines only
+
+    def test_label_from_the_config_file(self):
+        path = os.path.join(self.echo_dir(), "serve.json")
+        with open(path, "w") as f:
+            json.dump({"label": "from-config", "log": "json"}, f)
+        p = self.start("--config", path)
+        s = self.open_tunnel(p, self.echo.port)
+        s.close()
+        self.assertEqual(p.wait_log(cls="done")[0].label, "from-config")
+
+    def echo_dir(self):
+        d = tempfile.mkdtemp(prefix="boxproxy-label-")
+        self.addCleanup(shutil.rmtree, d, True)
+        return d
+
+    def test_a_label_outside_printable_ascii_or_too_long_is_a_usage_error(self):
+        d = self.echo_dir()
+        cases = [("a\tb", "holds a character outside printable ASCII"),
+                 ("caf\u00e9", "holds a character outside printable ASCII"),
+                 ("x" * 129, "is longer than 128 characters")]
+        for label, words in cases:
+            with self.subTest(label=label):
+                sock = os.path.join(d, "s.sock")
+                r = subprocess.run([binary(), "serve", "--socket", sock, "--label", label],
+                                   capture_output=True, timeout=10)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                err = r.stderr.decode("utf-8", "replace")
+                self.assertIn("--label", err)
+                self.assertIn(words, err)
+                self.assertFalse(os.path.exists(sock))
+        p = self.start("--label", "y" * 128)  # the longest
+        s = self.open_tunnel(p, self.echo.port)
+        s.close()
+        self.assertEqual(p.wait_log(cls="done")[0].label, "y" * 128)
+
+    # -- the stats line at exit
+
+    def test_a_stats_line_is_the_last_line_at_exit(self):
+        for fmt in ("text", "json"):
+            with self.subTest(log=fmt):
+                p = self.start("--log", fmt, "--label", "L")
+                s = self.open_tunnel(p, self.echo.port)
+                s.sendall(b"1234")
+                recv_exact(s, 4)
+                r = p.connect()
+                r.sendall(connect_request("10.0.0.1:443"))
+                recv_all(r)
+                r.close()
+                p.wait_log(cls="private")
+                p.stop()
+                raw = p.raw_log_lines()
+                self.assertTrue(raw, raw)
+                stats = json.loads(raw[-1])
+                self.assertEqual(stats["event"], "stats", raw)
+                self.assertEqual((stats["open"], stats["used"], stats["up"], stats["down"]), (0, 1, 4, 4))
+                self.assertEqual(stats["refused"], {"private": 1})
+                self.assertEqual(stats["label"], "L")
+                done = [l for l in p.log_lines() if l.done]
+                self.assertEqual([l.end for l in done], ["shutdown"])
+                self.assertEqual(len([l for l in raw if '"stats"' in l]), 1, raw)
+                s.close()
 
 
 if __name__ == "__main__":
