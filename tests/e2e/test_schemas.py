@@ -1,0 +1,485 @@
+"""The published formats (SPEC §12, §15): schemas/*.v1.json, JSON Schema draft 2020-12.
+
+Real output is validated against them: the JSON log and audit lines of every protocol (ok, refused,
+done), the stats lines (SIGUSR1 and at exit), a message line and a log-dropped line, real config
+files (the schema and serve's own reading must agree on each), and, once the binary has the control
+channel, its replies and events. The schemas are also shown to refuse what breaks the promises (a
+line without an id, a C1 control in a host, an unknown class), so these tests can fail.
+
+Needs Debian's python3-jsonschema (scripts/install-deps).
+"""
+
+import copy
+import glob
+import inspect
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+try:
+    import jsonschema
+except ImportError:  # an interpreter of its own (pyenv): Debian's package is where install-deps put it
+    sys.path.append("/usr/lib/python3/dist-packages")
+    import jsonschema
+
+from harness import (OriginsMixin, Proxy, ProxyTestCase, binary, connect_request, read_http_response, recv_all,
+                     recv_exact, socks4_connect, socks5_connect, wait_until)
+from test_log_bounds import StalledReaderProxy
+
+SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SCHEMAS = os.path.join(SOURCE, "schemas")
+ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
+LINE_SCHEMAS = ("decision-line", "done-line", "stats-line", "log-dropped-line", "message-line")
+
+
+def load_schema(name):
+    with open(os.path.join(SCHEMAS, f"{name}.v1.json")) as f:
+        return json.load(f)
+
+
+def validator(name):
+    return jsonschema.Draft202012Validator(load_schema(name))
+
+
+def errors(name, instance):
+    return [e.message for e in validator(name).iter_errors(instance)]
+
+
+class SchemaFilesTest(unittest.TestCase):
+
+    def test_every_schema_is_draft_2020_12_and_carries_its_version(self):
+        files = sorted(glob.glob(os.path.join(SCHEMAS, "*.json")))
+        names = {os.path.basename(f) for f in files}
+        self.assertEqual(names, {f"{n}.v1.json" for n in LINE_SCHEMAS + (
+            "config", "control-request", "control-reply", "control-event")})
+        for path in files:
+            with self.subTest(schema=os.path.basename(path)):
+                with open(path) as f:
+                    schema = json.load(f)
+                jsonschema.Draft202012Validator.check_schema(schema)
+                self.assertEqual(schema["$schema"], "https://json-schema.org/draft/2020-12/schema")
+                self.assertEqual(schema["$id"], "https://boxproxy.invalid/schemas/" + os.path.basename(path))
+                self.assertEqual(schema["version"], 1)
+                with open(path, "rb") as f:
+                    f.read().decode("ascii")
+
+    def test_cmake_installs_them_under_share_boxproxy_schemas(self):
+        build = os.path.dirname(os.path.dirname(os.path.abspath(binary())))
+        if not os.path.exists(os.path.join(build, "cmake_install.cmake")):
+            self.skipTest(f"{binary()} is not in a CMake build directory")
+        with tempfile.TemporaryDirectory() as prefix:
+            r = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            installed = sorted(os.listdir(os.path.join(prefix, "share", "boxproxy", "schemas")))
+        self.assertEqual(installed, sorted(os.path.basename(f) for f in glob.glob(os.path.join(SCHEMAS, "*.json"))))
+
+
+def line_schema_for(obj):
+    """The schema a JSON log line claims to follow, by its shape."""
+    if "event" in obj:
+        return {"stats": "stats-line", "log-dropped": "log-dropped-line", "message": "message-line"}.get(obj["event"])
+    return "done-line" if obj.get("class") == "done" else "decision-line"
+
+
+class LogLinesTest(OriginsMixin, ProxyTestCase):
+
+    def assert_line_valid(self, raw):
+        obj = json.loads(raw)
+        name = line_schema_for(obj)
+        self.assertIsNotNone(name, raw)
+        self.assertEqual(errors(name, obj), [], raw)
+        # Exactly one line schema takes it: a consumer can tell the kinds of line apart by schema.
+        taking = [n for n in LINE_SCHEMAS if validator(n).is_valid(obj)]
+        self.assertEqual(taking, [name], raw)
+        return name, obj
+
+    def test_every_json_log_and_audit_line_validates(self):
+        audit_dir = tempfile.mkdtemp(prefix="boxproxy-schema-")
+        self.addCleanup(shutil.rmtree, audit_dir, True)
+        audit = os.path.join(audit_dir, "audit.jsonl")
+        p = self.proxy("--log", "json", "--audit", audit, "--label", "schema test",
+                       "--resolve", "origin.test=127.0.0.2", "--resolve", "mix.test=127.0.0.2,10.0.0.1")
+        port = self.echo.port
+        # CONNECT: ok and done, and refusals.
+        s = p.connect()
+        s.sendall(connect_request(f"origin.test:{port}"))
+        self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+        s.sendall(b"abc")
+        recv_exact(s, 3)
+        s.close()
+        for target in ("mix.test:443", "10.0.0.1:443", "nx.test:443", "bad!host:443"):
+            r = p.connect()
+            r.sendall(connect_request(target))
+            recv_all(r)
+            r.close()
+        high, *_ = socks5_connect(p, b"caf\xc3\xa9\x85\xff.test", 443)  # a host of bytes >= 0x80
+        high.close()
+        # Plain HTTP: ok and done, and a refusal that names no host.
+        h = p.connect()
+        h.sendall(f"GET http://origin.test:{self.http.port}/ HTTP/1.1\r\nHost: origin.test:{self.http.port}\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        self.assertEqual(read_http_response(h).status, 200)
+        h.close()
+        h = p.connect()
+        h.sendall(b"GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n")
+        recv_all(h)
+        h.close()
+        # SOCKS5 and SOCKS4a: ok and done, and refusals.
+        s5, *_ = socks5_connect(p, "origin.test", port)
+        s5.sendall(b"x")
+        recv_exact(s5, 1)
+        s5.close()
+        s5, *_ = socks5_connect(p, "10.0.0.1", 443)
+        s5.close()
+        s4, *_ = socks4_connect(p, port, host=b"origin.test")
+        s4.sendall(b"y")
+        recv_exact(s4, 1)
+        s4.close()
+        s4, *_ = socks4_connect(p, 443, host=b"mix.test")
+        s4.close()
+        p.wait_log(cls="done", count=4)
+        p.wait_log(kind="socks4", cls="private")
+        os.kill(p.pid, signal.SIGHUP)  # a message line
+        p.wait_raw(r'"event":"message"')
+        os.kill(p.pid, signal.SIGUSR1)
+        p.wait_raw(r'"event":"stats"')
+        p.stop()  # and the stats line at exit
+
+        raw = p.raw_log_lines()
+        seen = {}
+        for line in raw:
+            name, obj = self.assert_line_valid(line)
+            seen.setdefault(name, []).append(obj)
+        self.assertEqual(len(seen["stats-line"]), 2, raw)
+        self.assertEqual(len(seen["message-line"]), 1, raw)
+        self.assertEqual({o["kind"] for o in seen["done-line"]}, {"connect", "http", "socks", "socks4"})
+        refused = [o for o in seen["decision-line"] if o["class"] != "ok"]
+        self.assertEqual({o["kind"] for o in refused}, {"connect", "http", "socks", "socks4"})
+        self.assertIn(None, [o["host"] for o in refused], "a refusal without a host")
+        self.assertIn("caf\\xc3\\xa9\\x85\\xff.test", [o["host"] for o in refused], "a host of high bytes")
+        # The audit: the decision and done lines again, every one valid.
+        with open(audit) as f:
+            audit_lines = f.read().splitlines()
+        self.assertEqual(len(audit_lines), len(seen["decision-line"]) + len(seen["done-line"]))
+        for line in audit_lines:
+            self.assertIn(self.assert_line_valid(line)[0], ("decision-line", "done-line"))
+
+    def test_stats_lines_of_a_text_log_validate(self):
+        p = self.proxy()
+        r = p.connect()
+        r.sendall(connect_request("10.0.0.1:443"))
+        recv_all(r)
+        r.close()
+        p.wait_log(cls="private")
+        os.kill(p.pid, signal.SIGUSR1)
+        p.wait_raw(r'"event":"stats"')
+        p.stop()
+        stats = [l for l in p.raw_log_lines() if l.startswith("{")]
+        self.assertEqual(len(stats), 2, p.raw_log_lines())
+        for line in stats:
+            self.assertEqual(self.assert_line_valid(line)[0], "stats-line")
+
+    def test_a_log_dropped_line_validates(self):
+        # Standard error is a pipe nobody reads for a while: lines past the queue are dropped and
+        # counted, and the count comes as a log-dropped line once the reader is back.
+        p = StalledReaderProxy("--log", "json", "--label", "dropped")
+        self.addCleanup(p.cleanup)
+        self._proxies.append(p)
+        p.start()
+        name = ("a" * 60 + ".") * 3 + "b" * 16 + ".test"
+        for _ in range(2500):
+            r = p.connect(timeout=3)
+            r.sendall(connect_request(f"{name}:443"))
+            recv_all(r, timeout=3)
+            r.close()
+        p.start_reading()
+        line = p.wait_raw(r'^\{"event":"log-dropped"', timeout=10)
+        self.assertEqual(self.assert_line_valid(line)[0], "log-dropped-line")
+        self.assertEqual(json.loads(line)["label"], "dropped")
+        p.stop()
+
+
+class SchemasRefuseTest(unittest.TestCase):
+    """What breaks a promise does not validate: a schema that took anything would prove nothing."""
+
+    DECISION = {"ts": "2026-12-01T12:49:22.233Z", "id": 8, "kind": "connect", "host": "10.0.0.1", "port": 443,
+                "ip": "10.0.0.1", "class": "private"}
+    DONE = {"ts": "2026-12-01T12:49:22.233Z", "id": 7, "kind": "socks", "host": "example.com", "port": 443,
+            "ip": "93.184.215.14", "class": "done", "up": 517, "down": 4420, "ms": 212, "end": "client-closed"}
+    STATS = {"event": "stats", "open": 1, "used": 17, "clients": 3, "refused": {"not-listed": 2, "private": 1},
+             "up": 52311, "down": 904113}
+
+    def check(self, name, good, breakages):
+        self.assertEqual(errors(name, good), [])
+        for what, change in breakages:
+            with self.subTest(schema=name, breakage=what):
+                bad = copy.deepcopy(good)
+                change(bad)
+                self.assertNotEqual(errors(name, bad), [], f"{what}: {bad}")
+
+    def test_decision_line(self):
+        self.check("decision-line", self.DECISION, [
+            ("no id", lambda o: o.pop("id")),
+            ("id 0", lambda o: o.update(id=0)),
+            ("id as text", lambda o: o.update(id="8")),
+            ("an unknown class", lambda o: o.update({"class": "maybe"})),
+            ("an unknown kind", lambda o: o.update(kind="socks6")),
+            ("a C1 control in the host", lambda o: o.update(host="a\u0085b")),
+            ("a host longer than 255 escaped bytes can make", lambda o: o.update(host="a" * 1021)),
+            ("a port out of range", lambda o: o.update(port=65536)),
+            ("an ip that is not one", lambda o: o.update(ip="example.com")),
+            ("a time stamp that is not UTC", lambda o: o.update(ts="2026-12-01T12:49:22.233+01:00")),
+            ("a label outside printable ASCII", lambda o: o.update(label="caf\u00e9")),
+            ("a label too long", lambda o: o.update(label="x" * 129)),
+            ("a key of its own", lambda o: o.update(path="/secret")),
+            ("an end on a decision", lambda o: o.update(end="error")),
+        ])
+
+    def test_done_line(self):
+        self.check("done-line", self.DONE, [
+            ("no end", lambda o: o.pop("end")),
+            ("an unknown end", lambda o: o.update(end="eof")),
+            ("no id", lambda o: o.pop("id")),
+            ("negative bytes", lambda o: o.update(up=-1)),
+            ("a null host", lambda o: o.update(host=None)),
+            ("not done", lambda o: o.update({"class": "ok"})),
+        ])
+
+    def test_stats_line(self):
+        self.check("stats-line", self.STATS, [
+            ("an id", lambda o: o.update(id=3)),
+            ("a time stamp", lambda o: o.update(ts="2026-12-01T12:49:22.233Z")),
+            ("an unknown class refused", lambda o: o["refused"].update(maybe=1)),
+            ("no open", lambda o: o.pop("open")),
+        ])
+
+    def test_small_lines(self):
+        self.check("log-dropped-line", {"event": "log-dropped", "n": 3},
+                   [("n 0", lambda o: o.update(n=0)), ("another event", lambda o: o.update(event="dropped"))])
+        self.check("message-line", {"ts": "2026-12-01T12:49:22.233Z", "event": "message", "text": "sighup"},
+                   [("non-ASCII text", lambda o: o.update(text="\u009b2J")), ("no ts", lambda o: o.pop("ts"))])
+
+    def test_control_messages(self):
+        self.check("control-request", {"op": "allow", "id": 1, "add": ["example.com"]}, [
+            ("an unknown op", lambda o: o.update(op="delete")),
+            ("allow with nothing to do", lambda o: o.pop("add")),
+            ("a misspelt key", lambda o: o.update(sett=[])),
+            ("entries that are not strings", lambda o: o.update(add=[1])),
+        ])
+        self.check("control-request", {"op": "answer", "ask": 3, "verdict": "once"}, [
+            ("an unknown verdict", lambda o: o.update(verdict="maybe")),
+            ("no ask", lambda o: o.pop("ask")),
+        ])
+        self.check("control-reply", {"id": None, "ok": True, "v": 1, "version": "1.2.3", "pid": 42}, [
+            ("no ok", lambda o: o.pop("ok")),
+            ("an event", lambda o: o.update(event="decision")),
+        ])
+        self.check("control-reply", {"id": 5, "ok": False, "error": "allow: bad entry"}, [
+            ("an error without words", lambda o: o.pop("error")),
+        ])
+        event = {"event": "decision", **self.DECISION}
+        self.check("control-event", event, [
+            ("ok in an event", lambda o: o.update(ok=True)),
+            ("no id", lambda o: o.pop("id")),
+        ])
+        self.check("control-event", {"event": "ask", "ask": 1, "host": "example.org", "port": 443,
+                                     "kind": "connect", "id": 4}, [
+            ("an ask without a connection id", lambda o: o.pop("id")),
+            ("an ask about port 0", lambda o: o.update(port=0)),
+        ])
+
+
+class ConfigTest(unittest.TestCase):
+    """The config schema and serve's own reading of --config agree (serve --check-config)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="boxproxy-schema-config-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.allow_file = os.path.join(self.dir, "allow.txt")
+        with open(self.allow_file, "w") as f:
+            f.write("example.com\n")
+
+    def serve_accepts(self, config):
+        path = os.path.join(self.dir, "serve.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        r = subprocess.run([binary(), "serve", "--check-config", "--config", path], capture_output=True, timeout=10)
+        self.assertIn(r.returncode, (0, 2), r.stderr)
+        return r.returncode == 0
+
+    def test_the_schema_names_every_key_serve_reads(self):
+        r = subprocess.run([binary(), "serve", "--check-config"], capture_output=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        keys = set(json.loads(r.stdout)) - {"config"}  # --config is command line only
+        self.assertLessEqual(keys, set(load_schema("config")["properties"]))
+
+    def test_schema_and_serve_agree_on_each_config(self):
+        valid = [
+            {},
+            {"socket": os.path.join(self.dir, "egress.sock"), "allow": ["example.com, *.example.org:8443"],
+             "allow-file": self.allow_file, "allow-hint": "ask the admin", "permit": ["127.0.0.2/32"],
+             "deny": ["203.0.113.0/24"], "resolve": ["origin.test=127.0.0.2"], "nameserver": ["127.0.0.1:53"],
+             "max-tunnels": 64, "max-connections": 1000, "head-timeout": 0.5, "dns-timeout": 2,
+             "connect-timeout": 3, "idle-timeout": 0, "max-head-bytes": 4096, "log": "json", "label": "ci 42",
+             "die-with-parent": True},
+            {"log": "text", "audit": os.path.join(self.dir, "audit.jsonl"), "log-file": os.path.join(self.dir, "l")},
+        ]
+        invalid = [
+            {"no-such-key": 1},
+            {"max-tunnels": "64"},
+            {"max-tunnels": 0},
+            {"allow": "example.com"},
+            {"allow": [1]},
+            {"die-with-parent": 1},
+            {"log": "xml"},
+            {"label": "caf\u00e9"},
+            {"label": "x" * 129},
+            {"allow-hint": "a\tb"},
+            {"idle-timeout": -1},
+            {"head-timeout": 0},
+            {"max-head-bytes": 10},
+            {"ready-fd": 2},
+            {"config": "other.json"},
+            [],
+        ]
+        config_validator = validator("config")
+        for config in valid + invalid:
+            with self.subTest(config=config):
+                by_schema = config_validator.is_valid(config)
+                self.assertEqual(by_schema, config in valid, list(config_validator.iter_errors(config)))
+                self.assertEqual(self.serve_accepts(config), by_schema)
+
+
+    def test_what_check_config_prints_reads_back_as_a_valid_config(self):
+        # A real config, written by serve itself: every value in force, as --check-config prints it.
+        r = subprocess.run([binary(), "serve", "--check-config", "--allow", "a.example, *.b.example:8443",
+                            "--allow-file", self.allow_file, "--resolve", "n.test=192.0.2.1", "--deny", "192.0.2.0/24",
+                            "--permit", "127.0.0.2/32", "--idle-timeout", "2.5", "--label", "round trip",
+                            "--log", "json", "--nameserver", "127.0.0.1:5353", "--die-with-parent"],
+                           capture_output=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        config = {k: v for k, v in json.loads(r.stdout).items() if v is not None and k not in ("socket", "config")}
+        self.assertEqual(list(validator("config").iter_errors(config)), [], config)
+        self.assertTrue(self.serve_accepts(config))
+
+    def test_where_the_schema_is_looser_than_serve(self):
+        # JSON Schema's "integer" is any number with no fraction, so 64.0 passes it; serve wants 64
+        # (the manual says so), and checks each value's syntax (a CIDR, a name) itself.
+        for config in ({"max-tunnels": 64.0}, {"permit": ["10.0.0.1/8"]}):
+            with self.subTest(config=config):
+                self.assertTrue(validator("config").is_valid(config))
+                self.assertFalse(self.serve_accepts(config))
+
+
+def binary_has_control_channel():
+    r = subprocess.run([binary(), "serve", "--help"], capture_output=True, text=True, timeout=10)
+    return "--control-fd" in r.stdout
+
+
+@unittest.skipUnless(binary_has_control_channel(),
+                     "this binary has no --control-fd (SPEC §15's channel has not landed): its messages are "
+                     "checked against the schemas once it has")
+class ControlMessagesTest(OriginsMixin, ProxyTestCase):
+    """Every reply and event of a real control channel validates; so does every request we send."""
+
+    def setUp(self):
+        super().setUp()
+        if "pass_fds" not in inspect.signature(Proxy.__init__).parameters:
+            self.fail("the harness cannot pass --control-fd's descriptor (Proxy(pass_fds=...))")
+        self.ours, theirs = socket.socketpair()
+        self.addCleanup(self.ours.close)
+        self.theirs = theirs
+        self.ours.settimeout(5)
+        self.buffer = b""
+        self.requests = validator("control-request")
+        self.replies = validator("control-reply")
+        self.events = validator("control-event")
+        self.seen_events = []
+
+    def start(self, *args):
+        p = self.proxy("--control-fd", str(self.theirs.fileno()), "--resolve", "origin.test=127.0.0.2",
+                       "--resolve", "mix.test=10.0.0.1", *args, pass_fds=(self.theirs.fileno(),))
+        self.theirs.close()
+        return p
+
+    def read_line(self):
+        deadline = time.monotonic() + 5
+        while b"\n" not in self.buffer:
+            self.assertLess(time.monotonic(), deadline, "no line from the control channel")
+            chunk = self.ours.recv(65536)
+            self.assertTrue(chunk, "the control channel closed")
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return json.loads(line)
+
+    def request(self, obj, valid=True):
+        self.assertEqual(self.requests.is_valid(obj), valid, obj)
+        self.ours.sendall(json.dumps(obj).encode() + b"\n")
+        return self.reply()
+
+    def reply(self):
+        for _ in range(1000):
+            msg = self.read_line()
+            if "ok" in msg:
+                self.assertEqual(list(self.replies.iter_errors(msg)), [], msg)
+                return msg
+            self.assertEqual(list(self.events.iter_errors(msg)), [], msg)
+            self.seen_events.append(msg)
+        self.fail("no reply among 1000 events")
+
+    def test_replies_and_events_validate(self):
+        p = self.start("--allow", "origin.test", "--ask", "--ask-timeout", "5")
+        self.assertTrue(self.request({"op": "hello", "id": 1})["ok"])
+        self.assertTrue(self.request({"op": "stats", "id": "s"})["ok"])
+        self.assertTrue(self.request({"op": "allow", "add": [f"origin.test:{self.echo.port}"]})["ok"])
+        self.assertFalse(self.request({"op": "allow", "add": ["not a name!"]})["ok"])
+        self.assertFalse(self.request({"op": "no-such-op"}, valid=False)["ok"])
+        self.assertFalse(self.request({"op": "answer", "ask": 999, "verdict": "once"})["ok"])
+        self.ours.sendall(b"{not json\n")
+        self.assertFalse(self.reply()["ok"])
+        self.assertTrue(self.request({"op": "subscribe"})["ok"])
+        s = p.connect()
+        s.sendall(connect_request(f"origin.test:{self.echo.port}"))
+        self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+        s.close()
+        r = p.connect()
+        r.sendall(connect_request("mix.test:443"))  # off the list: asked about
+        ask = None
+        for _ in range(100):
+            msg = self.read_line()
+            self.assertEqual(list(self.events.iter_errors(msg)), [], msg)
+            self.seen_events.append(msg)
+            if msg.get("event") == "ask":
+                ask = msg
+                break
+        self.assertIsNotNone(ask, self.seen_events)
+        self.assertTrue(self.request({"op": "answer", "ask": ask["ask"], "verdict": "once"})["ok"])
+        recv_all(r)  # mix.test is private: refused after the approval
+        r.close()
+        wait_until(lambda: len(p.find_logs(cls="private")) == 1)
+        self.assertTrue(self.request({"op": "allow", "set": None})["ok"])
+        self.assertTrue(self.request({"op": "stats"})["ok"])
+        for _ in range(50):  # the events come between replies: ask until both have come
+            classes = {e.get("class") for e in self.seen_events}
+            if {"done", "private"} <= classes:
+                break
+            time.sleep(0.05)
+            self.request({"op": "hello"})
+        classes = [e.get("class") for e in self.seen_events if e.get("event") == "decision"]
+        self.assertIn("ok", classes)
+        self.assertIn("done", classes)
+        self.assertIn("private", classes)
+        private = [e for e in self.seen_events if e.get("class") == "private"]
+        self.assertEqual(private[0].get("asked"), "once", private)
+        self.assertTrue(self.request({"op": "drain"})["ok"])
+
+
+if __name__ == "__main__":
+    unittest.main()
