@@ -147,6 +147,7 @@ ClientConnection::Next ClientConnection::side_writable(Side& side) {
 ClientConnection::Next ClientConnection::client_readable() {
   switch (phase_) {
     case Phase::relaying:
+      if (sni_) return sni_readable();  // the SNI check reads the client's first bytes itself
       return after(tunnel_.readable(client_));
     case Phase::forwarding:
       if (!exchange_) {
@@ -263,10 +264,8 @@ ClientConnection::Next ClientConnection::allowed() {
   phase_ = Phase::relaying;
   down_mark_ = client_.written + client_.queued_bytes();  // the reply above is not the tunnel's
   // Bytes the client sent after its head or request go upstream first (and its FIN after them,
-  // when it half-closed while we dialled).
-  const Tunnel::Step step = tunnel_.start(inbox_);
-  std::string().swap(inbox_);
-  return after(step);
+  // when it half-closed while we dialled), once the SNI check, if any, has let them through.
+  return start_tunnel();
 }
 
 void ClientConnection::log_done() {

@@ -20,6 +20,7 @@
 #include "proxy/held_count.h"
 #include "proxy/http_exchange.h"
 #include "proxy/resolver.h"
+#include "proxy/sni.h"
 #include "proxy/tunnel.h"
 #include "table/decision.h"
 #include "table/host_list.h"
@@ -109,6 +110,19 @@ class ClientConnection {
   Next end_exchange();
   Next finish_exchange();
   void log_done();
+
+  // The SNI check (client_sni.cc, SPEC §16): a tunnel's first client bytes, held until read.
+  enum class SniCheck : std::uint8_t {
+    wait,   // not known yet: hold the bytes, read more
+    pass,   // not TLS, no SNI, or the SNI names the decided host: hand the bytes to the tunnel
+    close,  // another host, or a ClientHello that cannot be read: close as sni mismatch
+  };
+  [[nodiscard]] bool sni_check_applies() const noexcept;
+  Next start_tunnel();
+  [[nodiscard]] SniCheck judge_sni(SniReader::Verdict verdict) const;
+  Next sni_readable();
+  Next release_held_bytes(bool client_sent_fin);
+  Next close_sni_mismatch();
   [[nodiscard]] TunnelEnd exchange_end() const noexcept;  // a plain-HTTP exchange's end= (SPEC §12)
   void release_upstream() noexcept;         // the upstream socket and its slot
   void release_upstream_socket() noexcept;  // the upstream socket only (between dial attempts)
@@ -147,6 +161,9 @@ class ClientConnection {
   std::string upstream_prefix_;  // what goes upstream before anything else (a rewritten request head)
   // The plain-HTTP exchange in progress: made for each request, so a tunnel does not carry it.
   std::unique_ptr<HttpExchange> exchange_;
+  // The SNI check's reader while it waits (the held bytes are in inbox_); null otherwise, so a
+  // tunnel that is not checked, or no longer, carries nothing of it.
+  std::unique_ptr<SniReader> sni_;
 
   std::chrono::steady_clock::time_point started_;
   // Where the done line's counts start: upstream_.written and client_.written (plus what was

@@ -35,6 +35,7 @@ struct ProxyConfig {
   double idle_timeout = defaults::kIdleTimeoutSeconds;  // 0: never
   std::size_t max_head_bytes = defaults::kMaxHeadBytes;
   std::optional<std::string> auth_token;
+  bool sni_check = true;  // SPEC §16; off with --no-sni-check
 };
 
 // Clients not yet decided at once: in their handshake (head or SOCKS negotiation), or with their

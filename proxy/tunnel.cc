@@ -41,6 +41,14 @@ Tunnel::Step Tunnel::readable(Endpoint& from) {
   return check_done();
 }
 
+Tunnel::Step Tunnel::client_sent(std::string_view bytes) {
+  if (bytes.empty()) return Step::keep;
+  last_activity_ = std::chrono::steady_clock::now();
+  if (!send_or_queue(upstream_, bytes)) return fail();
+  if (upstream_.has_queued()) pause_reading(client_, pause_peer_full);
+  return Step::keep;
+}
+
 Tunnel::Step Tunnel::writable(Endpoint& end) {
   if (!flush_queued(end)) return fail();
   if (end.has_queued()) return Step::keep;

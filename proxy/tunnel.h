@@ -51,6 +51,9 @@ class Tunnel {
 
   // The owner's read event on `from` (client() or upstream()) fired.
   [[nodiscard]] Step readable(Endpoint& from);
+  // Client bytes the owner read itself after start() and held (the SNI check, SPEC §16): they go
+  // upstream now, as the read of them would have sent them (the client waits while they are queued).
+  [[nodiscard]] Step client_sent(std::string_view bytes);
   // The owner's write event on `end` fired: writes what is queued for it, and once all is written
   // lets the other side read again.
   [[nodiscard]] Step writable(Endpoint& end);

@@ -92,6 +92,7 @@ ProxyConfig proxy_config(const ServeOptions& options) {
   config.idle_timeout = options.idle_timeout;
   config.max_head_bytes = options.max_head_bytes;
   config.auth_token = options.auth_token;
+  config.sni_check = options.sni_check;
   return config;
 }
 

@@ -112,6 +112,9 @@ OptionTable make_serve_table() {
                  defaults::kReadyFdMin, defaults::kReadyFdMax),
           OptionSpec{.name = "die-with-parent", .kind = OptionKind::flag, .value_name = "",
                      .help = "exit as on SIGTERM when the starting process dies", .default_text = "off"},
+          OptionSpec{.name = "no-sni-check", .kind = OptionKind::flag, .value_name = "",
+                     .help = "with a host list, do not close a tunnel whose TLS ClientHello names another host",
+                     .default_text = "checked"},
           std::move(config),
           std::move(check_config),
       });
@@ -598,6 +601,7 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   }
 
   if (const RawValue* value = get(raw, "die-with-parent")) options.die_with_parent = value->flag;
+  if (const RawValue* value = get(raw, "no-sni-check")) options.sni_check = !value->flag;
 
   return options;
 }
@@ -669,6 +673,7 @@ std::string options_in_force(const ServeOptions& options) {
       {"auth-token-file", or_null(options.auth_token_file)},
       {"ready-fd", options.ready_fd ? json(*options.ready_fd) : json(nullptr)},
       {"die-with-parent", options.die_with_parent},
+      {"no-sni-check", !options.sni_check},
       {"config", or_null(options.config_path)},
   };
   // ASCII only (a path or hint may hold other bytes): nothing but printable text reaches stdout.

@@ -38,6 +38,7 @@ struct ServeOptions {
   std::optional<std::string> auth_token_file;
   std::optional<int> ready_fd;              // --ready-fd
   bool die_with_parent = false;             // --die-with-parent
+  bool sni_check = true;                    // off with --no-sni-check (SPEC §16)
   bool check_config = false;                // --check-config: print what is in force, bind nothing
   std::optional<std::string> config_path;   // --config
   // Where the host list's sources came from, so SIGHUP rebuilds it by the same precedence:

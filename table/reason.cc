@@ -42,6 +42,8 @@ constexpr std::array kReasons{
     ReasonInfo{Reason::socks_udp_associate, "socks udp associate", 0, 7, true},
     ReasonInfo{Reason::socks_command, "socks command", 0, 7, true},
     ReasonInfo{Reason::socks_address_type, "socks address type", 0, 8, false},
+    // The tunnel was allowed and answered already: the check closes it, no reply is sent.
+    ReasonInfo{Reason::sni_mismatch, "sni mismatch", 0, 0, false},
 };
 
 constexpr bool rows_follow_enum() {
@@ -51,7 +53,7 @@ constexpr bool rows_follow_enum() {
   return true;
 }
 static_assert(rows_follow_enum(), "kReasons must list every Reason in enum order");
-static_assert(kReasons.size() == static_cast<std::size_t>(Reason::socks_address_type) + 1);
+static_assert(kReasons.size() == static_cast<std::size_t>(Reason::sni_mismatch) + 1);
 
 }  // namespace
 

@@ -54,6 +54,8 @@ enum class Reason : std::uint8_t {
   socks_udp_associate,    // UDP ASSOCIATE
   socks_command,          // any other command
   socks_address_type,     // an address type other than 1, 3, 4
+  // §16: the SNI check, after the tunnel was allowed (no reply carries it: the tunnel just closes).
+  sni_mismatch,           // the ClientHello names another host than the one decided, or cannot be read
 };
 
 struct ReasonInfo {

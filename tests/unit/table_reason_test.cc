@@ -49,6 +49,7 @@ TEST_CASE("every §6 row: log class, HTTP status, SOCKS5 reply, SOCKS4") {
       {Reason::socks_udp_associate, "socks udp associate", 0, 7, true},
       {Reason::socks_command, "socks command", 0, 7, true},
       {Reason::socks_address_type, "socks address type", 0, 8, false},
+      {Reason::sni_mismatch, "sni mismatch", 0, 0, false},
   };
   REQUIRE(reason_table().size() == std::size(rows));
   std::set<std::string_view> classes;
