@@ -7,6 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -23,13 +25,58 @@ void close_with_reset(int fd) noexcept {
   (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof hard);
 }
 
+// The getsockopt names of netfilter's original destination: SO_ORIGINAL_DST (linux/
+// netfilter_ipv4.h) and IP6T_SO_ORIGINAL_DST (linux/netfilter_ipv6/ip6_tables.h), both 80; the
+// kernel headers themselves clash with glibc's, so the numbers are spelled here.
+constexpr int kOriginalDestination = 80;
+
+// Where a connection redirected by nftables was going; nullopt for one that was not redirected
+// (a program in the box that connects to the transparent port itself: its destination is the
+// bridge, which the proxy would refuse anyway, so it is reset at once).
+std::optional<IpAddressAndPort> original_destination(int fd) {
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == -1) return std::nullopt;
+  bool v4 = local.ss_family == AF_INET;
+  if (local.ss_family == AF_INET6) {
+    const auto& local6 = reinterpret_cast<const sockaddr_in6&>(local);
+    v4 = IN6_IS_ADDR_V4MAPPED(&local6.sin6_addr);
+  }
+  IpAddressAndPort destination;
+  if (v4) {
+    sockaddr_in original{};
+    socklen_t size = sizeof original;
+    if (::getsockopt(fd, SOL_IP, kOriginalDestination, &original, &size) == -1) return std::nullopt;
+    destination.address = IpAddress::v4(ntohl(original.sin_addr.s_addr));
+    destination.port = ntohs(original.sin_port);
+  } else {
+    sockaddr_in6 original{};
+    socklen_t size = sizeof original;
+    if (::getsockopt(fd, SOL_IPV6, kOriginalDestination, &original, &size) == -1) return std::nullopt;
+    std::array<std::uint8_t, 16> bytes{};
+    std::memcpy(bytes.data(), &original.sin6_addr, bytes.size());
+    destination.address = IpAddress::v6(bytes);
+    destination.port = ntohs(original.sin6_port);
+  }
+  // The bridge's own listener, reached without a redirect, is no destination.
+  sockaddr_storage own{};
+  socklen_t own_length = sizeof own;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_length) == 0) {
+    const std::uint16_t own_port = ntohs(reinterpret_cast<const sockaddr_in&>(own).sin_port);  // same offset in v6
+    const bool loopback = v4 ? (destination.address.v4_value() >> 24) == 127
+                             : destination.address.to_string() == "::1";
+    if (loopback && destination.port == own_port) return std::nullopt;
+  }
+  return destination;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // BridgeConnection
 
-BridgeConnection* BridgeConnection::open(BridgeServer& server, int client_fd) {
-  auto* connection = new BridgeConnection(server, client_fd);
+BridgeConnection* BridgeConnection::open(BridgeServer& server, int client_fd, std::string request) {
+  auto* connection = new BridgeConnection(server, client_fd, std::move(request));
   event_base* base = server.base();
   connection->client_.read_event = make_event(base, client_fd, EV_READ | EV_PERSIST, &on_client_read, connection);
   connection->client_.write_event = make_event(base, client_fd, EV_WRITE | EV_PERSIST, &on_client_write, connection);
@@ -42,7 +89,8 @@ BridgeConnection* BridgeConnection::open(BridgeServer& server, int client_fd) {
   return connection;
 }
 
-BridgeConnection::BridgeConnection(BridgeServer& server, int client_fd) : server_(server) {
+BridgeConnection::BridgeConnection(BridgeServer& server, int client_fd, std::string request)
+    : server_(server), request_(std::move(request)) {
   client_.fd.reset(client_fd);
   // Nothing is read from the client until the socket has taken us: its bytes (and its FIN) wait
   // in the kernel, so there is nothing to hold and nothing to pass on early.
@@ -79,7 +127,7 @@ void BridgeConnection::on_client_write(evutil_socket_t, short, void* self) noexc
 
 void BridgeConnection::on_upstream_read(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
-  finish(c, after(c->tunnel_.readable(c->upstream_)));
+  finish(c, c->phase_ == Phase::handshaking ? c->read_reply() : after(c->tunnel_.readable(c->upstream_)));
 }
 
 void BridgeConnection::on_upstream_write(evutil_socket_t, short, void* self) noexcept {
@@ -113,7 +161,7 @@ BridgeConnection::Next BridgeConnection::try_connect() {
   do {
     result = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
   } while (result == -1 && errno == EINTR);
-  if (result == 0) return start_relaying();
+  if (result == 0) return connected();
   if (errno == EINPROGRESS) {
     event_add(upstream_.write_event.get(), nullptr);  // writable: the connect has finished
     return Next::keep;
@@ -135,12 +183,46 @@ BridgeConnection::Next BridgeConnection::connect_finished() {
   socklen_t length = sizeof error;
   if (::getsockopt(upstream_.fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) == -1) error = errno;
   if (error != 0) return give_up(error);
-  return start_relaying();
+  return connected();
+}
+
+BridgeConnection::Next BridgeConnection::connected() {
+  event_del(upstream_.write_event.get());
+  if (request_.empty()) return start_relaying();
+  // A captured connection: the handshake goes first, whole (the proxy takes it pipelined); the
+  // client's bytes wait in the kernel until the proxy has said yes.
+  phase_ = Phase::handshaking;
+  if (!send_or_queue(upstream_, request_)) return give_up(EPIPE);
+  std::string().swap(request_);
+  resume_reading(upstream_, pause_no_more_wanted);
+  return Next::keep;
+}
+
+BridgeConnection::Next BridgeConnection::read_reply() {
+  // Exactly the answers' bytes (wanted() of them at most): what the origin sends after them
+  // (an SSH or SMTP banner) stays in the socket for the relay.
+  char buffer[2 + 4 + 1 + 255 + 2];
+  const ssize_t n = ::recv(upstream_.fd.get(), buffer, std::min(sizeof buffer, reply_.wanted()), 0);
+  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Next::keep;
+  const auto state = n <= 0 ? Socks5ReplyReader::State::malformed
+                            : reply_.feed({buffer, static_cast<std::size_t>(n)});
+  switch (state) {
+    case Socks5ReplyReader::State::need_more: return Next::keep;
+    case Socks5ReplyReader::State::granted:
+      pause_reading(upstream_, pause_no_more_wanted);
+      return start_relaying();
+    case Socks5ReplyReader::State::refused:
+    case Socks5ReplyReader::State::malformed: break;
+  }
+  // Refused by the proxy (its decision line says why) or the proxy went away: the box's program
+  // sees a reset, the nearest a connection already accepted can come to "refused".
+  ++server_.stats().refused;
+  close_with_reset(client_.fd.get());
+  return Next::close;
 }
 
 BridgeConnection::Next BridgeConnection::start_relaying() {
   phase_ = Phase::relaying;
-  event_del(upstream_.write_event.get());
   return after(tunnel_.start());
 }
 
@@ -161,15 +243,19 @@ BridgeConnection::Next BridgeConnection::give_up(int error) {
 BridgeServer::BridgeServer(event_base* base, std::string socket_path)
     : base_(base),
       socket_path_(std::move(socket_path)),
-      acceptor_(base, this, &BridgeServer::on_client, &BridgeServer::on_accept_paused) {}
+      acceptor_(base, this, &BridgeServer::on_client, &BridgeServer::on_accept_paused),
+      transparent_acceptor_(base, this, &BridgeServer::on_captured_client, &BridgeServer::on_accept_paused) {}
 
 BridgeServer::~BridgeServer() { stop(); }
 
 void BridgeServer::add_listener(int listen_fd) { acceptor_.add(listen_fd); }
 
+void BridgeServer::add_transparent_listener(int listen_fd) { transparent_acceptor_.add(listen_fd); }
+
 void BridgeServer::stop() noexcept {
   stopping_ = true;
   acceptor_.stop();
+  transparent_acceptor_.stop();
   connections_.delete_all();
 }
 
@@ -199,13 +285,45 @@ void BridgeServer::on_client(void* self, int fd) noexcept {
     ::close(fd);
     return;
   }
-  BridgeConnection* connection = BridgeConnection::open(*server, fd);
-  if (connection == nullptr) return;  // closed by its destructor
-  server->connections_.add(connection);
+  server->adopt(BridgeConnection::open(*server, fd));
+}
+
+void BridgeServer::on_captured_client(void* self, int fd) noexcept {
+  auto* server = static_cast<BridgeServer*>(self);
+  if (server->stopping_) {
+    ::close(fd);
+    return;
+  }
+  ++server->stats_.captured;
+  const auto destination = original_destination(fd);
+  if (!destination) {
+    ++server->stats_.refused;
+    close_with_reset(fd);
+    ::close(fd);
+    return;
+  }
+  server->adopt(BridgeConnection::open(*server, fd, server->request_for(*destination)));
+}
+
+std::string BridgeServer::request_for(const IpAddressAndPort& destination) const {
+  if (name_lookup_) {
+    // By the name the box was given for this address: the proxy judges the name (host list,
+    // SNI check), and resolves it itself.
+    const std::optional<std::string> name = name_lookup_(destination.address);
+    if (name && !name->empty() && name->size() <= 255) return socks5_connect_request(*name, destination.port);
+  }
+  return socks5_connect_request(destination.address, destination.port);
+}
+
+void BridgeServer::adopt(BridgeConnection* connection) noexcept {
+  if (connection == nullptr) return;  // already over: closed by its destructor
+  connections_.add(connection);
 }
 
 void BridgeServer::back_off(int error) noexcept {
-  if (!stopping_) acceptor_.back_off(error);
+  if (stopping_) return;
+  acceptor_.back_off(error);
+  transparent_acceptor_.back_off(error);
 }
 
 void BridgeServer::on_accept_paused(void*, int error) noexcept {

@@ -48,6 +48,10 @@ const OptionTable& bridge_table() {
                      .help = "an IPv4 or [IPv6] address and port to accept on; port 0 picks a free one",
                      .default_text = fmt::format("127.0.0.1:{0}, and [::1]:{0} when the box has IPv6 loopback",
                                                  defaults::kBridgePort)},
+          OptionSpec{.name = "transparent", .kind = OptionKind::list, .value_name = "ADDR:PORT",
+                     .help = "also accept connections that nftables redirected here, and ask the proxy for "
+                             "each one's original destination (SO_ORIGINAL_DST) over SOCKS5",
+                     .default_text = "none"},
           OptionSpec{.name = "die-with-parent", .kind = OptionKind::flag,
                      .help = "exit as on SIGTERM when the process that started it dies", .default_text = "off"},
       });
@@ -78,6 +82,7 @@ struct ListenAddress {
 struct BridgeOptions {
   std::string socket_path;
   std::vector<ListenAddress> listen;
+  std::vector<ListenAddress> transparent;  // --transparent: listeners for redirected connections
   bool die_with_parent = false;
 };
 
@@ -137,6 +142,16 @@ BridgeOptions parse_bridge_options(int argc, char** argv) {
                    "is not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)");
       }
       options.listen.push_back(*address);
+    }
+  }
+  if (const auto transparent = raw.find("transparent"); transparent != raw.end()) {
+    for (const std::string& text : transparent->second.values) {
+      auto address = parse_listen(text);
+      if (!address) {
+        fail_value(kCommand, "--transparent", text,
+                   "is not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)");
+      }
+      options.transparent.push_back(*address);
     }
   }
   options.die_with_parent = raw.contains("die-with-parent");
@@ -214,7 +229,8 @@ struct Bridge {
     if (signal == SIGUSR1) {
       const BridgeStats& s = bridge->server->stats();
       bridge->log->raw_line(
-          fmt::format("{{\"event\":\"stats\",\"open\":{},\"accepted\":{},\"failed\":{}}}", s.open, s.accepted, s.failed));
+          fmt::format("{{\"event\":\"stats\",\"open\":{},\"accepted\":{},\"failed\":{},\"captured\":{},\"refused\":{}}}",
+                      s.open, s.accepted, s.failed, s.captured, s.refused));
       return;
     }
     bridge->server->stop();
@@ -266,10 +282,22 @@ int bridge(const BridgeOptions& options) {
     }
     bound.push_back(text);
   }
+  nlohmann::json transparent = nlohmann::json::array();
+  for (const ListenAddress& address : options.transparent) {
+    std::string text;
+    const int fd = open_listener(address, text);
+    try {
+      bridge.server->add_transparent_listener(fd);
+    } catch (const std::runtime_error& error) {
+      throw StartupError{fmt::format("boxproxy bridge: --transparent {}: {}", text, error.what())};
+    }
+    transparent.push_back(text);
+  }
 
   const std::string socket = nlohmann::json(options.socket_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const std::string line = fmt::format("{{\"event\":\"listening\",\"socket\":{},\"listen\":{},\"pid\":{}}}\n", socket,
-                                       bound.dump(), ::getpid());
+  const std::string captured = transparent.empty() ? "" : fmt::format(",\"transparent\":{}", transparent.dump());
+  const std::string line = fmt::format("{{\"event\":\"listening\",\"socket\":{},\"listen\":{}{},\"pid\":{}}}\n", socket,
+                                       bound.dump(), captured, ::getpid());
   std::fwrite(line.data(), 1, line.size(), stdout);
   std::fflush(stdout);
 

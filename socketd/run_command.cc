@@ -46,6 +46,7 @@
 
 #include "proxy/defaults.h"
 #include "proxy/event_owners.h"
+#include "socketd/box_capture.h"
 #include "socketd/box_namespaces.h"
 #include "socketd/box_seccomp.h"
 #include "socketd/option_table.h"
@@ -71,6 +72,9 @@ constexpr double kStopSeconds = 3;
 // from HTTP by the first byte: the same port serves both.
 constexpr const char* kProxyHostPort = "127.0.0.1:3128";
 constexpr const char* kNoProxy = "localhost,127.0.0.1,::1";
+// With --transparent: where nftables sends the box's captured connections (the bridge listens
+// there on 127.0.0.1 and [::1]).
+constexpr std::uint16_t kTransparentPort = 3129;
 // The user name in the proxy variables when the proxy wants a token (any name will do, SPEC §11).
 constexpr const char* kTokenUser = "box";
 
@@ -98,6 +102,9 @@ const OptionTable& run_table() {
         OptionSpec{.name = "auth-token-file", .kind = OptionKind::value, .value_name = "FILE",
                    .help = "with --socket: the token that proxy wants, for the variables (without --socket it "
                            "is a serve option, read by both)"},
+        OptionSpec{.name = "transparent", .kind = OptionKind::flag,
+                   .help = "also capture every TCP connection COMMAND opens to any address but the box's loopback "
+                           "(nftables in the box), for programs that ignore the proxy variables"},
         OptionSpec{.name = "allow-unix-sockets", .kind = OptionKind::flag,
                    .help = "let COMMAND make Unix sockets: by default socket(AF_UNIX, ...) fails with EPERM in the "
                            "box, so that the host's pathname sockets (another session's proxy, an ssh agent) are "
@@ -149,6 +156,7 @@ struct RunOptions {
   std::optional<std::string> socket_path;      // --socket: a running proxy's socket
   std::optional<std::string> auth_token_file;  // --auth-token-file with --socket
   bool allow_unix_sockets = false;             // --allow-unix-sockets
+  bool transparent = false;                    // --transparent (SPEC §16)
   std::vector<std::string> serve_args;         // passed to `boxproxy serve` as given
   std::vector<std::string> command;
 };
@@ -183,6 +191,7 @@ RunOptions parse_run_options(int argc, char** argv) {
     given.erase(socket);
   }
   if (given.erase("allow-unix-sockets") != 0) options.allow_unix_sockets = true;
+  if (given.erase("transparent") != 0) options.transparent = true;
   if (options.socket_path) {
     // With --socket the only option besides run's own is --auth-token-file (run reads it to put
     // the token in the variables); every other serve option belongs to a proxy run starts.
@@ -511,11 +520,25 @@ int box(const RunOptions& options, const BoxEnvironment& environment, pid_t run_
     return kSetupFailed;
   }
   allow_low_ports();
+  std::vector<std::string> bridge_args = {"boxproxy", "bridge", "--socket", environment.socket_path,
+                                          "--die-with-parent"};
+  if (options.transparent) {
+    // Routes and nftables rules in the box's network namespace, set by this process (it has
+    // CAP_NET_ADMIN there; COMMAND, in the inner user namespace, has none over it and cannot
+    // remove them): every TCP connection to another address ends at the bridge's transparent port.
+    if (auto failure = capture_box_traffic(kTransparentPort, 0)) {
+      std::fprintf(stderr, "%s\n", failure->c_str());
+      return kSetupFailed;
+    }
+    for (const char* address : {"127.0.0.1", "[::1]"}) {
+      bridge_args.push_back("--transparent");
+      bridge_args.push_back(fmt::format("{}:{}", address, kTransparentPort));
+    }
+  }
   int status = 0;
   // The bridge starts before the new PID namespace exists: it stays in the host's, where
   // COMMAND can neither see nor trace it (it makes Unix sockets, outside the filter).
-  const pid_t bridge =
-      start_helper({"boxproxy", "bridge", "--socket", environment.socket_path, "--die-with-parent"}, &status);
+  const pid_t bridge = start_helper(bridge_args, &status);
   if (bridge == -1) {
     std::fprintf(stderr, "boxproxy run: the bridge did not start\n");
     return kSetupFailed;
@@ -669,12 +692,24 @@ int run_run_command(int argc, char** argv) {
       // Parsing looks at no socket path: the real one is made only once the options are good.
       serve_facts = facts_of_serve_args(options.serve_args, "egress.sock");
     }
+    if (options.transparent && serve_facts.token) {
+      // A captured connection carries no credentials, and the bridge holds no token to add.
+      throw usage_error(kCommand, "--transparent cannot be used with a proxy that wants a token (--auth-token-file)");
+    }
   } catch (const HelpRequested&) {
     std::fputs(help_text().c_str(), stdout);
     return 0;
   } catch (const UsageError& error) {
     std::fprintf(stderr, "%s\n", error.message.c_str());
     return kUsage;
+  }
+  if (options.transparent) {
+    // What capture needs is checked before anything starts (SPEC §16): run does not start a box
+    // that would leak nothing but also reach nothing the way the user expects.
+    if (auto missing = capture_available()) {
+      std::fprintf(stderr, "%s\n", missing->c_str());
+      return kSetupFailed;
+    }
   }
   return run(options, serve_facts);
 }

@@ -1,0 +1,179 @@
+#include "socketd/box_capture.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <nftables/libnftables.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "proxy/event_owners.h"
+
+namespace boxproxy {
+namespace {
+
+constexpr const char* kLibrary = "libnftables.so.1";
+constexpr const char* kPackageHint = "install Debian's libnftables1 (apt-get install libnftables1)";
+
+// The four calls of libnftables that capture needs, found with dlsym in the loaded library.
+struct NftLibrary {
+  void* handle = nullptr;
+  decltype(&nft_ctx_new) ctx_new = nullptr;
+  decltype(&nft_ctx_free) ctx_free = nullptr;
+  decltype(&nft_ctx_buffer_error) buffer_error = nullptr;
+  decltype(&nft_ctx_get_error_buffer) error_buffer = nullptr;
+  decltype(&nft_run_cmd_from_buffer) run = nullptr;
+};
+
+// Loads libnftables once for the process (a box programs its rules once); on failure the reason.
+std::optional<std::string> load_nftables(NftLibrary& nft) {
+  static NftLibrary loaded;
+  static std::string failure;
+  if (loaded.handle == nullptr && failure.empty()) {
+    void* handle = ::dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = ::dlerror();
+      failure = fmt::format("cannot load {} ({}): {}", kLibrary, why ? why : "unknown error", kPackageHint);
+    } else {
+      loaded.handle = handle;
+      loaded.ctx_new = reinterpret_cast<decltype(loaded.ctx_new)>(::dlsym(handle, "nft_ctx_new"));
+      loaded.ctx_free = reinterpret_cast<decltype(loaded.ctx_free)>(::dlsym(handle, "nft_ctx_free"));
+      loaded.buffer_error = reinterpret_cast<decltype(loaded.buffer_error)>(::dlsym(handle, "nft_ctx_buffer_error"));
+      loaded.error_buffer =
+          reinterpret_cast<decltype(loaded.error_buffer)>(::dlsym(handle, "nft_ctx_get_error_buffer"));
+      loaded.run = reinterpret_cast<decltype(loaded.run)>(::dlsym(handle, "nft_run_cmd_from_buffer"));
+      if (!loaded.ctx_new || !loaded.ctx_free || !loaded.buffer_error || !loaded.error_buffer || !loaded.run) {
+        failure = fmt::format("{} lacks the calls boxproxy needs (nft_ctx_new, nft_run_cmd_from_buffer)", kLibrary);
+      }
+    }
+  }
+  if (!failure.empty()) return failure;
+  nft = loaded;
+  return std::nullopt;
+}
+
+// Adds a default route of `family` through the loopback, from the loopback's address (`ip route
+// add default dev lo src 127.0.0.1`, or ::1), by rtnetlink. Without it a connect(2) to any
+// address but the loopback's fails with ENETUNREACH in routing, before the nat rules could
+// redirect it; without the source, an IPv4 socket would take 0.0.0.0 as its address, and the
+// bridge's answers to it would be refused by the filter rules like any packet that leaves.
+std::optional<std::string> add_default_route(int family) {
+  UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
+  if (!fd.valid()) return fmt::format("socket(AF_NETLINK): {}", std::strerror(errno));
+  const unsigned loopback = ::if_nametoindex("lo");
+  if (loopback == 0) return fmt::format("no loopback interface: {}", std::strerror(errno));
+
+  struct {
+    nlmsghdr header;
+    rtmsg route;
+    alignas(NLMSG_ALIGNTO) char attributes[RTA_SPACE(sizeof(unsigned)) + RTA_SPACE(16)];
+  } request{};
+  const bool v4 = family == AF_INET;
+  const std::size_t source_size = v4 ? 4 : 16;
+  request.header.nlmsg_len = static_cast<std::uint32_t>(NLMSG_LENGTH(sizeof(rtmsg)) + RTA_SPACE(sizeof(unsigned)) +
+                                                        RTA_SPACE(source_size));
+  request.header.nlmsg_type = RTM_NEWROUTE;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
+  request.header.nlmsg_seq = 1;
+  request.route.rtm_family = static_cast<unsigned char>(family);
+  request.route.rtm_dst_len = 0;  // default: every destination
+  request.route.rtm_table = RT_TABLE_MAIN;
+  request.route.rtm_protocol = RTPROT_BOOT;
+  request.route.rtm_scope = RT_SCOPE_LINK;  // no gateway: the destination is "on" the loopback
+  request.route.rtm_type = RTN_UNICAST;
+  auto* oif = reinterpret_cast<rtattr*>(request.attributes);
+  oif->rta_type = RTA_OIF;
+  oif->rta_len = RTA_LENGTH(sizeof(unsigned));
+  std::memcpy(RTA_DATA(oif), &loopback, sizeof loopback);
+  auto* source = reinterpret_cast<rtattr*>(request.attributes + RTA_SPACE(sizeof(unsigned)));
+  source->rta_type = RTA_PREFSRC;
+  source->rta_len = static_cast<unsigned short>(RTA_LENGTH(source_size));
+  const std::uint8_t v4_loopback[4] = {127, 0, 0, 1};
+  const std::uint8_t v6_loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  std::memcpy(RTA_DATA(source), v4 ? v4_loopback : v6_loopback, source_size);
+
+  sockaddr_nl kernel{};
+  kernel.nl_family = AF_NETLINK;
+  if (::sendto(fd.get(), &request, request.header.nlmsg_len, 0, reinterpret_cast<sockaddr*>(&kernel), sizeof kernel) == -1) {
+    return fmt::format("rtnetlink: {}", std::strerror(errno));
+  }
+  alignas(nlmsghdr) char reply[4096];
+  const ssize_t n = ::recv(fd.get(), reply, sizeof reply, 0);
+  if (n == -1) return fmt::format("rtnetlink: {}", std::strerror(errno));
+  const auto* answer = reinterpret_cast<const nlmsghdr*>(reply);
+  if (n < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(nlmsgerr))) || answer->nlmsg_type != NLMSG_ERROR) {
+    return std::string("rtnetlink: an unexpected answer");
+  }
+  const auto* error = static_cast<const nlmsgerr*>(NLMSG_DATA(answer));
+  if (error->error != 0) return fmt::format("rtnetlink: {}", std::strerror(-error->error));
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string capture_rules(std::uint16_t transparent_port, std::uint16_t dns_port) {
+  std::string dns;
+  if (dns_port != 0) {
+    // DNS to any server but the box's own goes to the bridge's responder: a program that asks
+    // 8.8.8.8 directly gets the same answers as one that reads /etc/resolv.conf.
+    dns = fmt::format(
+        "    ip daddr != 127.0.0.0/8 meta l4proto {{ tcp, udp }} th dport 53 redirect to :{0};\n"
+        "    ip6 daddr != ::1 meta l4proto {{ tcp, udp }} th dport 53 redirect to :{0};\n",
+        dns_port);
+  }
+  return fmt::format(
+      "table inet boxproxy_capture {{\n"
+      "  chain nat_output {{\n"
+      "    type nat hook output priority -100; policy accept;\n"
+      "{0}"
+      "    ip daddr != 127.0.0.0/8 meta l4proto tcp redirect to :{1};\n"
+      "    ip6 daddr != ::1 meta l4proto tcp redirect to :{1};\n"
+      "  }}\n"
+      "  chain filter_output {{\n"
+      "    type filter hook output priority 0; policy accept;\n"
+      // After nat (priority -100) a captured connection's packets carry a loopback destination;
+      // whatever still names another address (other UDP, ICMP, raw IP) is refused at once.
+      "    ip daddr != 127.0.0.0/8 reject with icmp type admin-prohibited;\n"
+      "    ip6 daddr != ::1 reject with icmpv6 type admin-prohibited;\n"
+      "  }}\n"
+      "}}\n",
+      dns, transparent_port);
+}
+
+std::optional<std::string> capture_available() {
+  NftLibrary nft;
+  if (auto failure = load_nftables(nft)) return "boxproxy run: --transparent: " + *failure;
+  return std::nullopt;
+}
+
+std::optional<std::string> capture_box_traffic(std::uint16_t transparent_port, std::uint16_t dns_port) {
+  for (const int family : {AF_INET, AF_INET6}) {
+    if (auto failure = add_default_route(family)) {
+      return fmt::format("boxproxy run: --transparent: cannot add the box's default {} route: {}",
+                         family == AF_INET ? "IPv4" : "IPv6", *failure);
+    }
+  }
+  NftLibrary nft;
+  if (auto failure = load_nftables(nft)) return "boxproxy run: --transparent: " + *failure;
+  nft_ctx* context = nft.ctx_new(NFT_CTX_DEFAULT);
+  if (context == nullptr) return std::string("boxproxy run: --transparent: nft_ctx_new failed");
+  (void)nft.buffer_error(context);  // errors into a buffer, for our message, not onto stderr
+  const std::string rules = capture_rules(transparent_port, dns_port);
+  std::optional<std::string> result;
+  if (nft.run(context, rules.c_str()) != 0) {
+    const char* why = nft.error_buffer(context);
+    result = fmt::format(
+        "boxproxy run: --transparent: the kernel refused the box's nftables rules (it needs nf_tables with nat "
+        "and reject, and nf_conntrack):\n{}",
+        why ? why : "(no reason given)");
+  }
+  nft.ctx_free(context);
+  return result;
+}
+
+}  // namespace boxproxy
