@@ -1,6 +1,8 @@
 #include "socketd/box_capture.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mount.h>
 #include <fmt/format.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -115,6 +117,40 @@ std::optional<std::string> add_default_route(int family) {
 }
 
 }  // namespace
+
+std::optional<std::string> mount_box_resolv_conf(std::string_view contents) {
+  static constexpr const char* kTarget = "/etc/resolv.conf";
+  const auto failed = [](std::string_view step) {
+    return fmt::format("boxproxy run: --transparent: cannot point the box's {} at the bridge: {}: {}", kTarget, step,
+                       std::strerror(errno));
+  };
+  UniqueFd fs(::fsopen("tmpfs", FSOPEN_CLOEXEC));
+  if (!fs.valid()) return failed("fsopen(tmpfs)");
+  if (::fsconfig(fs.get(), FSCONFIG_SET_STRING, "size", "16k", 0) == -1 ||
+      ::fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == -1) {
+    return failed("fsconfig");
+  }
+  UniqueFd tmpfs(::fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOEXEC | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+  if (!tmpfs.valid()) return failed("fsmount");
+  {
+    UniqueFd file(::openat(tmpfs.get(), "resolv.conf", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644));
+    if (!file.valid()) return failed("openat");
+    if (::write(file.get(), contents.data(), contents.size()) != static_cast<ssize_t>(contents.size())) {
+      return failed("write");
+    }
+  }
+  UniqueFd tree(::open_tree(tmpfs.get(), "resolv.conf", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+  if (!tree.valid()) return failed("open_tree");
+  // A /etc/resolv.conf that is a symbolic link is followed (its target is replaced, in this
+  // mount namespace only); one that is missing cannot be covered.
+  if (::move_mount(tree.get(), "", AT_FDCWD, kTarget, MOVE_MOUNT_F_EMPTY_PATH) == -1) return failed("move_mount");
+  // Read-only: the inner user namespace then locks it so (COMMAND cannot remount it).
+  if (::mount(nullptr, kTarget, nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              nullptr) == -1) {
+    return failed("remount read-only");
+  }
+  return std::nullopt;
+}
 
 std::string capture_rules(std::uint16_t transparent_port, std::uint16_t dns_port) {
   std::string dns;

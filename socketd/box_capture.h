@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace boxproxy {
 
@@ -35,5 +36,12 @@ namespace boxproxy {
 // complete error message for standard error, or nullopt.
 [[nodiscard]] std::optional<std::string> capture_box_traffic(std::uint16_t transparent_port,
                                                              std::uint16_t dns_port);
+
+// In pid 1 of the box, in its own mount namespace (after confine_box_mounts, before the inner
+// user namespace locks the mounts): /etc/resolv.conf shows `contents` instead, read-only, from a
+// small tmpfs of the box's own that no directory of the host holds (the new mount API: fsopen,
+// fsmount, open_tree, move_mount). The host's file is not touched. A complete error message, or
+// nullopt.
+[[nodiscard]] std::optional<std::string> mount_box_resolv_conf(std::string_view contents);
 
 }  // namespace boxproxy

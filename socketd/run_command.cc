@@ -75,6 +75,10 @@ constexpr const char* kNoProxy = "localhost,127.0.0.1,::1";
 // With --transparent: where nftables sends the box's captured connections (the bridge listens
 // there on 127.0.0.1 and [::1]).
 constexpr std::uint16_t kTransparentPort = 3129;
+// With --transparent: the box's /etc/resolv.conf, and where DNS sent to any other server is
+// redirected (the bridge answers DNS on the box's loopback).
+constexpr std::uint16_t kBoxDnsPort = 53;
+constexpr const char* kBoxResolvConf = "# boxproxy run --transparent: the bridge answers\nnameserver 127.0.0.1\n";
 // The user name in the proxy variables when the proxy wants a token (any name will do, SPEC §11).
 constexpr const char* kTokenUser = "box";
 
@@ -467,6 +471,9 @@ int box_init(const RunOptions& options, const BoxEnvironment& environment, Uniqu
   std::string note;
   auto error = mount_box_proc(&note);
   if (!error) error = confine_box_mounts();
+  // With capture, names are the bridge's to answer (SPEC §16): the box's resolver is its
+  // loopback, where the bridge listens, whatever the host's file says.
+  if (!error && options.transparent) error = mount_box_resolv_conf(kBoxResolvConf);
   if (!error) error = enter_inner_user_namespace(self_dir.get());
   self_dir.reset();
   if (error) {
@@ -526,7 +533,7 @@ int box(const RunOptions& options, const BoxEnvironment& environment, pid_t run_
     // Routes and nftables rules in the box's network namespace, set by this process (it has
     // CAP_NET_ADMIN there; COMMAND, in the inner user namespace, has none over it and cannot
     // remove them): every TCP connection to another address ends at the bridge's transparent port.
-    if (auto failure = capture_box_traffic(kTransparentPort, 0)) {
+    if (auto failure = capture_box_traffic(kTransparentPort, kBoxDnsPort)) {
       std::fprintf(stderr, "%s\n", failure->c_str());
       return kSetupFailed;
     }

@@ -54,6 +54,22 @@ BOX_CLIENT = textwrap.dedent("""
     a, _ = srv.accept()
     c.sendall(b"ping")
     out["loopback"] = a.recv(4).decode()
+    # The box's resolver is the bridge on its loopback; DNS sent to any other server goes there too.
+    out["resolv_conf"] = open("/etc/resolv.conf").read()
+    d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    d.settimeout(3)
+    try:
+        d.connect(("192.0.2.53", 53))  # connected: an ICMP "port unreachable" comes back as an error
+        d.send(b"\\x12\\x34" + bytes(10))
+        d.recv(512)
+        out["dns_elsewhere"] = "answered"
+    except OSError as e:
+        out["dns_elsewhere"] = type(e).__name__
+    try:
+        open("/etc/resolv.conf", "a").write("nameserver 192.0.2.1\\n")
+        out["resolv_conf_written"] = True
+    except OSError:
+        out["resolv_conf_written"] = False
     print(json.dumps(out))
 """)
 
@@ -92,6 +108,11 @@ class TransparentRunTest(unittest.TestCase):
         # Other UDP goes nowhere, and says so at once.
         self.assertEqual(out["udp"], "PermissionError", out)
         self.assertEqual(out["loopback"], "ping")
+        self.assertIn("nameserver 127.0.0.1\n", out["resolv_conf"])
+        self.assertNotIn("nameserver", out["resolv_conf"].replace("nameserver 127.0.0.1", ""))
+        self.assertFalse(out["resolv_conf_written"])
+        # Redirected to the box's loopback port 53 (refused there when nothing answers; never sent).
+        self.assertIn(out["dns_elsewhere"], ("ConnectionRefusedError", "answered"), out)
         with open(log, encoding="utf-8") as f:
             text = f.read()
         self.assertIn('egress socks host="192.0.2.1" port=80 ip=192.0.2.1 class=reserved', text)
