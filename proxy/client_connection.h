@@ -104,6 +104,8 @@ class ClientConnection {
   Next dial_finished();
   Next refuse(Reason reason, std::string_view ip = "-", std::string words = {});
   Next allowed();
+  void widen_resolve_port();  // SOCKS5 RESOLVE (client_resolve.cc, SPEC §16)
+  Next resolved();            // RESOLVE allowed: answered with an address, never dialled
 
   // After the decision.
   Next after(HttpExchange::Step step);

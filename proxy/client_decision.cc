@@ -26,6 +26,7 @@ void ClientConnection::give_back_head_buffers() {
 
 ClientConnection::Next ClientConnection::decide_parsed(Target target) {
   target_ = std::move(target);
+  if (kind_ == ClientKind::resolve) widen_resolve_port();
   return follow(decision_.start(server_.config().policy, target_));
 }
 
@@ -59,7 +60,7 @@ ClientConnection::Next ClientConnection::follow(Decision::Step step) {
       return refuse(reason, refused != nullptr ? refused->to_string() : "-");
     }
     case Decision::Step::dial:
-      return admit_and_dial();
+      return kind_ == ClientKind::resolve ? resolved() : admit_and_dial();
   }
   return Next::close;
 }

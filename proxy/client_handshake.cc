@@ -16,6 +16,7 @@ ClientKind client_kind(Handshake::Kind kind) noexcept {
     case Handshake::Kind::http: return ClientKind::http;
     case Handshake::Kind::socks: return ClientKind::socks;
     case Handshake::Kind::socks4: return ClientKind::socks4;
+    case Handshake::Kind::resolve: return ClientKind::resolve;
   }
   return ClientKind::connect;
 }

@@ -93,6 +93,7 @@ std::string_view kind_name(ClientKind kind) noexcept {
     case ClientKind::http: return "http";
     case ClientKind::socks: return "socks";
     case ClientKind::socks4: return "socks4";
+    case ClientKind::resolve: return "resolve";
   }
   return "?";
 }

@@ -23,7 +23,8 @@
 namespace boxproxy {
 
 // Which protocol a decision came through: the <kind> of a log line.
-enum class ClientKind : std::uint8_t { connect, http, socks, socks4 };
+// resolve: a SOCKS5 RESOLVE (SPEC §16), answered with an address, never dialled.
+enum class ClientKind : std::uint8_t { connect, http, socks, socks4, resolve };
 [[nodiscard]] std::string_view kind_name(ClientKind kind) noexcept;
 
 // The number of a client connection, unique for the life of the process (SPEC §12 `id=`): the

@@ -19,6 +19,9 @@ constexpr char kNoAcceptableMethod = static_cast<char>(0xFF);
 constexpr char kAuthVersion = 1;  // RFC 1929's sub-negotiation version, echoed in its status
 constexpr char kAuthOk = 0;
 constexpr char kAuthFailed = 1;
+// Tor's SOCKS extension RESOLVE (doc/socks/socks-extensions.txt): a name in, an address out.
+constexpr std::uint8_t kSocks5Resolve = 0xF0;
+constexpr std::uint16_t kResolvePort = 443;
 
 // The host and port an absolute-form request target ("scheme://authority/path") names as sent,
 // for the log line of a refused request: port 80 when absent from an http:// URI, 0 when absent
@@ -263,6 +266,13 @@ Handshake::Outcome Handshake::advance_socks5() {
         }
         consume(r.consumed);  // what is left is early data
         const Socks5Request& request = *r.value;
+        if (request.command == kSocks5Resolve) {
+          // Tor's RESOLVE: its port is meaningless (Tor sends 0); the name is judged at 443, the
+          // port a bare target is judged at (SPEC §13), and the connection widens that to any port
+          // the host list opens for the name (ClientConnection::decide_parsed).
+          kind_ = Kind::resolve;
+          return decide(parse_host(request.host, kResolvePort), request.host, kResolvePort);
+        }
         if (request.command != 1) return refuse(socks5_command_refusal(request.command), request.host, request.port);
         return decide(parse_host(request.host, request.port), request.host, request.port);
       }

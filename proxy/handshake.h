@@ -45,8 +45,9 @@ class Handshake {
  public:
   enum class Protocol : std::uint8_t { unknown, http, socks5, socks4 };
 
-  // What the client asked for, as the log names it (ClientKind): connect, http, socks, socks4.
-  enum class Kind : std::uint8_t { connect, http, socks, socks4 };
+  // What the client asked for, as the log names it (ClientKind): connect, http, socks, socks4,
+  // and resolve (SOCKS5 RESOLVE, SPEC §16: a decision answered with an address, never dialled).
+  enum class Kind : std::uint8_t { connect, http, socks, socks4, resolve };
 
   enum class Outcome : std::uint8_t {
     need_more,         // feed more (after sending to_send(): a SOCKS5 method choice, an auth status)

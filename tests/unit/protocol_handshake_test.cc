@@ -150,6 +150,13 @@ std::vector<Case> cases() {
        chose_none, "example.com", 80, Reason::socks_udp_associate, "", bytes({5, 7})},
       {"socks5 other command", false, greet + socks5_domain(9, "example.com", 0, 80), Outcome::refuse, Kind::socks,
        chose_none, "example.com", 80, Reason::socks_command, "", bytes({5, 7})},
+      // SPEC §16: Tor's RESOLVE (0xF0), judged at 443 whatever port it carries.
+      {"socks5 resolve", false, greet + socks5_domain(0xF0, "example.com", 0, 0), Outcome::decided, Kind::resolve,
+       chose_none, "example.com", 443},
+      {"socks5 resolve with a port", false, greet + socks5_domain(0xF0, "example.com", 0, 80), Outcome::decided,
+       Kind::resolve, chose_none, "example.com", 443},
+      {"socks5 resolve bad host", false, greet + socks5_domain(0xF0, "exa$mple", 0, 0), Outcome::refuse,
+       Kind::resolve, chose_none, "exa$mple", 443, Reason::invalid_host, "", bytes({5, 4})},
       {"socks5 address type", false, greet + bytes({5, 1, 0, 7, 1, 2, 3, 4, 0, 80}), Outcome::refuse, Kind::socks,
        chose_none, "", 0, Reason::socks_address_type, "", bytes({5, 8})},
       {"socks5 bad host", false, greet + socks5_domain(1, "exa$mple", 0, 80), Outcome::refuse, Kind::socks,
