@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""A sandbox supervisor in one page: Python's standard library and boxproxy, nothing else.
+
+    examples/supervisor.py [--boxproxy PATH] [SERVE OPTION]... -- COMMAND [ARG]...
+
+It starts `boxproxy serve` for one session with a control channel (SPEC §15: a socketpair end as
+--control-fd) and --ask, runs COMMAND in a box whose only way out is that proxy (`boxproxy run
+--socket`), prints every decision live, and asks on the terminal about each host the list does
+not hold: once, always (added to the list for the rest of the session) or deny. When COMMAND
+exits it closes its end of the channel, which ends the proxy (EOF there is a SIGTERM), and exits
+with COMMAND's status.
+
+    examples/supervisor.py --allow pypi.org --allow files.pythonhosted.org -- pip download requests
+
+The protocol is JSON lines both ways; every request may carry an "id" that its reply echoes.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+
+def split_arguments(argv):
+    """(boxproxy binary, serve options, command) from our own command line."""
+    if "--" not in argv:
+        sys.exit("usage: supervisor.py [--boxproxy PATH] [SERVE OPTION]... -- COMMAND [ARG]...")
+    cut = argv.index("--")
+    options, command = argv[:cut], argv[cut + 1:]
+    binary = "boxproxy"
+    if options[:1] == ["--boxproxy"] and len(options) >= 2:
+        binary, options = options[1], options[2:]
+    if not command:
+        sys.exit("supervisor.py: a COMMAND is needed after --")
+    return binary, options, command
+
+
+class Channel:
+    """Our end of the control socketpair: requests out, replies and events in."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.lines = sock.makefile("r", encoding="utf-8", newline="\n")
+        self.send_lock = threading.Lock()
+        self.next_id = 1
+
+    def send(self, request):
+        with self.send_lock:
+            request.setdefault("id", self.next_id)
+            self.next_id += 1
+            self.sock.sendall((json.dumps(request) + "\n").encode())
+
+    def messages(self):
+        for line in self.lines:  # ends when the proxy closes its end
+            yield json.loads(line)
+
+
+def ask_on_terminal(host, port, kind):
+    """once / always / deny, from the person at the terminal (deny on EOF or anything else)."""
+    print(f"? the box wants {host}:{port} ({kind}), which the list does not hold: "
+          "[o]nce, [a]lways, [d]eny? ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    return {"o": "once", "once": "once", "a": "always", "always": "always"}.get(answer, "deny")
+
+
+def show(event):
+    """One line per decision or done line, and a note when events were dropped."""
+    if event.get("event") == "dropped":
+        print(f"[supervisor] {event['n']} events lost (we read too slowly)", file=sys.stderr, flush=True)
+        return
+    where = f"{event.get('host')}:{event.get('port')}"
+    asked = f" asked={event['asked']}" if "asked" in event else ""
+    extra = f" up={event['up']} down={event['down']}" if event.get("class") == "done" else ""
+    print(f"[decision] {event.get('kind')} {where} -> {event.get('class')}{asked}{extra}", file=sys.stderr,
+          flush=True)
+
+
+def serve_channel(channel):
+    """Reads the proxy's messages until it closes: shows decisions, answers asks."""
+    for message in channel.messages():
+        if "ok" in message:  # a reply to one of our requests
+            if not message["ok"]:
+                print(f"[supervisor] the proxy said: {message.get('error')}", file=sys.stderr, flush=True)
+        elif message.get("event") == "ask":
+            verdict = ask_on_terminal(message["host"], message["port"], message.get("kind", "?"))
+            channel.send({"op": "answer", "ask": message["ask"], "verdict": verdict})
+        else:
+            show(message)
+
+
+def main():
+    binary, serve_options, command = split_arguments(sys.argv[1:])
+    workdir = tempfile.mkdtemp(prefix="supervisor-")
+    socket_path = os.path.join(workdir, "egress.sock")
+    ours, theirs = socket.socketpair()
+    ready_read, ready_write = os.pipe()
+    # serve inherits exactly two descriptors: its end of the channel and the readiness pipe.
+    proxy = subprocess.Popen(
+        [binary, "serve", "--socket", socket_path, "--control-fd", str(theirs.fileno()), "--ask",
+         "--ready-fd", str(ready_write), *serve_options],
+        pass_fds=(theirs.fileno(), ready_write), stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL)  # its listening line: --ready-fd tells us the same; stdout is COMMAND's
+    theirs.close()
+    os.close(ready_write)
+    with os.fdopen(ready_read, "rb") as ready:
+        if ready.readline() != b"READY=1\n":  # EOF instead: serve failed and said why on stderr
+            sys.exit(f"supervisor.py: boxproxy serve did not start (exit {proxy.wait()})")
+
+    channel = Channel(ours)
+    channel.send({"op": "hello"})
+    channel.send({"op": "subscribe"})
+    reader = threading.Thread(target=serve_channel, args=(channel,), daemon=True)
+    reader.start()
+
+    # The box: COMMAND's standard input is not the terminal (that is ours, for the questions).
+    status = subprocess.call([binary, "run", "--socket", socket_path, "--", *command], stdin=subprocess.DEVNULL)
+
+    # Closing our end of the channel is the proxy's SIGTERM: it ends, writes its last lines and
+    # its stats line, and exits 0.
+    ours.shutdown(socket.SHUT_WR)
+    proxy.wait(timeout=10)
+    reader.join(timeout=5)
+    ours.close()
+    shutil.rmtree(workdir, ignore_errors=True)
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""examples/supervisor.py (issue 13 item 5), driven as a person at a terminal would: it starts
+serve with a control channel and --ask, runs curl in a box, prints the live decisions, and asks
+about a host the list does not hold; the test types the answers.
+
+Skips, saying why, where `boxproxy run` cannot make a box here, or the binary has no control
+channel."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+from box_support import BoxRun, namespaces_usable
+from harness import DnsServer, HttpOrigin, binary
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUPERVISOR = os.path.join(HERE, "..", "..", "examples", "supervisor.py")
+PROMPT = b"[o]nce, [a]lways, [d]eny? "
+BODY = b"x" * 511 + b"\n"  # what the harness's HTTP origin answers GET / with
+TIMEOUT = 60
+
+
+def control_channel_missing():
+    help_text = subprocess.run([binary(), "serve", "--help"], capture_output=True, timeout=10).stdout
+    return None if b"--control-fd" in help_text else "this boxproxy has no --control-fd"
+
+
+class Session:
+    """One supervisor.py run; its standard error is collected as it comes."""
+
+    def __init__(self, test, command, *serve_options):
+        self.dns = DnsServer({})
+        test.addCleanup(self.dns.close)
+        argv = [sys.executable, SUPERVISOR, "--boxproxy", binary(), "--permit", "127.0.0.2/32",
+                "--nameserver", self.dns.address, *serve_options, "--", *command]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=BoxRun(test).env())
+        test.addCleanup(self.kill)
+        self.err = b""
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_stderr(self):
+        while True:
+            chunk = os.read(self.proc.stderr.fileno(), 4096)
+            if not chunk:
+                return
+            with self.lock:
+                self.err += chunk
+
+    def stderr(self):
+        with self.lock:
+            return self.err
+
+    def answer_when_asked(self, answer, times=1):
+        """Waits (bounded) for the `times`-th question, then types `answer`."""
+        deadline = time.monotonic() + TIMEOUT
+        while self.stderr().count(PROMPT) < times:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise AssertionError(f"never asked; stderr: {self.stderr()[-3000:]!r}")
+            time.sleep(0.05)
+        self.proc.stdin.write(answer + b"\n")
+        self.proc.stdin.flush()
+
+    def finish(self):
+        out = self.proc.stdout.read()
+        code = self.proc.wait(timeout=TIMEOUT)
+        time.sleep(0.1)  # the last of standard error
+        return code, out, self.stderr()
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class SupervisorExampleTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        why = namespaces_usable() or control_channel_missing()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.http = HttpOrigin()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.http.close()
+
+    def curl(self, host):
+        return ["curl", "-sS", "--max-time", "30", "-o", "-", "-w", "\\n%{http_code}\\n",
+                f"http://{host}:{self.http.port}/"]
+
+    def test_an_unlisted_host_approved_once_is_reached_and_shown(self):
+        s = Session(self, self.curl("origin.test"), "--allow", "listed.test", "--resolve", "origin.test=127.0.0.2")
+        s.answer_when_asked(b"once")
+        code, out, err = s.finish()
+        self.assertEqual(code, 0, err[-3000:])
+        self.assertTrue(out.startswith(BODY), out[:200])
+        self.assertIn(b"the box wants origin.test:%d (http)" % self.http.port, err)
+        self.assertIn(b"[decision] http origin.test:%d -> ok asked=once" % self.http.port, err)
+        self.assertIn(b"[decision] http origin.test:%d -> done" % self.http.port, err)
+
+    def test_an_unlisted_host_denied_is_refused(self):
+        s = Session(self, self.curl("origin.test"), "--allow", "listed.test", "--resolve", "origin.test=127.0.0.2")
+        s.answer_when_asked(b"d")
+        code, out, err = s.finish()
+        self.assertEqual(code, 0, err[-3000:])  # curl got an answer: the proxy's 403
+        self.assertTrue(out.endswith(b"\n403\n"), out[-500:])
+        self.assertIn(b"[decision] http origin.test:%d -> not-listed asked=deny" % self.http.port, err)
+
+    def test_a_listed_host_is_not_asked_about(self):
+        s = Session(self, self.curl("listed.test"), "--allow", "listed.test", "--resolve", "listed.test=127.0.0.2")
+        code, out, err = s.finish()
+        self.assertEqual(code, 0, err[-3000:])
+        self.assertTrue(out.startswith(BODY), out[:200])
+        self.assertNotIn(PROMPT, err)
+        self.assertIn(b"[decision] http listed.test:%d -> ok" % self.http.port, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
