@@ -73,9 +73,10 @@ bool write_lines(int fd, std::string_view lines) noexcept {
 // `label` is the `,"label":..` suffix of every JSON line, or empty.
 std::string json_decision(const DecisionEntry& e, const std::string& ts, std::string_view label) {
   std::string_view cls = e.refusal ? log_class(*e.refusal) : std::string_view("ok");
-  return fmt::format(R"({{"ts":"{}","id":{},"kind":"{}","host":{},"port":{},"ip":{},"class":{}{}}})", ts, e.id,
+  const std::string asked = e.asked ? fmt::format(R"(,"asked":{})", json_quote(*e.asked)) : std::string();
+  return fmt::format(R"({{"ts":"{}","id":{},"kind":"{}","host":{},"port":{},"ip":{},"class":{}{}{}}})", ts, e.id,
                      kind_name(e.kind), e.host ? json_quote(*e.host) : std::string("null"), e.port, json_quote(e.ip),
-                     json_quote(cls), label);
+                     json_quote(cls), asked, label);
 }
 
 std::string json_done(const DoneEntry& e, const std::string& ts, std::string_view label) {
@@ -186,8 +187,9 @@ DecisionLog::~DecisionLog() {
 void DecisionLog::decision(const DecisionEntry& entry, AuditSync sync) {
   // The JSON form (and its timestamp) only when the audit or a JSON log wants it: the text log
   // is the common case, and this runs for every decision.
-  if (audit_.valid() || json_) {
+  if (audit_.valid() || json_ || observer_) {
     const std::string json_line = json_decision(entry, utc_timestamp(), json_label());
+    if (observer_) observer_(json_line);
     // A refusal reaches the disk before it is answered (SPEC §2 --audit): fdatasync now, or with
     // this loop iteration's other refusals when the caller holds its answer until then.
     if (audit_.valid()) audit(json_line, entry.refusal ? std::optional<AuditSync>(sync) : std::nullopt);
@@ -197,14 +199,16 @@ void DecisionLog::decision(const DecisionEntry& entry, AuditSync sync) {
     }
   }
   const std::string_view cls = entry.refusal ? log_class(*entry.refusal) : std::string_view("ok");
-  append(fmt::format("egress {} host={} port={} ip={} class={} id={}{}", kind_name(entry.kind),
-                     entry.host ? json_quote(*entry.host) : std::string("-"), entry.port, entry.ip, cls, entry.id,
-                     text_label()));
+  const std::string asked = entry.asked ? fmt::format(" asked={}", *entry.asked) : std::string();
+  append(fmt::format("egress {} host={} port={} ip={} class={}{} id={}{}", kind_name(entry.kind),
+                     entry.host ? json_quote(*entry.host) : std::string("-"), entry.port, entry.ip, cls, asked,
+                     entry.id, text_label()));
 }
 
 void DecisionLog::done(const DoneEntry& entry) {
-  if (audit_.valid() || json_) {
+  if (audit_.valid() || json_ || observer_) {
     const std::string json_line = json_done(entry, utc_timestamp(), json_label());
+    if (observer_) observer_(json_line);
     if (audit_.valid()) audit(json_line, std::nullopt);
     if (json_) {
       append(json_line);

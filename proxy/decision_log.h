@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,6 +42,8 @@ struct DecisionEntry {
   std::uint16_t port = 0;
   std::string_view ip = "-";
   std::optional<Reason> refusal;  // nullopt: class=ok
+  // SPEC §15: the supervisor's verdict when it was asked (once, always, deny, timeout): asked=.
+  std::optional<std::string_view> asked = std::nullopt;
 };
 
 struct DoneEntry {
@@ -83,6 +86,11 @@ class DecisionLog {
   // --label: printable ASCII of at most kMaxLabelChars (the caller checked it), added to every
   // line from now on: `label=<TEXT>` last on a text line, "label" in a JSON one. Empty: none.
   void set_label(std::string_view label);
+
+  // Receives the JSON form of every decision and done line, as the audit has it (the control
+  // channel's subscribers, SPEC §15); empty: none. It must not block (it queues).
+  using Observer = std::function<void(std::string_view json_line)>;
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
 
   void decision(const DecisionEntry& entry, AuditSync sync = AuditSync::now);
   void done(const DoneEntry& entry);
@@ -138,6 +146,7 @@ class DecisionLog {
   [[nodiscard]] std::string log_dropped_line() const;
 
   bool json_;
+  Observer observer_;
   std::string json_label_;       // --label as `,"label":"<TEXT>"`, made once; or empty
   std::string text_label_;       // --label as ` label=<TEXT>`, made once; or empty
   int log_fd_;

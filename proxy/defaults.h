@@ -50,6 +50,11 @@ inline constexpr double kIdleTimeoutSeconds = 0;
 // The largest value of every seconds option: one day, so a typo cannot mean "forever".
 inline constexpr double kMaxSeconds = 86'400;
 
+// --ask-timeout: how long a client waits for the supervisor's answer about a name off the list
+// (SPEC §15). Long enough for a person to read the question and answer it; a client's own
+// connect timeout is usually longer.
+inline constexpr double kAskTimeoutSeconds = 30;
+
 // ---- serve: --ready-fd ----------------------------------------------------------------------
 
 // The smallest --ready-fd: 0 to 2 are the standard streams, and writing READY there (then

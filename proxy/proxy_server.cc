@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <stdexcept>
+#include <utility>
 
 #include "proxy/client_connection.h"
 
@@ -26,11 +27,38 @@ void ProxyServer::start(int listen_fd) {
 
 void ProxyServer::stop() noexcept {
   stopping_ = true;
+  drained_ = nullptr;  // a drain ends here, as a SIGTERM
   if (acceptor_) acceptor_->stop();
   connections_.delete_all();
 }
 
 void ProxyServer::replace_host_list(std::optional<HostList> list) { config_.policy.allow = std::move(list); }
+
+void ProxyServer::enable_asking(double timeout) {
+  asks_ = std::make_unique<AskRegistry>(base_, timeout, [this](std::string_view entry) {
+    // "always": host:port joins the list, as an "allow" "add" would; a list that has gone since
+    // (set to null: everything public) needs nothing.
+    if (!config_.policy.allow) return;
+    std::optional<HostList> list = config_.policy.allow;
+    if (!list->add(entry)) replace_host_list(std::move(list));
+  });
+}
+
+void ProxyServer::drain(std::function<void()> drained) {
+  drained_ = std::move(drained);
+  if (acceptor_) acceptor_->stop();  // no client is accepted from now on
+  drain_check_ = make_event(base_, -1, 0, &ProxyServer::on_drain_check, this);
+  if (drain_check_) event_active(drain_check_.get(), 0, 0);  // none open: drained at once
+}
+
+void ProxyServer::on_drain_check(evutil_socket_t, short, void* self) noexcept {
+  auto* server = static_cast<ProxyServer*>(self);
+  if (server->stats_.clients != 0 || !server->drained_) return;
+  try {
+    std::exchange(server->drained_, nullptr)();
+  } catch (...) {
+  }
+}
 
 std::string ProxyServer::stats_json() const {
   std::string refused;
@@ -61,6 +89,8 @@ void ProxyServer::count_refusal(Reason reason) {
 
 void ProxyServer::forget(ClientConnection* connection) noexcept {
   connections_.remove(connection);
+  // Checked from the loop: the client count drops only once the connection is gone.
+  if (drained_ && drain_check_) event_active(drain_check_.get(), 0, 0);
 }
 
 void ProxyServer::on_client(void* self, int fd) noexcept {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <variant>
 
 #include "proxy/acceptor.h"
+#include "proxy/ask_registry.h"
 #include "proxy/decision_log.h"
 #include "proxy/connection_list.h"
 #include "proxy/defaults.h"
@@ -71,8 +73,15 @@ class ProxyServer {
   void start(int listen_fd);
   // Stops accepting and ends every connection (SIGTERM).
   void stop() noexcept;
-  // SIGHUP: the new host list (nullopt: none).
+  // SIGHUP and the control channel's "allow": the new host list (nullopt: none).
   void replace_host_list(std::optional<HostList> list);
+  // --ask (SPEC §15): names off the host list are asked about, for at most `timeout` seconds.
+  void enable_asking(double timeout);
+  // The asks, or null without --ask.
+  [[nodiscard]] AskRegistry* asks() noexcept { return asks_.get(); }
+  // The control channel's "drain": stops accepting now; `drained` runs (from the loop, never
+  // inside a connection's teardown) once the last client connection has ended.
+  void drain(std::function<void()> drained);
   // The SIGUSR1 stats line (SPEC §12).
   [[nodiscard]] std::string stats_json() const;
 
@@ -101,6 +110,7 @@ class ProxyServer {
  private:
   static void on_client(void* self, int fd) noexcept;
   static void on_accept_paused(void* self, int error) noexcept;
+  static void on_drain_check(evutil_socket_t, short, void* self) noexcept;
 
   event_base* base_;
   ProxyConfig config_;
@@ -110,6 +120,9 @@ class ProxyServer {
   ConnectionId last_connection_id_ = 0;
   LocalAddresses local_addresses_;
   std::unique_ptr<Acceptor> acceptor_;
+  std::unique_ptr<AskRegistry> asks_;  // before the connections: their tickets leave it as they die
+  std::function<void()> drained_;      // set by drain()
+  EventPtr drain_check_;               // made active as each client leaves while draining
   ConnectionList<ClientConnection> connections_;
   bool stopping_ = false;
 };

@@ -13,6 +13,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "proxy/control_hub.h"
 #include "proxy/decision_log.h"
 #include "proxy/event_owners.h"
 #include "proxy/proxy_server.h"
@@ -105,6 +106,8 @@ struct Daemon {
   std::optional<LibeventLogRoute> libevent_messages;  // libevent's own reports, into `log`
   std::unique_ptr<Resolver> resolver;
   std::unique_ptr<ProxyServer> server;
+  std::unique_ptr<ControlHub> control;          // SPEC §15; after the server it acts on
+  std::optional<SessionSocket> control_socket;  // --control-socket
   std::optional<SessionSocket> socket;
   EventPtr on_term, on_int, on_hup, on_usr1;
   int exit_code = 0;
@@ -115,6 +118,8 @@ struct Daemon {
     // Stop accepting, end every connection, remove the socket while it is still ours.
     if (server) server->stop();
     if (socket) socket->remove_path();
+    if (control) control->flush_all();  // a drain's reply, the last events
+    if (control_socket) control_socket->remove_path();
     if (log) log->flush();
     event_base_loopbreak(base.get());
   }
@@ -146,6 +151,15 @@ struct Daemon {
       default:
         break;
     }
+  }
+
+  // The control channel's "drain": no new client (the socket is removed, so a box sees the proxy
+  // gone), the open ones end in their own time, then the process exits 0 as on SIGTERM.
+  void drain() {
+    if (socket) socket->remove_path();
+    log->message(fmt::format("drain: not accepting; exiting once {} open client connections have ended",
+                             server->stats().clients));
+    server->drain([this] { shut_down(); });
   }
 
   void reload() {
@@ -211,6 +225,18 @@ int serve(const ServeOptions& options) {
   }
   daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), proxy_config(options), *daemon.resolver, *daemon.log);
 
+  if (options.ask) daemon.server->enable_asking(options.ask_timeout);
+  if (options.control_fd || options.control_socket) {
+    daemon.control = std::make_unique<ControlHub>(
+        daemon.base.get(), *daemon.server, *daemon.log,
+        ControlHub::Hooks{.shut_down = [&daemon] { daemon.shut_down(); }, .drain = [&daemon] { daemon.drain(); }});
+    try {
+      if (options.control_fd) daemon.control->adopt(*options.control_fd);
+    } catch (const std::runtime_error& error) {
+      throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
+    }
+  }
+
   for (auto [signal, slot] : {std::pair{SIGTERM, &daemon.on_term}, std::pair{SIGINT, &daemon.on_int},
                               std::pair{SIGHUP, &daemon.on_hup}, std::pair{SIGUSR1, &daemon.on_usr1}}) {
     slot->reset(evsignal_new(daemon.base.get(), signal, &Daemon::on_signal, &daemon));
@@ -224,9 +250,16 @@ int serve(const ServeOptions& options) {
   if (options.die_with_parent) die_with_parent(SIGTERM, parent);
 
   try {
+    // The control socket first: once the session socket is listening, the supervisor may connect.
+    if (options.control_socket) {
+      daemon.control_socket.emplace(SessionSocket::create(*options.control_socket, kListenBacklog));
+      daemon.control->listen(daemon.control_socket->release_fd());
+    }
     daemon.socket.emplace(SessionSocket::create(options.socket_path, kListenBacklog));
   } catch (const SocketPathError& error) {
     throw StartupError{error.exit_code, fmt::format("boxproxy serve: {}", error.message)};
+  } catch (const std::runtime_error& error) {
+    throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
   }
   try {
     daemon.server->start(daemon.socket->release_fd());
@@ -271,7 +304,13 @@ int run_serve_command(int argc, char** argv) {
     return 0;
   }
   try {
-    return serve(options);
+    const int code = serve(options);
+    // On the way out (a drain, a closed --control-fd, a signal): the loop and its signal events
+    // are gone, so a SIGTERM or SIGINT arriving now would end the process by the signal and lose
+    // the clean exit status the supervisor is owed.
+    ::signal(SIGTERM, SIG_IGN);
+    ::signal(SIGINT, SIG_IGN);
+    return code;
   } catch (const StartupError& error) {
     std::fprintf(stderr, "%s\n", error.message.c_str());
     return error.exit_code;

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,6 +116,19 @@ OptionTable make_serve_table() {
           OptionSpec{.name = "no-sni-check", .kind = OptionKind::flag, .value_name = "",
                      .help = "with a host list, do not close a tunnel whose TLS ClientHello names another host",
                      .default_text = "checked"},
+          // The supervisor's channel (SPEC §15): from 3 up, as --ready-fd.
+          number("control-fd", "N",
+                 "a connected stream socket (a socketpair end) for the supervisor's JSON-line channel; "
+                 "its EOF is a SIGTERM",
+                 "none", defaults::kReadyFdMin, defaults::kReadyFdMax),
+          value("control-socket", "PATH",
+                "a second Unix socket, mode 0600, for the supervisor's channel (never for a box)", "none"),
+          OptionSpec{.name = "ask", .kind = OptionKind::flag, .value_name = "",
+                     .help = "ask the supervisor about a name off the host list (needs --control-fd or "
+                             "--control-socket)",
+                     .default_text = "off"},
+          seconds("ask-timeout", "seconds a client waits for the supervisor's answer", defaults::kAskTimeoutSeconds,
+                  false),
           std::move(config),
           std::move(check_config),
       });
@@ -603,6 +617,35 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   if (const RawValue* value = get(raw, "die-with-parent")) options.die_with_parent = value->flag;
   if (const RawValue* value = get(raw, "no-sni-check")) options.sni_check = !value->flag;
 
+  if (const RawValue* value = get(raw, "control-fd")) {
+    const auto fd = static_cast<int>(check_number("control-fd", *value));
+    // Fail closed at start: the supervisor's channel must be the socket it handed over, or the
+    // proxy would run unsupervised (and its EOF could never stop it).
+    if (reader == Reader::serve) {
+      int type = 0;
+      socklen_t length = sizeof type;
+      if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == -1 || type != SOCK_STREAM) {
+        fail(value->label, value->values.front(), "is not an open stream socket (one end of a socketpair)");
+      }
+    }
+    if (options.ready_fd && *options.ready_fd == fd) {
+      fail(value->label, value->values.front(), "is --ready-fd too (which is closed once ready)");
+    }
+    options.control_fd = fd;
+  }
+  if (const RawValue* value = get(raw, "control-socket")) {
+    options.control_socket = check_path(*value);
+    if (*options.control_socket == options.socket_path) {
+      fail(value->label, *options.control_socket, "is --socket too (the box must never reach the control channel)");
+    }
+  }
+  if (const RawValue* value = get(raw, "ask")) options.ask = value->flag;
+  if (const RawValue* value = get(raw, "ask-timeout")) options.ask_timeout = check_seconds("ask-timeout", *value);
+  // Nobody could answer: every name off the list would wait for nothing.
+  if (options.ask && !options.control_fd && !options.control_socket) {
+    fail_plain("--ask needs --control-fd or --control-socket (someone to ask)");
+  }
+
   return options;
 }
 
@@ -674,6 +717,10 @@ std::string options_in_force(const ServeOptions& options) {
       {"ready-fd", options.ready_fd ? json(*options.ready_fd) : json(nullptr)},
       {"die-with-parent", options.die_with_parent},
       {"no-sni-check", !options.sni_check},
+      {"control-fd", options.control_fd ? json(*options.control_fd) : json(nullptr)},
+      {"control-socket", or_null(options.control_socket)},
+      {"ask", options.ask},
+      {"ask-timeout", options.ask_timeout},
       {"config", or_null(options.config_path)},
   };
   // ASCII only (a path or hint may hold other bytes): nothing but printable text reaches stdout.

@@ -39,6 +39,10 @@ struct ServeOptions {
   std::optional<int> ready_fd;              // --ready-fd
   bool die_with_parent = false;             // --die-with-parent
   bool sni_check = true;                    // off with --no-sni-check (SPEC §16)
+  std::optional<int> control_fd;            // --control-fd: the supervisor's channel (SPEC §15)
+  std::optional<std::string> control_socket;  // --control-socket PATH
+  bool ask = false;                         // --ask: names off the list are asked about
+  double ask_timeout = defaults::kAskTimeoutSeconds;  // --ask-timeout
   bool check_config = false;                // --check-config: print what is in force, bind nothing
   std::optional<std::string> config_path;   // --config
   // Where the host list's sources came from, so SIGHUP rebuilds it by the same precedence:

@@ -96,6 +96,12 @@ std::variant<HostEntry, std::string> parse_host_entry(std::string_view text) {
   return entry;
 }
 
+std::string entry_text(const HostEntry& entry) {
+  std::string text = (entry.wildcard ? "*." : "") + entry.name;
+  if (entry.port) text += fmt::format(":{}", *entry.port);
+  return text;
+}
+
 std::vector<std::string_view> split_host_items(std::string_view text) {
   std::vector<std::string_view> items;
   std::size_t start = 0;

@@ -17,6 +17,10 @@ struct HostEntry {
   friend bool operator==(const HostEntry&, const HostEntry&) = default;
 };
 
+// An entry in its canonical form: "example.com", "*.example.com", "example.com:8080" (what
+// parse_host_entry reads back to the same entry).
+[[nodiscard]] std::string entry_text(const HostEntry& entry);
+
 // One entry: "example.com", "*.example.com", "example.com:8080", "*.example.com:8443".
 // On error, a message naming the entry and what is wrong with it (an address, a URL, a path,
 // a bare "*", a single label, a bad port, ...).

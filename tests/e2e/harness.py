@@ -127,7 +127,7 @@ class Proxy:
     DNS server that answers nothing but NXDOMAIN, so the machine's resolver is never asked.
     """
 
-    def __init__(self, *args, permit=True, dns=None, log_file=False, env=None, preexec_fn=None):
+    def __init__(self, *args, permit=True, dns=None, log_file=False, env=None, preexec_fn=None, pass_fds=()):
         self.tmp = tempfile.TemporaryDirectory(prefix="boxproxy-e2e-")
         self.dir = self.tmp.name
         self.socket_path = os.path.join(self.dir, "egress.sock")
@@ -149,6 +149,7 @@ class Proxy:
         self.argv = argv
         self.env = env
         self.preexec_fn = preexec_fn
+        self.pass_fds = tuple(pass_fds)  # descriptors the proxy inherits (--control-fd, --ready-fd)
         self.proc = None
         self.stderr_lines = []
         self._lock = threading.Lock()
@@ -162,7 +163,8 @@ class Proxy:
 
     def start(self):
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=self.env, preexec_fn=self.preexec_fn)
+                                     stderr=subprocess.PIPE, env=self.env, preexec_fn=self.preexec_fn,
+                                     pass_fds=self.pass_fds)
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
         line = self._read_stdout_line(START_TIMEOUT)

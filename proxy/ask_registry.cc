@@ -1,0 +1,126 @@
+#include "proxy/ask_registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace boxproxy {
+
+std::optional<AskVerdict> parse_verdict(std::string_view text) noexcept {
+  if (text == "once") return AskVerdict::once;
+  if (text == "always") return AskVerdict::always;
+  if (text == "deny") return AskVerdict::deny;
+  return std::nullopt;  // "timeout" and "closed" are the proxy's, never a supervisor's
+}
+
+std::string_view asked_name(AskVerdict verdict) noexcept {
+  switch (verdict) {
+    case AskVerdict::once: return "once";
+    case AskVerdict::always: return "always";
+    case AskVerdict::deny: return "deny";
+    case AskVerdict::timeout:
+    case AskVerdict::closed: return "timeout";
+  }
+  return "timeout";
+}
+
+AskRegistry::AskRegistry(event_base* base, double timeout_seconds, AddToList add_to_list)
+    : base_(base), timeout_seconds_(timeout_seconds), add_to_list_(std::move(add_to_list)) {}
+
+AskRegistry::~AskRegistry() = default;
+
+AskRegistry::Ticket AskRegistry::ask(std::string_view host, std::uint16_t port, ClientKind kind, ConnectionId id,
+                                     void* waiter, OnVerdict on_verdict) {
+  std::string name(host);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; });
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  auto key = std::make_pair(std::move(name), port);
+  try {
+    if (const auto pending = by_target_.find(key); pending != by_target_.end()) {
+      // One question for a burst of connections to one place.
+      asks_.at(pending->second)->waiters.push_back({waiter, on_verdict});
+      return Ticket(this, pending->second, waiter);
+    }
+    if (!publish_) return {};
+    auto ask = std::make_unique<Ask>();
+    ask->registry = this;
+    ask->number = last_number_ + 1;
+    ask->target = key;
+    ask->event_line = fmt::format(R"({{"event":"ask","ask":{},"host":{},"port":{},"kind":"{}","id":{}}})", ask->number,
+                                  json_quote(key.first), port, kind_name(kind), id);
+    ask->timer = make_event(base_, -1, 0, &AskRegistry::on_timeout, ask.get());
+    if (!ask->timer) return {};
+    // Nobody to ask: not-listed at once (SPEC §15), and the number is not spent.
+    if (publish_(ask->event_line) == 0) return {};
+    ++last_number_;
+    const timeval tv = to_timeval(timeout_seconds_);
+    event_add(ask->timer.get(), &tv);
+    ask->waiters.push_back({waiter, on_verdict});
+    const std::uint64_t number = ask->number;
+    by_target_.emplace(std::move(key), number);
+    asks_.emplace(number, std::move(ask));
+    return Ticket(this, number, waiter);
+  } catch (const std::bad_alloc&) {
+    return {};
+  }
+}
+
+std::optional<std::string> AskRegistry::answer(std::uint64_t ask, AskVerdict verdict) {
+  if (asks_.find(ask) == asks_.end()) {
+    if (ask == 0 || ask > last_number_) return fmt::format("no ask {}", ask);
+    return fmt::format("ask {} is no longer pending (it was answered, timed out, or every client waiting on it left)",
+                       ask);
+  }
+  finish(ask, verdict);
+  return std::nullopt;
+}
+
+void AskRegistry::channels_closed() {
+  while (!asks_.empty()) finish(asks_.begin()->first, AskVerdict::closed);
+}
+
+std::vector<std::string> AskRegistry::pending_events() const {
+  std::vector<std::string> events;
+  for (const auto& [number, ask] : asks_) events.push_back(ask->event_line);
+  return events;
+}
+
+void AskRegistry::leave(std::uint64_t ask, void* waiter) noexcept {
+  const auto it = asks_.find(ask);
+  if (it == asks_.end()) return;  // answered already
+  auto& waiters = it->second->waiters;
+  waiters.erase(std::remove_if(waiters.begin(), waiters.end(), [&](const Waiter& w) { return w.waiter == waiter; }),
+                waiters.end());
+  if (waiters.empty()) {
+    // Nobody waits any more: forgotten, so asks never outnumber the clients waiting on them.
+    by_target_.erase(it->second->target);
+    asks_.erase(it);
+  }
+}
+
+void AskRegistry::finish(std::uint64_t number, AskVerdict verdict) noexcept {
+  const auto it = asks_.find(number);
+  if (it == asks_.end()) return;
+  // Forgotten first: a waiter told below may end, and its ticket then finds nothing to leave.
+  std::unique_ptr<Ask> ask = std::move(it->second);
+  asks_.erase(it);
+  by_target_.erase(ask->target);
+  if (verdict == AskVerdict::always && add_to_list_) {
+    try {
+      add_to_list_(fmt::format("{}:{}", ask->target.first, ask->target.second));
+    } catch (...) {
+      // Out of memory: this decision still goes on as "once".
+    }
+  }
+  const std::vector<Waiter> waiters = std::move(ask->waiters);
+  ask.reset();  // its timer too
+  for (const Waiter& waiter : waiters) waiter.on_verdict(waiter.waiter, verdict);
+}
+
+void AskRegistry::on_timeout(evutil_socket_t, short, void* arg) noexcept {
+  auto* ask = static_cast<Ask*>(arg);
+  ask->registry->finish(ask->number, AskVerdict::timeout);
+}
+
+}  // namespace boxproxy

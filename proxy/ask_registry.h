@@ -1,0 +1,136 @@
+// The asks of SPEC §15: with --ask, a name off the host list waits for the supervisor's verdict.
+//
+// An ask is for one host and port; every client that wants that host and port while it is
+// pending waits on the same ask (one question for a burst of connections). It ends with the first
+// answer (once, always, deny), with its timeout (--ask-timeout, counted from when it was asked),
+// or when no control client is left to answer it; every client waiting on it is then told. An ask
+// that every waiting client has left is forgotten: asks pending are never more than the clients
+// waiting, which count against the undecided cap (kMaxHandshakingClients).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "proxy/decision_log.h"
+#include "proxy/event_owners.h"
+
+namespace boxproxy {
+
+enum class AskVerdict : std::uint8_t {
+  once,     // go on with this decision (the address rule still applies)
+  always,   // the same, and host:port is added to the host list
+  deny,     // refused as not-listed
+  timeout,  // no answer within --ask-timeout: refused as not-listed
+  closed,   // no control client is left to answer: refused as not-listed
+};
+
+// "once", "always" or "deny" as a supervisor writes them; nullopt for anything else.
+[[nodiscard]] std::optional<AskVerdict> parse_verdict(std::string_view text) noexcept;
+// What a decision line's asked= says: once, always, deny, or timeout (for timeout and closed:
+// no answer came).
+[[nodiscard]] std::string_view asked_name(AskVerdict verdict) noexcept;
+[[nodiscard]] inline bool approves(AskVerdict verdict) noexcept {
+  return verdict == AskVerdict::once || verdict == AskVerdict::always;
+}
+
+class AskRegistry {
+ public:
+  // Tells a waiting client its verdict. The registry has forgotten the client by then, so the
+  // callee may end (delete) the waiter.
+  using OnVerdict = void (*)(void* waiter, AskVerdict verdict) noexcept;
+  // Sends an ask event to every open control client; returns how many there are.
+  using Publish = std::function<std::size_t(std::string_view event_line)>;
+  // `always`: adds the entry ("host:port") to the host list.
+  using AddToList = std::function<void(std::string_view entry)>;
+
+  // A client's place in an ask, given back when it leaves (the client closed, or was answered).
+  class Ticket {
+   public:
+    Ticket() noexcept = default;
+    Ticket(AskRegistry* registry, std::uint64_t ask, void* waiter) noexcept
+        : registry_(registry), ask_(ask), waiter_(waiter) {}
+    Ticket(Ticket&& other) noexcept
+        : registry_(std::exchange(other.registry_, nullptr)), ask_(other.ask_), waiter_(other.waiter_) {}
+    Ticket& operator=(Ticket&& other) noexcept {
+      if (this != &other) {
+        release();
+        registry_ = std::exchange(other.registry_, nullptr);
+        ask_ = other.ask_;
+        waiter_ = other.waiter_;
+      }
+      return *this;
+    }
+    Ticket(const Ticket&) = delete;
+    Ticket& operator=(const Ticket&) = delete;
+    ~Ticket() { release(); }
+
+    [[nodiscard]] bool held() const noexcept { return registry_ != nullptr; }
+    void release() noexcept {
+      if (registry_ != nullptr) std::exchange(registry_, nullptr)->leave(ask_, waiter_);
+    }
+
+   private:
+    AskRegistry* registry_ = nullptr;
+    std::uint64_t ask_ = 0;
+    void* waiter_ = nullptr;
+  };
+
+  AskRegistry(event_base* base, double timeout_seconds, AddToList add_to_list);
+  ~AskRegistry();
+  AskRegistry(const AskRegistry&) = delete;
+  AskRegistry& operator=(const AskRegistry&) = delete;
+
+  // Where ask events go (the control hub); none set, or none open: nothing is asked.
+  void set_publisher(Publish publish) { publish_ = std::move(publish); }
+
+  // Asks about `host` (a name) and `port`, or joins the ask pending for them. Not held when
+  // nothing can be asked (no control client open, or no memory): the caller refuses at once.
+  [[nodiscard]] Ticket ask(std::string_view host, std::uint16_t port, ClientKind kind, ConnectionId id, void* waiter,
+                           OnVerdict on_verdict);
+
+  // A supervisor's answer. nullopt when it was taken, else the words of why not (no such ask, or
+  // it has ended already); then nothing changes.
+  [[nodiscard]] std::optional<std::string> answer(std::uint64_t ask, AskVerdict verdict);
+
+  // No control client is open any more: every pending ask ends, refused.
+  void channels_closed();
+
+  // The event line of every pending ask, for a control client that has just connected.
+  [[nodiscard]] std::vector<std::string> pending_events() const;
+
+ private:
+  struct Waiter {
+    void* waiter;
+    OnVerdict on_verdict;
+  };
+  struct Ask {
+    AskRegistry* registry = nullptr;
+    std::uint64_t number = 0;
+    std::pair<std::string, std::uint16_t> target;  // the name (lower case, no trailing dot), the port
+    std::string event_line;
+    EventPtr timer;
+    std::vector<Waiter> waiters;
+  };
+
+  void leave(std::uint64_t ask, void* waiter) noexcept;
+  // Ends ask `number` with `verdict`: forgets it, then tells every client that waited.
+  void finish(std::uint64_t number, AskVerdict verdict) noexcept;
+  static void on_timeout(evutil_socket_t, short, void* ask) noexcept;
+
+  event_base* base_;
+  double timeout_seconds_;
+  AddToList add_to_list_;
+  Publish publish_;
+  std::uint64_t last_number_ = 0;  // asks are numbered from 1, never reused
+  std::map<std::uint64_t, std::unique_ptr<Ask>> asks_;
+  std::map<std::pair<std::string, std::uint16_t>, std::uint64_t> by_target_;
+};
+
+}  // namespace boxproxy

@@ -1,0 +1,129 @@
+#include "proxy/control_hub.h"
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "proxy/ask_registry.h"
+#include "proxy/control_ops.h"
+#include "proxy/proxy_server.h"
+
+namespace boxproxy {
+
+ControlHub::ControlHub(event_base* base, ProxyServer& server, DecisionLog& log, Hooks hooks)
+    : base_(base), server_(server), log_(log), hooks_(std::move(hooks)) {
+  log_.set_observer([this](std::string_view line) { publish_decision(line); });
+  if (AskRegistry* asks = server_.asks()) {
+    asks->set_publisher([this](std::string_view line) { return publish_to_all(line); });
+  }
+}
+
+ControlHub::~ControlHub() {
+  log_.set_observer(nullptr);
+  if (AskRegistry* asks = server_.asks()) asks->set_publisher(nullptr);
+  acceptor_.reset();
+  channels_.clear();
+}
+
+void ControlHub::adopt(int fd) {
+  if (add_channel(fd, ControlChannel::Origin::control_fd) == nullptr) {
+    throw std::runtime_error("cannot watch --control-fd");
+  }
+}
+
+void ControlHub::listen(int listen_fd) {
+  acceptor_ = std::make_unique<Acceptor>(base_, this, &ControlHub::on_client, &ControlHub::on_accept_paused);
+  try {
+    acceptor_->add(listen_fd);
+  } catch (const std::runtime_error&) {
+    throw std::runtime_error("cannot listen on the control socket");
+  }
+}
+
+ControlChannel* ControlHub::add_channel(int fd, ControlChannel::Origin origin) {
+  UniqueFd owned(fd);  // closed here unless a channel takes it
+  try {
+    auto channel = std::make_unique<ControlChannel>(*this, std::move(owned), origin);
+    if (!channel->start()) return nullptr;  // the channel closes the descriptor
+    ControlChannel* added = channel.get();
+    channels_.push_back(std::move(channel));
+    if (origin == ControlChannel::Origin::control_socket) ++socket_clients_;
+    // A supervisor that connects while asks are pending is asked too: it may be the one that
+    // answers (the first one may have gone).
+    if (AskRegistry* asks = server_.asks()) {
+      for (const std::string& line : asks->pending_events()) added->event(line);
+    }
+    return added;
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+void ControlHub::flush_all() noexcept {
+  for (auto& channel : channels_) channel->flush_now();
+}
+
+void ControlHub::publish_decision(std::string_view json_line) {
+  if (json_line.empty() || json_line.front() != '{') return;
+  std::string event;
+  for (auto& channel : channels_) {
+    if (!channel->subscribed()) continue;
+    if (event.empty()) {
+      // The same object with "event":"decision" first: the §12 keys as the log writes them.
+      json_line.remove_prefix(1);
+      event.reserve(json_line.size() + 20);
+      event.append(R"({"event":"decision",)").append(json_line);
+    }
+    channel->event(event);
+  }
+}
+
+std::size_t ControlHub::publish_to_all(std::string_view event_line) {
+  for (auto& channel : channels_) channel->event(event_line);
+  return channels_.size();
+}
+
+void ControlHub::handle_line(ControlChannel& channel, std::string_view line) {
+  ControlContext context{server_, channel, hooks_.drain};
+  channel.reply(control_reply(line, context));
+}
+
+void ControlHub::line_too_long(ControlChannel& channel) { channel.reply(line_too_long_reply()); }
+
+void ControlHub::channel_ended(ControlChannel* channel) noexcept {
+  const bool supervisor_gone = channel->origin() == ControlChannel::Origin::control_fd;
+  if (!supervisor_gone) --socket_clients_;
+  channels_.remove_if([channel](const std::unique_ptr<ControlChannel>& owned) { return owned.get() == channel; });
+  if (supervisor_gone && hooks_.shut_down) {
+    // The supervisor's end of the pair is gone: it died or let go, and a proxy nobody supervises
+    // must not go on (SPEC §15: as on SIGTERM; clients waiting on an ask close unanswered).
+    try {
+      hooks_.shut_down();
+    } catch (...) {
+    }
+    return;
+  }
+  // Nobody is left to answer: every pending ask is refused now rather than at its timeout.
+  if (channels_.empty()) {
+    if (AskRegistry* asks = server_.asks()) asks->channels_closed();
+  }
+}
+
+void ControlHub::on_client(void* self, int fd) noexcept {
+  auto* hub = static_cast<ControlHub*>(self);
+  if (hub->socket_clients_ >= kMaxControlClients) {
+    // Told why in one write that cannot block (a new socket's buffer is empty), then closed.
+    const std::string words = fmt::format(
+        R"j({{"id":null,"ok":false,"error":"too many control clients (at most {} at once)"}})j" "\n", kMaxControlClients);
+    (void)::send(fd, words.data(), words.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    ::close(fd);
+    return;
+  }
+  (void)hub->add_channel(fd, ControlChannel::Origin::control_socket);  // closed by it on failure
+}
+
+void ControlHub::on_accept_paused(void*, int) noexcept {}
+
+}  // namespace boxproxy

@@ -1,0 +1,150 @@
+"""A client of the supervisor's channel (SPEC §15) for the tests: JSON lines both ways.
+
+Replies carry "ok", events never do; a request's reply is found by reading lines in order and
+keeping the events met on the way in `events`. Every read is bounded in time and bytes.
+"""
+
+import json
+import os
+import select
+import socket
+import time
+
+from harness import SOCKET_TIMEOUT
+
+MAX_LINE = 64 * 1024
+
+
+def control_pair():
+    """A socketpair: (ours, the proxy's). Pass the proxy's with pass_fds and close it after start."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return ours, theirs
+
+
+def proxy_with_control_fd(test, *args, **kwargs):
+    """A proxy started with --control-fd; returns (proxy, ControlClient)."""
+    ours, theirs = control_pair()
+    fd = theirs.fileno()
+    p = test.proxy("--control-fd", str(fd), *args, pass_fds=(fd,), **kwargs)
+    theirs.close()
+    client = ControlClient(ours)
+    test.addCleanup(client.close)
+    return p, client
+
+
+def connect_control_socket(path, timeout=SOCKET_TIMEOUT):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    s.connect(path)
+    return ControlClient(s)
+
+
+class ControlClient:
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+        self.events = []
+        self.next_id = 1
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def send(self, obj):
+        self.send_raw(json.dumps(obj).encode() + b"\n")
+
+    def read_line(self, timeout=SOCKET_TIMEOUT):
+        """The next line as parsed JSON; None at EOF; AssertionError on timeout."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no line from the control channel within {timeout}s (have {self.buf[:200]!r})")
+            ready, _, _ = select.select([self.sock], [], [], left)
+            if not ready:
+                continue
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+            if len(self.buf) > 4 * MAX_LINE and b"\n" not in self.buf:
+                raise AssertionError("a control line longer than any reply")
+        line, _, self.buf = self.buf.partition(b"\n")
+        return json.loads(line)
+
+    def reply(self, timeout=SOCKET_TIMEOUT):
+        """The next reply; events met on the way are kept in self.events."""
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = self.read_line(max(0.01, deadline - time.monotonic()))
+            if obj is None:
+                raise AssertionError("the control channel closed before a reply")
+            if "ok" in obj:
+                return obj
+            self.events.append(obj)
+
+    def request(self, op, timeout=SOCKET_TIMEOUT, **fields):
+        """Sends {"op":op,"id":N,...}; returns its reply (whose id must be N)."""
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"op": op, "id": rid, **fields})
+        r = self.reply(timeout)
+        if r.get("id") != rid:
+            raise AssertionError(f"reply to request {rid} carries id {r.get('id')!r}: {r}")
+        return r
+
+    def event(self, name, timeout=SOCKET_TIMEOUT, **want):
+        """The first event named `name` whose keys equal `want` (kept ones first); replies on the way
+        are an error."""
+        for i, e in enumerate(self.events):
+            if e.get("event") == name and all(e.get(k) == v for k, v in want.items()):
+                return self.events.pop(i)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"no {name} event with {want} within {timeout}s; kept: {self.events[-10:]}")
+            obj = self.read_line(left)
+            if obj is None:
+                raise AssertionError(f"the control channel closed before a {name} event")
+            if "ok" in obj:
+                raise AssertionError(f"a reply came while waiting for a {name} event: {obj}")
+            if obj.get("event") == name and all(obj.get(k) == v for k, v in want.items()):
+                return obj
+            self.events.append(obj)
+
+    def closed_within(self, timeout):
+        """True when the proxy closes its end within `timeout` (lines before it are kept as events)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                obj = self.read_line(max(0.01, deadline - time.monotonic()))
+            except AssertionError:
+                return False
+            except OSError:
+                return True
+            if obj is None:
+                return True
+            self.events.append(obj)
+        return False
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def fd_is_open(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
