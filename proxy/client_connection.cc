@@ -110,6 +110,11 @@ void ClientConnection::on_timer(evutil_socket_t, short, void* self) noexcept {
   finish(c, c->timer_fired());
 }
 
+void ClientConnection::on_ask_verdict(void* self, AskVerdict verdict) noexcept {
+  auto* c = static_cast<ClientConnection*>(self);
+  finish(c, c->ask_verdict(verdict));
+}
+
 void ClientConnection::on_resolved(void* self, std::vector<IpAddress> answers) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
   c->lookup_ = nullptr;
@@ -164,7 +169,7 @@ ClientConnection::Next ClientConnection::client_readable() {
   std::size_t cap = kReadChunk;
   if (phase_ == Phase::sniffing || phase_ == Phase::handshake) {
     cap = handshake_->want();  // its bound: it answers once past it
-  } else if (phase_ == Phase::resolving || phase_ == Phase::dialling) {
+  } else if (phase_ == Phase::asking || phase_ == Phase::resolving || phase_ == Phase::dialling) {
     // What the client already holds here counts: early data, and a plain request's head rewritten
     // for the origin, so a waiting client never holds more than a handshaking one (or 16 KiB).
     const std::size_t held = inbox_.size() + upstream_prefix_.size();
@@ -186,7 +191,7 @@ ClientConnection::Next ClientConnection::client_readable() {
       update_reading(client_);
       return client_.has_queued() ? Next::keep : Next::close;
     }
-    if (phase_ == Phase::resolving || phase_ == Phase::dialling) {
+    if (phase_ == Phase::asking || phase_ == Phase::resolving || phase_ == Phase::dialling) {
       // The client has left, or only shut down its writing (it may still read the reply).
       if (peer_fully_closed(client_.fd.get())) return Next::close;  // gives the slot back at once
       client_.read_eof = true;
@@ -214,6 +219,8 @@ ClientConnection::Next ClientConnection::timer_fired() {
     case Phase::handshake:
     case Phase::replying:
       return Next::close;  // too slow: no reply is owed to a client that never finished asking
+    case Phase::asking:
+      return Next::keep;  // not armed: the ask has its own timer (--ask-timeout)
     case Phase::resolving:
       Resolver::cancel(lookup_);
       lookup_ = nullptr;
@@ -244,7 +251,7 @@ ClientConnection::Next ClientConnection::timer_fired() {
 
 ClientConnection::Next ClientConnection::allowed() {
   undecided_.release();
-  server_.log().decision({id_, kind_, target_.host, target_.port, ip_text_, std::nullopt});
+  server_.log().decision({id_, kind_, target_.host, target_.port, ip_text_, std::nullopt, asked_text()});
   done_owed_ = true;  // however the tunnel or exchange ends, its done line follows
   started_ = std::chrono::steady_clock::now();
   arm_timer(server_.config().idle_timeout);

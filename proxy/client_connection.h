@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/ask_registry.h"
 #include "proxy/decision_log.h"
 #include "proxy/handshake.h"
 #include "proxy/relay.h"
@@ -50,6 +51,7 @@ class ClientConnection {
   enum class Phase : std::uint8_t {
     sniffing,      // waiting for the first byte, which picks the protocol
     handshake,     // reading the HTTP head or the SOCKS handshake (bounded bytes and time)
+    asking,        // a name off the list, waiting for the supervisor (bounded by --ask-timeout)
     resolving,     // waiting for DNS answers (bounded by --dns-timeout)
     dialling,      // a non-blocking connect in flight (bounded by --connect-timeout)
     replying,      // a final reply (a refusal) is being flushed; then close
@@ -72,6 +74,7 @@ class ClientConnection {
   static void on_upstream_write(evutil_socket_t, short, void* self) noexcept;
   static void on_timer(evutil_socket_t, short, void* self) noexcept;
   static void on_resolved(void* self, std::vector<IpAddress> answers) noexcept;
+  static void on_ask_verdict(void* self, AskVerdict verdict) noexcept;
   static void finish(ClientConnection* connection, Next next) noexcept;
 
   // Reading and writing.
@@ -98,6 +101,8 @@ class ClientConnection {
   void give_back_head_buffers();
   Next decide_parsed(Target target);
   Next answers_known(std::vector<IpAddress> answers);  // the lookup's answers
+  Next ask_verdict(AskVerdict verdict);                // the supervisor's answer (SPEC §15)
+  [[nodiscard]] std::optional<std::string_view> asked_text() noexcept;  // asked=, given once
   Next follow(Decision::Step step);
   Next admit_and_dial();
   Next dial_next();
@@ -148,6 +153,9 @@ class ClientConnection {
   // request on a keep-alive connection) until allowed or refused.
   UndecidedMark undecided_;
   TunnelSlot slot_;  // held from admission until the upstream connection closes
+  // While asking: this client's place in the ask (SPEC §15); it leaves the ask when it dies.
+  AskRegistry::Ticket ask_ticket_;
+  std::optional<AskVerdict> asked_;  // this decision's ask, once answered (asked= on its line)
 
   // The handshake under way (sniffing, handshake): it holds the bytes read so far. Made for each
   // request and freed once it has answered, so a tunnel does not carry it.

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "proxy/proxy_server.h"
 #include "proxy/refusal_reply.h"
@@ -27,7 +28,23 @@ void ClientConnection::give_back_head_buffers() {
 ClientConnection::Next ClientConnection::decide_parsed(Target target) {
   target_ = std::move(target);
   if (kind_ == ClientKind::resolve) widen_resolve_port();
-  return follow(decision_.start(server_.config().policy, target_));
+  asked_.reset();  // each request of a keep-alive connection is a decision of its own
+  const auto asking = server_.asks() != nullptr ? Decision::Asking::on : Decision::Asking::off;
+  return follow(decision_.start(server_.config().policy, target_, asking));
+}
+
+// asked= for this decision's line (SPEC §15), once: the next request of a keep-alive connection
+// starts without one.
+std::optional<std::string_view> ClientConnection::asked_text() noexcept {
+  if (!asked_) return std::nullopt;
+  return asked_name(*std::exchange(asked_, std::nullopt));
+}
+
+// The supervisor's verdict on this client's ask (or the ask's timeout, or no control client left).
+ClientConnection::Next ClientConnection::ask_verdict(AskVerdict verdict) {
+  ask_ticket_ = {};  // the registry has let go of it already
+  asked_ = verdict;
+  return follow(decision_.asked(approves(verdict), target_));
 }
 
 // The lookup's answers (empty: no answer, or a failed lookup).
@@ -59,6 +76,16 @@ ClientConnection::Next ClientConnection::follow(Decision::Step step) {
       const IpAddress* refused = decision_.refused_address();
       return refuse(reason, refused != nullptr ? refused->to_string() : "-");
     }
+    case Decision::Step::ask:
+      // A name off the list, with --ask: the supervisor is asked, and this client waits (still
+      // counted among the undecided, so waiting clients are bounded like every other pending one)
+      // for the verdict or the ask's own timeout (--ask-timeout), not its own timer.
+      phase_ = Phase::asking;
+      arm_timer(0);
+      ask_ticket_ = server_.asks()->ask(target_.host, target_.port, kind_, id_, this, &on_ask_verdict);
+      // Nobody to ask (no control client open): not-listed at once, and no asked= on the line.
+      if (!ask_ticket_.held()) return follow(decision_.asked(false, target_));
+      return Next::keep;
     case Decision::Step::dial:
       return kind_ == ClientKind::resolve ? resolved() : admit_and_dial();
   }
@@ -132,7 +159,7 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
   server_.log().decision({id_,
                           kind_,
                           target_.host.empty() ? std::nullopt : std::optional<std::string_view>(target_.host),
-                          target_.port, ip, reason},
+                          target_.port, ip, reason, asked_text()},
                          AuditSync::with_turn);
   phase_ = Phase::replying;
   arm_timer(server_.config().head_timeout);  // a client that never reads its refusal is not kept

@@ -157,6 +157,9 @@ class Checker {
         case Decision::Step::need_local_addresses:
           step = j.decision.local_addresses_read(local_addresses());
           continue;
+        case Decision::Step::ask:  // check never asks (it starts decisions with asking off)
+          step = j.decision.asked(false, j.target);
+          continue;
         case Decision::Step::refuse:
         case Decision::Step::dial:
           j.step = step;

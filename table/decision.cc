@@ -34,7 +34,7 @@ bool may_be_this_host(const AddressRule& rule, const IpAddress& answer) noexcept
 
 }  // namespace
 
-Decision::Step Decision::start(const Policy& policy, const Target& target) {
+Decision::Step Decision::start(const Policy& policy, const Target& target, Asking asking) {
   policy_ = &policy;
   answers_.clear();
   verdicts_.clear();
@@ -42,15 +42,24 @@ Decision::Step Decision::start(const Policy& policy, const Target& target) {
   // Step 2 before any lookup: a name off the list never leaves the machine, not even as a query
   // (a box could otherwise spell data into names a DNS server it controls would read).
   if (const auto match = check_host_list(policy, target)) {
-    // SPEC §15's ask step goes here, when it is built: with --ask and a control client open, a
-    // *name* the list does not cover (never an IP literal) is not refused at once. The decision
-    // would answer a step of its own ("ask the supervisor about host:port") and, fed "once" or
-    // "always", go on with after_host_list(target) (steps 3 and 4 still apply); fed "deny", a
-    // time-out or a closed channel, refuse as not-listed here.
     not_listed_match_ = *match;
+    // SPEC §15: with --ask, a *name* the list does not cover is asked about rather than refused
+    // at once. Never an IP literal: a box could otherwise get an address approved that no name
+    // on the list stands for, and a person asked "may it reach 10.0.0.1?" cannot judge it.
+    if (asking == Asking::on && target.is_name()) {
+      step_ = Step::ask;
+      return step_;
+    }
     return refuse(Reason::not_listed);
   }
   return after_host_list(target);
+}
+
+Decision::Step Decision::asked(bool approved, const Target& target) {
+  if (step_ != Step::ask) return step_;  // not asked for: nothing changes
+  // Approved, the name is resolved and every answer judged as for a listed name: an approval
+  // opens a name, never the address rule.
+  return approved ? after_host_list(target) : refuse(Reason::not_listed);
 }
 
 // Step 3: an IP literal is its bytes; a name takes its --resolve answers, else DNS.

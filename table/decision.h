@@ -1,6 +1,6 @@
 // The decision of SPEC §5 for one target, steps 2 to 4: the host list, the answers, the address
-// rule. One decision for every driver: serve's connection (proxy/client_decision.cc), `boxproxy
-// check` (socketd/check_command.cc), and later the ask step of SPEC §15.
+// rule. One decision for every driver: serve's connection (proxy/client_decision.cc, which also
+// drives the ask step of SPEC §15) and `boxproxy check` (socketd/check_command.cc).
 //
 // Pure and resumable: it does no I/O. When it needs what only its driver can get (a name's DNS
 // answers, the host's own interface addresses), it says so and waits to be fed it; the driver
@@ -14,6 +14,7 @@
 //     case need_lookup:          step = decision.answers_found(<A and AAAA of target.host>); break;
 //     case need_local_addresses: step = decision.local_addresses_read(<the host's addresses>); break;
 //     case refuse:               <decision.reason(), decision.refused_address()>; return;
+//     case ask:                  step = decision.asked(<the supervisor's verdict>, target); break;
 //     case dial:                 <dial decision.answers() in order>; return;
 //   }
 #pragma once
@@ -39,7 +40,13 @@ class Decision {
     need_lookup,           // resolve the target's name (A and AAAA), then call answers_found()
     need_local_addresses,  // read the host's own addresses, then call local_addresses_read()
     dial,                  // allowed: dial answers(), in order; every one of them was checked
+    ask,                   // a name the list does not cover, and asking is on (SPEC §15): ask the
+                           // supervisor about it, then call asked()
   };
+
+  // Whether a name off the host list is asked about (serve with --ask and a control channel)
+  // rather than refused at once.
+  enum class Asking : std::uint8_t { off, on };
 
   // How much the driver wants to know. The verdict is the same either way (the first refused
   // answer refuses the target); only what is judged to reach it differs.
@@ -53,7 +60,12 @@ class Decision {
   // Begins a decision (any earlier one is forgotten; the answers' storage is kept for reuse).
   // `policy` must stay alive, at the same address, until the decision answers refuse or dial;
   // `target` is read only during this call.
-  [[nodiscard]] Step start(const Policy& policy, const Target& target);
+  [[nodiscard]] Step start(const Policy& policy, const Target& target, Asking asking = Asking::off);
+
+  // After ask: the supervisor's verdict. Approved, the decision goes on from step 3 (the address
+  // rule still applies: an approval names a host, never an address); otherwise it is refused as
+  // not-listed. `target` is the one given to start(), read only during this call.
+  [[nodiscard]] Step asked(bool approved, const Target& target);
 
   // After need_lookup: what DNS answered (empty: no answer, a failed lookup, none in time).
   [[nodiscard]] Step answers_found(std::vector<IpAddress> answers);
