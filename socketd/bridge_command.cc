@@ -26,6 +26,7 @@
 #include "proxy/bridge.h"
 #include "proxy/decision_log.h"
 #include "proxy/defaults.h"
+#include "proxy/dns_responder.h"
 #include "proxy/event_owners.h"
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
@@ -51,6 +52,10 @@ const OptionTable& bridge_table() {
           OptionSpec{.name = "transparent", .kind = OptionKind::list, .value_name = "ADDR:PORT",
                      .help = "also accept connections that nftables redirected here, and ask the proxy for "
                              "each one's original destination (SO_ORIGINAL_DST) over SOCKS5",
+                     .default_text = "none"},
+          OptionSpec{.name = "dns", .kind = OptionKind::list, .value_name = "ADDR:PORT",
+                     .help = "answer DNS (A and AAAA, UDP and TCP) here, asking the proxy about each name "
+                             "(SPEC 16): allowed names get an address of the bridge's own, refused ones NXDOMAIN",
                      .default_text = "none"},
           OptionSpec{.name = "die-with-parent", .kind = OptionKind::flag,
                      .help = "exit as on SIGTERM when the process that started it dies", .default_text = "off"},
@@ -83,6 +88,7 @@ struct BridgeOptions {
   std::string socket_path;
   std::vector<ListenAddress> listen;
   std::vector<ListenAddress> transparent;  // --transparent: listeners for redirected connections
+  std::vector<ListenAddress> dns;          // --dns: the DNS responder's addresses (UDP and TCP)
   bool die_with_parent = false;
 };
 
@@ -154,6 +160,15 @@ BridgeOptions parse_bridge_options(int argc, char** argv) {
       options.transparent.push_back(*address);
     }
   }
+  if (const auto dns = raw.find("dns"); dns != raw.end()) {
+    for (const std::string& text : dns->second.values) {
+      auto address = parse_listen(text);
+      if (!address) {
+        fail_value(kCommand, "--dns", text, "is not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)");
+      }
+      options.dns.push_back(*address);
+    }
+  }
   options.die_with_parent = raw.contains("die-with-parent");
   if (options.listen.empty()) {
     auto v4 = parse_listen(fmt::format("127.0.0.1:{}", defaults::kBridgePort));
@@ -202,6 +217,43 @@ int open_listener(const ListenAddress& address, std::string& bound_text) {
   return owner.release();
 }
 
+// The DNS responder's sockets on `address`: TCP listening there, and UDP bound to the same port.
+// For port 0 the TCP socket picks it; if UDP cannot have that port too, both are tried again
+// (a few times: a free TCP port is rarely a taken UDP one). Throws StartupError. Returns the
+// address bound, as text.
+std::string open_dns(DnsResponder& responder, const ListenAddress& address) {
+  const auto port_of = [](const sockaddr_storage& a) {
+    return a.ss_family == AF_INET6 ? reinterpret_cast<const sockaddr_in6&>(a).sin6_port
+                                   : reinterpret_cast<const sockaddr_in&>(a).sin_port;
+  };
+  const bool any_port = port_of(address.address) == 0;
+  for (int attempt = 0;; ++attempt) {
+    std::string text;
+    UniqueFd listener(open_listener(ListenAddress{address.address, address.length, false}, text));
+    ListenAddress bound = address;
+    socklen_t length = sizeof bound.address;
+    if (::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&bound.address), &length) == -1) {
+      bound.address = address.address;
+    }
+    UniqueFd udp(::socket(address.address.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!udp.valid()) throw StartupError{fmt::format("boxproxy bridge: --dns {}: {}", text, std::strerror(errno))};
+    const int one = 1;
+    if (address.address.ss_family == AF_INET6) (void)::setsockopt(udp.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (::bind(udp.get(), reinterpret_cast<const sockaddr*>(&bound.address), address.length) == -1) {
+      const int error = errno;
+      if (any_port && error == EADDRINUSE && attempt < 16) continue;
+      throw StartupError{fmt::format("boxproxy bridge: --dns {} (UDP): {}", text, std::strerror(error))};
+    }
+    try {
+      responder.add_udp(udp.release());
+      responder.add_tcp(listener.release());
+    } catch (const std::runtime_error& error) {
+      throw StartupError{fmt::format("boxproxy bridge: --dns {}: {}", text, error.what())};
+    }
+    return text;
+  }
+}
+
 // Each connection needs its two sockets and up to two splice pipes (two descriptors each): take
 // whatever the hard limit allows, since the bridge has no cap of its own (the proxy's
 // --max-tunnels is the cap); accept backs off on EMFILE past it.
@@ -221,7 +273,10 @@ struct Bridge {
   // without ever blocking: a reader that stalls never stalls the bridge (SPEC §12).
   std::unique_ptr<DecisionLog> log;
   std::optional<LibeventLogRoute> libevent_messages;
+  // The addresses the DNS responder gives out, before the server and the responder that read it.
+  NameAddresses names;
   std::unique_ptr<BridgeServer> server;
+  std::unique_ptr<DnsResponder> dns;
   EventPtr on_term, on_int, on_usr1;
 
   static void on_signal(evutil_socket_t signal, short, void* self) noexcept {
@@ -294,8 +349,16 @@ int bridge(const BridgeOptions& options) {
     transparent.push_back(text);
   }
 
+  nlohmann::json dns = nlohmann::json::array();
+  if (!options.dns.empty()) {
+    bridge.dns = std::make_unique<DnsResponder>(bridge.base.get(), options.socket_path, bridge.names);
+    bridge.server->set_name_lookup([&names = bridge.names](const IpAddress& address) { return names.name_for(address); });
+    for (const ListenAddress& address : options.dns) dns.push_back(open_dns(*bridge.dns, address));
+  }
+
   const std::string socket = nlohmann::json(options.socket_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const std::string captured = transparent.empty() ? "" : fmt::format(",\"transparent\":{}", transparent.dump());
+  const std::string captured = (transparent.empty() ? "" : fmt::format(",\"transparent\":{}", transparent.dump())) +
+                               (dns.empty() ? "" : fmt::format(",\"dns\":{}", dns.dump()));
   const std::string line = fmt::format("{{\"event\":\"listening\",\"socket\":{},\"listen\":{}{},\"pid\":{}}}\n", socket,
                                        bound.dump(), captured, ::getpid());
   std::fwrite(line.data(), 1, line.size(), stdout);

@@ -540,6 +540,9 @@ int box(const RunOptions& options, const BoxEnvironment& environment, pid_t run_
     for (const char* address : {"127.0.0.1", "[::1]"}) {
       bridge_args.push_back("--transparent");
       bridge_args.push_back(fmt::format("{}:{}", address, kTransparentPort));
+      // The bridge answers the box's DNS there (its resolv.conf, and port 53 redirected).
+      bridge_args.push_back("--dns");
+      bridge_args.push_back(fmt::format("{}:{}", address, kBoxDnsPort));
     }
   }
   int status = 0;
