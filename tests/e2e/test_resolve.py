@@ -93,6 +93,15 @@ class ResolveTest(ProxyTestCase):
         (line,) = p.wait_log(kind="resolve", cls="ok")
         self.assertEqual(line.port, 8443)
 
+    def test_resolve_lines_follow_the_published_schema(self):
+        from test_schemas import errors
+        p = self.proxy("--log", "json", "--allow", "api.test", "--resolve", "api.test=127.0.0.2")
+        self.resolve(p, "api.test")
+        self.resolve(p, "other.test")
+        lines = p.wait_log(kind="resolve", count=2)
+        for line in lines:
+            self.assertEqual(errors("decision-line", line.obj), [], line.raw)
+
     def test_a_resolve_takes_no_tunnel_slot(self):
         p = self.proxy("--max-connections", "1", "--resolve", "api.test=127.0.0.2")
         for _ in range(3):

@@ -118,6 +118,15 @@ class SniTest(ProxyTestCase):
         s.sendall(client_hello("www.origin.test"))
         self.assert_closed_as_mismatch(p, s, "connect", before)
 
+    def test_the_mismatch_line_follows_the_published_schema(self):
+        from test_schemas import errors
+        p = self.start("--log", "json")
+        s = self.connect_tunnel(p)
+        s.sendall(client_hello("other.test"))
+        self.assertTrue(closed_within(s, 5))
+        (line,) = p.wait_log(cls="sni mismatch")
+        self.assertEqual(errors("decision-line", line.obj), [], line.raw)
+
     def test_mismatch_is_counted_among_refusals_in_stats(self):
         p = self.start()
         s = self.connect_tunnel(p)
