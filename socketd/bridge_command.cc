@@ -31,6 +31,7 @@
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/readiness.h"
+#include "socketd/self_confine.h"
 #include "table/address.h"
 
 namespace boxproxy {
@@ -59,13 +60,17 @@ const OptionTable& bridge_table() {
                      .default_text = "none"},
           OptionSpec{.name = "die-with-parent", .kind = OptionKind::flag,
                      .help = "exit as on SIGTERM when the process that started it dies", .default_text = "off"},
+          OptionSpec{.name = "no-confine", .kind = OptionKind::flag,
+                     .help = "do not confine the process after setup (no seccomp filter, no Landlock): "
+                             "for debugging only",
+                     .default_text = "confined"},
       });
   return table;
 }
 
 std::string help_text() {
   return fmt::format(
-      "usage: boxproxy bridge --socket PATH [--listen ADDR:PORT]... [--die-with-parent]\n"
+      "usage: boxproxy bridge --socket PATH [--listen ADDR:PORT]... [--die-with-parent] [--no-confine]\n"
       "\n"
       "Inside a box: accepts TCP on ADDR:PORT and relays each connection, byte for byte, to the\n"
       "proxy's Unix socket PATH (the proxy tells SOCKS5, SOCKS4a and HTTP apart itself).\n"
@@ -90,6 +95,7 @@ struct BridgeOptions {
   std::vector<ListenAddress> transparent;  // --transparent: listeners for redirected connections
   std::vector<ListenAddress> dns;          // --dns: the DNS responder's addresses (UDP and TCP)
   bool die_with_parent = false;
+  bool confine = true;  // off with --no-confine (SPEC §17)
 };
 
 std::optional<std::uint16_t> parse_port(std::string_view text) {
@@ -170,6 +176,7 @@ BridgeOptions parse_bridge_options(int argc, char** argv) {
     }
   }
   options.die_with_parent = raw.contains("die-with-parent");
+  options.confine = !raw.contains("no-confine");
   if (options.listen.empty()) {
     auto v4 = parse_listen(fmt::format("127.0.0.1:{}", defaults::kBridgePort));
     auto v6 = parse_listen(fmt::format("[::1]:{}", defaults::kBridgePort));
@@ -354,6 +361,21 @@ int bridge(const BridgeOptions& options) {
     bridge.dns = std::make_unique<DnsResponder>(bridge.base.get(), options.socket_path, bridge.names);
     bridge.server->set_name_lookup([&names = bridge.names](const IpAddress& address) { return names.name_for(address); });
     for (const ListenAddress& address : options.dns) dns.push_back(open_dns(*bridge.dns, address));
+  }
+
+  // Confined before the first byte from the box is read, and before the line that says it
+  // listens (SPEC §17).
+  if (options.confine) {
+    try {
+      ConfineRequest request;
+      request.command = ConfinedCommand::bridge;
+      request.log_fd = STDERR_FILENO;
+      request.json_log = true;
+      for (const std::string& notice : confine_self(request)) bridge.log->message(notice);
+    } catch (const ConfineError& error) {
+      throw StartupError{fmt::format("boxproxy bridge: cannot confine itself: {} (--no-confine runs without)",
+                                     error.what())};
+    }
   }
 
   const std::string socket = nlohmann::json(options.socket_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

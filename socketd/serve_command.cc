@@ -19,6 +19,7 @@
 #include "proxy/proxy_server.h"
 #include "proxy/resolver.h"
 #include "socketd/readiness.h"
+#include "socketd/self_confine.h"
 #include "socketd/serve_options.h"
 #include "socketd/socket_path.h"
 
@@ -266,6 +267,18 @@ int serve(const ServeOptions& options) {
   } catch (const std::runtime_error& error) {
     daemon.socket->remove_path();
     throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
+  }
+
+  // From here on a parser bug reached from the box can do nothing but proxy (SPEC §17): confined
+  // before the first client is read, and before anyone is told that the proxy listens.
+  if (options.confine) {
+    try {
+      for (const std::string& notice : confine_self(serve_confinement(options, log_fd))) daemon.log->message(notice);
+    } catch (const ConfineError& error) {
+      daemon.socket->remove_path();
+      throw StartupError{1, fmt::format("boxproxy serve: cannot confine itself: {} (--no-confine runs without)",
+                                        error.what())};
+    }
   }
 
   announce_listening(options.socket_path);

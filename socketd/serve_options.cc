@@ -129,6 +129,11 @@ OptionTable make_serve_table() {
                      .default_text = "off"},
           seconds("ask-timeout", "seconds a client waits for the supervisor's answer", defaults::kAskTimeoutSeconds,
                   false),
+          // Command line only: a config file must never turn confinement off unseen (SPEC §17).
+          OptionSpec{.name = "no-confine", .kind = OptionKind::flag, .value_name = "",
+                     .help = "do not confine the process after setup (no seccomp filter, no Landlock): "
+                             "for debugging only",
+                     .default_text = "confined", .config_key = false},
           std::move(config),
           std::move(check_config),
       });
@@ -615,6 +620,7 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   }
 
   if (const RawValue* value = get(raw, "die-with-parent")) options.die_with_parent = value->flag;
+  if (const RawValue* value = get(command_line, "no-confine")) options.confine = !value->flag;
   if (const RawValue* value = get(raw, "no-sni-check")) options.sni_check = !value->flag;
 
   if (const RawValue* value = get(raw, "control-fd")) {

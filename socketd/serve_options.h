@@ -38,6 +38,7 @@ struct ServeOptions {
   std::optional<std::string> auth_token_file;
   std::optional<int> ready_fd;              // --ready-fd
   bool die_with_parent = false;             // --die-with-parent
+  bool confine = true;                      // off with --no-confine (SPEC §17)
   bool sni_check = true;                    // off with --no-sni-check (SPEC §16)
   std::optional<int> control_fd;            // --control-fd: the supervisor's channel (SPEC §15)
   std::optional<std::string> control_socket;  // --control-socket PATH

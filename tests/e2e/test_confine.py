@@ -1,0 +1,232 @@
+"""serve and bridge confine themselves once set up (SPEC §17, issue 15).
+
+What the kernel says of a running process (/proc/PID/status: NoNewPrivs, Seccomp, and one more
+filter than this test's own process has), that --no-confine turns it off, that SIGHUP still
+re-reads --config confined (the file rewritten in place, and replaced by rename), and, in builds
+with BOXPROXY_TEST_HOOKS (scripts/test-all's), that execve, an open of a file outside the allowed
+set and socket(AF_PACKET) fail after confinement, each refusal logged once."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import unittest
+
+from box_support import Bridge
+from harness import (OriginsMixin, ProxyTestCase, binary, http_connect, read_http_response, recv_exact, wait_until)
+
+REFUSED = re.compile(r"confinement refused system call (\d+)")
+
+
+def status_of(pid):
+    """The confinement fields of /proc/PID/status: {'NoNewPrivs': '1', 'Seccomp': '2', ...}."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            name, _, value = line.partition(":")
+            if name in ("NoNewPrivs", "Seccomp", "Seccomp_filters"):
+                fields[name] = value.strip()
+    return fields
+
+
+OWN = status_of(os.getpid())
+
+
+def has_test_hooks():
+    """True when the binary was built with BOXPROXY_TEST_HOOKS: the hook's variable is in it."""
+    with open(binary(), "rb") as f:
+        return b"BOXPROXY_TEST_AFTER_CONFINE" in f.read()
+
+
+def landlock_abi():
+    """The kernel's Landlock ABI version, 0 without Landlock (landlock_create_ruleset's probe)."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    number = {"x86_64": 444, "aarch64": 444}.get(os.uname().machine)
+    if number is None:
+        return 0
+    version = libc.syscall(number, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return max(version, 0)
+
+
+class ConfinedStatus:
+    def assert_confined(self, pid):
+        status = status_of(pid)
+        self.assertEqual(status.get("NoNewPrivs"), "1", status)
+        self.assertEqual(status.get("Seccomp"), "2", status)
+        # One filter more than this test's own process (which may run under a container's own).
+        self.assertEqual(int(status.get("Seccomp_filters", "0")), int(OWN.get("Seccomp_filters", "0")) + 1, status)
+
+    def assert_not_confined(self, pid):
+        # Exactly what it inherited from this process: nothing of its own.
+        self.assertEqual(status_of(pid), OWN)
+
+
+class ServeConfineTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
+
+    def test_serve_is_confined_and_still_proxies(self):
+        p = self.proxy()
+        self.assert_confined(p.pid)
+        s, resp = http_connect(p, f"127.0.0.2:{self.echo.port}")
+        self.assertEqual(resp.status, 200)
+        s.sendall(b"confined")
+        self.assertEqual(recv_exact(s, 8), b"confined")
+        s.close()
+        # The plain-HTTP path, and a refusal, confined too.
+        s = p.connect()
+        origin = f"127.0.0.2:{self.http.port}"
+        s.sendall(f"GET http://{origin}/ HTTP/1.1\r\nHost: {origin}\r\nConnection: close\r\n\r\n".encode())
+        self.assertEqual(read_http_response(s).status, 200)
+        s.close()
+        s, resp = http_connect(p, "10.0.0.1:443")
+        self.assertEqual(resp.status, 403)
+        s.close()
+        p.stop()
+        self.assertFalse(os.path.exists(p.socket_path), "the confined proxy must still remove its socket")
+        self.assertIsNone(REFUSED.search("\n".join(p.raw_log_lines())), p.raw_log_lines())
+
+    def test_no_confine_turns_it_off(self):
+        p = self.proxy("--no-confine")
+        self.assert_not_confined(p.pid)
+        s, resp = http_connect(p, f"127.0.0.2:{self.echo.port}")
+        self.assertEqual(resp.status, 200)
+        s.close()
+
+    def test_no_confine_is_not_a_config_key(self):
+        # A config file never turns confinement off unseen: only the command line does.
+        d = self.proxy_dir()
+        config = os.path.join(d, "c.json")
+        with open(config, "w") as f:
+            json.dump({"no-confine": True}, f)
+        done = subprocess.run([binary(), "serve", "--socket", os.path.join(d, "s.sock"), "--config", config],
+                              capture_output=True, timeout=10)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn(b"no-confine", done.stderr)
+        self.assertFalse(os.path.exists(os.path.join(d, "s.sock")))
+
+    def proxy_dir(self):
+        d = tempfile.TemporaryDirectory(prefix="boxproxy-confine-")
+        self.addCleanup(d.cleanup)
+        return d.name
+
+    def test_sighup_rereads_the_config_confined(self):
+        d = self.proxy_dir()
+        config = os.path.join(d, "config.json")
+        resolve = ["old.example.com=127.0.0.2", "new.example.com=127.0.0.2"]
+        with open(config, "w") as f:
+            json.dump({"allow": [f"old.example.com:{self.echo.port}"], "resolve": resolve}, f)
+        p = self.proxy("--config", config)
+        self.assert_confined(p.pid)
+
+        def status_for(host):
+            s, resp = http_connect(p, f"{host}:{self.echo.port}")
+            s.close()
+            return resp.status
+
+        self.assertEqual(status_for("old.example.com"), 200)
+        self.assertEqual(status_for("new.example.com"), 403)
+        # Rewritten in place.
+        with open(config, "w") as f:
+            json.dump({"allow": [f"new.example.com:{self.echo.port}"], "resolve": resolve}, f)
+        p.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(wait_until(lambda: status_for("new.example.com") == 200, 5, interval=0.05), p.raw_log_lines())
+        self.assertEqual(status_for("old.example.com"), 403)
+        # Replaced by rename, as a supervisor or an editor does: a new file in the same directory.
+        replacement = os.path.join(d, "config.json.new")
+        with open(replacement, "w") as f:
+            json.dump({"allow": [f"old.example.com:{self.echo.port}"], "resolve": resolve}, f)
+        os.rename(replacement, config)
+        p.proc.send_signal(signal.SIGHUP)
+        self.assertTrue(wait_until(lambda: status_for("old.example.com") == 200, 5, interval=0.05), p.raw_log_lines())
+        self.assertEqual(status_for("new.example.com"), 403)
+        self.assertIsNone(REFUSED.search("\n".join(p.raw_log_lines())), p.raw_log_lines())
+
+
+@unittest.skipUnless(os.environ.get("BOXPROXY") and has_test_hooks(),
+                     "the binary was built without BOXPROXY_TEST_HOOKS (scripts/test-all builds with them)")
+class AfterConfineTest(ConfinedStatus, ProxyTestCase):
+    """The test hook tries, after confinement, what confinement must refuse."""
+
+    def hooked(self, what, *args, **kwargs):
+        env = dict(os.environ, BOXPROXY_TEST_AFTER_CONFINE=what)
+        return self.proxy(*args, env=env, **kwargs)
+
+    def refusals(self, p):
+        return [m.group(1) for m in map(REFUSED.search, p.raw_log_lines()) if m]
+
+    def test_execve_fails_and_is_logged_once(self):
+        p = self.hooked("execve")
+        line = p.wait_raw(r"test hook: execve: ")
+        self.assertIn("test hook: execve: failed: Operation not permitted", line)
+        self.assertTrue(p.alive())
+        self.assert_confined(p.pid)
+        # The hook tried it twice: one line, with the call's number.
+        self.assertEqual(len(self.refusals(p)), 1, p.raw_log_lines())
+
+    def test_refusal_line_in_json_is_a_message(self):
+        p = self.hooked("execve", "--log", "json")
+        p.wait_raw(r"test hook: execve: failed")
+        lines = [json.loads(line) for line in p.raw_log_lines() if REFUSED.search(line)]
+        self.assertEqual(len(lines), 1, p.raw_log_lines())
+        self.assertEqual(lines[0]["event"], "message")
+        self.assertRegex(lines[0]["ts"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+    def test_packet_socket_fails(self):
+        # Made as root it would otherwise succeed (CAP_NET_RAW): the filter refuses the family.
+        p = self.hooked("packet")
+        line = p.wait_raw(r"test hook: packet: ")
+        self.assertIn("failed: Operation not permitted", line)
+        self.assertEqual(len(self.refusals(p)), 1, p.raw_log_lines())
+
+    def test_open_outside_the_allowed_set_fails(self):
+        # No file to re-read: no open at all (the filter).
+        p = self.hooked("open")
+        self.assertIn("test hook: open: failed:", p.wait_raw(r"test hook: open: "))
+
+    @unittest.skipUnless(landlock_abi() > 0, "this kernel has no Landlock")
+    def test_open_outside_the_config_directory_fails_with_landlock(self):
+        # A config to re-read: opens are allowed, and Landlock refuses every file but its directory's.
+        d = tempfile.TemporaryDirectory(prefix="boxproxy-confine-")
+        self.addCleanup(d.cleanup)
+        config = os.path.join(d.name, "config.json")
+        with open(config, "w") as f:
+            json.dump({"max-tunnels": 8}, f)
+        p = self.hooked("open", "--config", config)
+        self.assertIn("test hook: open: failed: Permission denied", p.wait_raw(r"test hook: open: "))
+        self.assertEqual(self.refusals(p), [], p.raw_log_lines())
+
+
+class BridgeConfineTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.p = self.proxy()
+
+    def bridge(self, *extra):
+        b = Bridge(self.p.socket_path, extra=extra)
+        self.addCleanup(b.kill)
+        return b
+
+    def test_bridge_is_confined_and_still_relays(self):
+        b = self.bridge()
+        self.assert_confined(b.pid)
+        s = socket.create_connection((b.host, b.port), timeout=5)
+        s.sendall(f"CONNECT 127.0.0.2:{self.echo.port} HTTP/1.1\r\n\r\n".encode())
+        self.assertEqual(read_http_response(s, method="CONNECT").status, 200)
+        s.sendall(b"through the bridge")
+        self.assertEqual(recv_exact(s, 18), b"through the bridge")
+        s.close()
+        self.assertEqual(b.stop(), 0)
+        self.assertIsNone(REFUSED.search(b.stderr_text()), b.stderr_text())
+
+    def test_bridge_no_confine_turns_it_off(self):
+        b = self.bridge("--no-confine")
+        self.assert_not_confined(b.pid)
+        self.assertEqual(b.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
