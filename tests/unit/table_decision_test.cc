@@ -303,3 +303,50 @@ TEST_CASE("Decision: a new start forgets the last decision; feeding out of turn 
   REQUIRE(decision.answers().size() == 1);
   CHECK(decision.answers()[0] == ip("1.1.1.1"));
 }
+
+TEST_CASE("Decision: the ask step (SPEC §15): names off the list only, and the address rule after approval") {
+  const Policy policy = policy_of({"allow=listed.test,*.box.test", "resolve=asked.test=1.1.1.1",
+                                   "resolve=private.test=10.0.0.1"});
+  const auto target = [](std::string_view text) { return std::get<Target>(parse_check_target(text)); };
+  Decision decision;
+
+  // Asking off (check, or serve without --ask): refused at once, as ever.
+  CHECK(decision.start(policy, target("asked.test")) == Decision::Step::refuse);
+  CHECK(decision.reason() == Reason::not_listed);
+
+  // A name not listed, and a listed name on a port its entry does not open: asked.
+  const auto on = Decision::Asking::on;
+  CHECK(decision.start(policy, target("asked.test"), on) == Decision::Step::ask);
+  CHECK(decision.start(policy, target("a.box.test:8080"), on) == Decision::Step::ask);
+  CHECK(decision.not_listed_match() == HostList::Match::port_not_open);
+  // Never an IP literal, in any form; never a listed name.
+  for (const char* literal : {"10.0.0.1", "0x7f.1", "2130706433", "[::1]:443", "1.1.1.1:443"}) {
+    CAPTURE(literal);
+    CHECK(decision.start(policy, target(literal), on) == Decision::Step::refuse);
+    CHECK(decision.reason() == Reason::not_listed);
+  }
+  CHECK(decision.start(policy, target("listed.test"), on) == Decision::Step::need_lookup);
+
+  // Approved: steps 3 and 4 as for a listed name.
+  REQUIRE(decision.start(policy, target("asked.test"), on) == Decision::Step::ask);
+  REQUIRE(decision.asked(true, target("asked.test")) == Decision::Step::need_local_addresses);
+  REQUIRE(decision.local_addresses_read({}) == Decision::Step::dial);
+  CHECK(decision.answers()[0] == ip("1.1.1.1"));
+  REQUIRE(decision.start(policy, target("private.test"), on) == Decision::Step::ask);
+  REQUIRE(decision.asked(true, target("private.test")) == Decision::Step::refuse);
+  CHECK(decision.reason() == Reason::private_range);
+  REQUIRE(decision.start(policy, target("nowhere.test"), on) == Decision::Step::ask);
+  CHECK(decision.asked(true, target("nowhere.test")) == Decision::Step::need_lookup);
+
+  // Denied (or no answer): not-listed, with how the list refused it.
+  REQUIRE(decision.start(policy, target("a.box.test:8080"), on) == Decision::Step::ask);
+  REQUIRE(decision.asked(false, target("a.box.test:8080")) == Decision::Step::refuse);
+  CHECK(decision.reason() == Reason::not_listed);
+  CHECK(decision.not_listed_match() == HostList::Match::port_not_open);
+
+  // A verdict out of turn changes nothing.
+  REQUIRE(decision.start(policy, target("listed.test"), on) == Decision::Step::need_lookup);
+  CHECK(decision.asked(true, target("listed.test")) == Decision::Step::need_lookup);
+  REQUIRE(decision.start(policy, target("10.0.0.1"), on) == Decision::Step::refuse);
+  CHECK(decision.asked(true, target("10.0.0.1")) == Decision::Step::refuse);
+}
