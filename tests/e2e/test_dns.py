@@ -226,6 +226,19 @@ class DnsResponderTest(ProxyTestCase):
         self.assertEqual(parse_reply(self.tcp(query("api.test"))[0])[2], 0)
 
 
+class DnsOptionTest(unittest.TestCase):
+
+    def test_a_bad_dns_address_is_a_usage_error(self):
+        import subprocess
+        from harness import binary
+        for bad in ("localhost:53", "127.0.0.1", "[::1]:99999"):
+            with self.subTest(bad=bad):
+                r = subprocess.run([binary(), "bridge", "--socket", "/nonexistent.sock", "--dns", bad],
+                                   capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn(b"--dns", r.stderr)
+
+
 def rss_kib(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
