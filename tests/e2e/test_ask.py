@@ -2,12 +2,14 @@
 timeout, a supervisor that goes away, shared asks, and what is never asked."""
 
 import os
+import select
 import socket
 import tempfile
 import time
 import unittest
 
 from control_support import connect_control_socket, proxy_with_control_fd
+from fault_support import connect_waiting, raise_own_nofile
 from harness import (OriginsMixin, ProxyTestCase, connect_request, recv_all, recv_exact, socks5_connect,
                      socks5_reply, still_open, wait_until)
 
@@ -184,6 +186,47 @@ class SharingTest(AskTestCase):
         self.assertEqual(e["kind"], "socks")
         self.assertTrue(c.request("answer", ask=e["ask"], verdict="deny")["ok"])
         self.assertEqual(recv_exact(s, 10)[:2], b"\x05\x02")
+        s.close()
+
+
+class BoundTest(AskTestCase):
+
+    CAP = 1024  # proxy/proxy_server.h kMaxHandshakingClients
+
+    def test_waiting_clients_count_among_the_undecided(self):
+        # A box that opens client after client for names off the list, and a supervisor that never
+        # answers: the waiting clients are held like any other undecided client, at most 1024 of
+        # them; a newer one is closed at once, and the proxy serves again once they are answered.
+        n = self.CAP + 50
+        if raise_own_nofile(n + 200) < n + 200:
+            self.skipTest("cannot raise this process's descriptor limit")
+        p, c = self.start()
+        clients = []
+        try:
+            for i in range(n):
+                s = connect_waiting(p)
+                try:
+                    s.sendall(connect_request(f"asked.test:{self.echo.port}"))
+                except OSError:
+                    pass  # closed at once: past the cap
+                clients.append(s)
+            e = c.event("ask")
+            poller = select.poll()
+            for s in clients:
+                poller.register(s, select.POLLIN)
+            time.sleep(0.5)
+            held = n - len(poller.poll(0))
+            self.assertLessEqual(held, self.CAP)
+            self.assertGreaterEqual(held, self.CAP - 8)
+            # One ask for all of them.
+            c.request("hello")
+            self.assertFalse([x for x in c.events if x.get("event") == "ask"])
+            self.assertTrue(c.request("answer", ask=e["ask"], verdict="deny")["ok"])
+        finally:
+            for s in clients:
+                s.close()
+        s = self.ask(p, "origin.test")
+        self.assert_tunnel(s)
         s.close()
 
 
