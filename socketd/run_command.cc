@@ -217,6 +217,7 @@ RunOptions parse_run_options(int argc, char** argv) {
 struct ServeFacts {
   std::optional<std::string> token;  // --auth-token-file, on the command line or in --config
   std::optional<int> ready_fd;       // --ready-fd: serve's, and nobody else's
+  std::optional<int> control_fd;     // --control-fd: serve's and the supervisor's (SPEC §14, §15)
 };
 
 // The serve options parsed here as serve will parse them. Throws UsageError as serve would, so a
@@ -228,7 +229,7 @@ ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   ServeOptions parsed = parse_serve_options(static_cast<int>(args.size()), argv.data());
-  return {.token = std::move(parsed.auth_token), .ready_fd = parsed.ready_fd};
+  return {.token = std::move(parsed.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd};
 }
 
 // The token of `run --socket PATH --auth-token-file FILE`, read by serve's rules. Throws
@@ -651,6 +652,9 @@ int run(const RunOptions& options, const ServeFacts& serve_facts) {
     // The supervisor's readiness descriptor is the proxy's to write: were the box to inherit it,
     // COMMAND could write READY=1 (or hold off the EOF) in the proxy's name.
     if (serve_facts.ready_fd) ::close(*serve_facts.ready_fd);
+    // Nor the supervisor's channel: with it, COMMAND could edit the host list or answer its own
+    // asks (SPEC §14: the box never inherits the proxy's control descriptors).
+    if (serve_facts.control_fd) ::close(*serve_facts.control_fd);
     if (serve == -1) {
       ::unlink(environment.socket_path.c_str());
       ::rmdir(dir.c_str());

@@ -494,6 +494,23 @@ class BoxTest(unittest.TestCase):
             self.assertTrue(select.select([read_end], [], [], 5)[0], f"waiting for {expected!r}")
             self.assertEqual(os.read(read_end, 100), expected)
 
+    def test_the_control_descriptor_is_the_proxys_alone(self):
+        # With the supervisor's channel COMMAND could edit the host list or answer its own asks.
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        fd = theirs.fileno()
+        try:
+            code = (f"import os\ntry:\n    os.fstat({fd})\n    print('inherited')\n"
+                    "except OSError:\n    print('closed')\n")
+            r = self.run_box([sys.executable, "-c", code], "--control-fd", fd, pass_fds=(fd,))
+        finally:
+            theirs.close()
+        self.assert_ok(r)
+        self.assertEqual(r.stdout, b"closed\n")
+        # The proxy held it, and let go at its exit: every copy is closed now.
+        ours.settimeout(5)
+        self.assertEqual(ours.recv(100), b"")
+
     def test_exit_status_is_the_commands(self):
         self.assertEqual(self.run_box(["sh", "-c", "exit 7"]).returncode, 7)
         self.assertEqual(self.run_box(["sh", "-c", "kill -TERM $$"]).returncode, 128 + signal.SIGTERM)
