@@ -13,6 +13,7 @@ printed); set BOXPROXY_SOAK_COUNT to force a count.
 """
 
 import os
+import re
 import select
 import socket
 import sys
@@ -253,7 +254,8 @@ def count_log(path):
                     other.append(line.rstrip("\n"))
                 continue
             kind = line[7:line.index(" ", 7)]
-            cls = line[line.index(" class=") + 7:].rstrip("\n")
+            # The class, without the id= every line ends with (SPEC §12) and a --label after it.
+            cls = re.sub(r" id=\d+( label=.*)?$", "", line[line.index(" class=") + 7:].rstrip("\n"))
             if cls.startswith("done "):
                 if kind != "http" and tunnel_done not in line + " ":
                     bad_tunnel_done.append(line.rstrip("\n"))
