@@ -14,7 +14,6 @@ namespace boxproxy {
 
 ControlHub::ControlHub(event_base* base, ProxyServer& server, DecisionLog& log, Hooks hooks)
     : base_(base), server_(server), log_(log), hooks_(std::move(hooks)) {
-  log_.set_observer([this](std::string_view line) { publish_decision(line); });
   if (AskRegistry* asks = server_.asks()) {
     asks->set_publisher([this](std::string_view line) { return publish_to_all(line); });
   }
@@ -88,6 +87,24 @@ std::size_t ControlHub::publish_to_all(std::string_view event_line) {
 void ControlHub::handle_line(ControlChannel& channel, std::string_view line) {
   ControlContext context{server_, channel, hooks_.drain};
   channel.reply(control_reply(line, context));
+  if (channel.subscribed()) watch_decisions();
+}
+
+void ControlHub::watch_decisions() {
+  if (watching_decisions_) return;
+  // Only while someone subscribes: the log then builds each line's JSON form for it, a cost a
+  // session without a subscriber does not pay.
+  log_.set_observer([this](std::string_view line) { publish_decision(line); });
+  watching_decisions_ = true;
+}
+
+void ControlHub::stop_watching_decisions_if_unwanted() noexcept {
+  if (!watching_decisions_) return;
+  for (const auto& channel : channels_) {
+    if (channel->subscribed()) return;
+  }
+  log_.set_observer(nullptr);
+  watching_decisions_ = false;
 }
 
 void ControlHub::line_too_long(ControlChannel& channel) { channel.reply(line_too_long_reply()); }
@@ -96,6 +113,7 @@ void ControlHub::channel_ended(ControlChannel* channel) noexcept {
   const bool supervisor_gone = channel->origin() == ControlChannel::Origin::control_fd;
   if (!supervisor_gone) --socket_clients_;
   channels_.remove_if([channel](const std::unique_ptr<ControlChannel>& owned) { return owned.get() == channel; });
+  stop_watching_decisions_if_unwanted();
   if (supervisor_gone && hooks_.shut_down) {
     // The supervisor's end of the pair is gone: it died or let go, and a proxy nobody supervises
     // must not go on (SPEC §15: as on SIGTERM; clients waiting on an ask close unanswered).

@@ -30,7 +30,7 @@ class ControlHub {
     std::function<void()> drain;      // a client asked for "drain"
   };
 
-  // Every decision and done line of `log` goes to the subscribers, for as long as the hub lives.
+  // Every decision and done line of `log` goes to the subscribers, while there are any.
   ControlHub(event_base* base, ProxyServer& server, DecisionLog& log, Hooks hooks);
   ~ControlHub();
   ControlHub(const ControlHub&) = delete;
@@ -62,12 +62,16 @@ class ControlHub {
   static void on_accept_paused(void* self, int error) noexcept;
   // Serves `fd` (closed here on failure); null when the channel cannot be made.
   ControlChannel* add_channel(int fd, ControlChannel::Origin origin);
+  // The log's observer is set while at least one client subscribes.
+  void watch_decisions();
+  void stop_watching_decisions_if_unwanted() noexcept;
 
   event_base* base_;
   ProxyServer& server_;
   DecisionLog& log_;
   Hooks hooks_;
   std::size_t socket_clients_ = 0;
+  bool watching_decisions_ = false;  // the log's observer is ours
   std::list<std::unique_ptr<ControlChannel>> channels_;
   std::unique_ptr<Acceptor> acceptor_;  // after the channels: closed first
 };

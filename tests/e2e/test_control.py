@@ -324,6 +324,26 @@ class ChannelTest(ControlTestCase):
         finally:
             c.close()
 
+    def test_a_subscriber_after_one_that_left(self):
+        import tempfile
+        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-ctl-")
+        self.addCleanup(tmp.cleanup)
+        path = os.path.join(tmp.name, "control.sock")
+        p = self.proxy("--control-socket", path, "--resolve", "origin.test=127.0.0.2")
+        first = connect_control_socket(path)
+        self.assertTrue(first.request("subscribe")["ok"])
+        s = self.tunnel(p)
+        s.close()
+        first.event("decision", **{"class": "done"})
+        first.close()
+        p.wait_log(cls="done")
+        second = connect_control_socket(path)
+        self.addCleanup(second.close)
+        self.assertTrue(second.request("subscribe")["ok"])
+        s = self.tunnel(p)
+        s.close()
+        self.assertEqual(second.event("decision", **{"class": "ok"})["host"], "origin.test")
+
     def test_drain_on_the_control_socket(self):
         import tempfile
         tmp = tempfile.TemporaryDirectory(prefix="boxproxy-ctl-")
