@@ -64,7 +64,8 @@ bool write_lines(int fd, std::string_view lines) noexcept {
   struct stat st {};
   if (written > 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
       static_cast<std::size_t>(st.st_size) >= written) {
-    (void)::ftruncate(fd, st.st_size - static_cast<off_t>(written));
+    // Best effort: if the cut fails too, there is nothing more to do than report the write.
+    if (::ftruncate(fd, st.st_size - static_cast<off_t>(written)) == -1) errno = saved;
   }
   errno = saved;
   return false;

@@ -2,6 +2,7 @@
 #include "socketd/self_confine.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <linux/landlock.h>
 #include <linux/netlink.h>
 #include <poll.h>
@@ -558,6 +559,10 @@ std::vector<std::string> confine_self(const ConfineRequest& request) {
   prepare_sink(request.log_fd, request.json_log, request.label);
   install_handler();
   install_filter(request);
+  // libseccomp builds the filter on the heap (about 80 KiB for ours) and frees it once it is
+  // loaded; give those pages back, or every session would keep them (measured: 224 KiB of
+  // anonymous memory after start instead of 148 without confinement; issue 12 item 4).
+  ::malloc_trim(0);
 #if defined(BOXPROXY_TEST_HOOKS)
   if (auto result = test_after_confine()) notices.push_back(std::move(*result));
 #endif

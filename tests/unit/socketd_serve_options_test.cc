@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -28,7 +29,10 @@ struct TempDir {
     REQUIRE(made != nullptr);
     path = made;
   }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
   std::string write(const std::string& name, const std::string& text) const {
     const std::string file = path + "/" + name;
     std::ofstream(file, std::ios::binary) << text;
