@@ -12,6 +12,7 @@
 
 #include "proxy/ask_registry.h"
 #include "proxy/control_channel.h"
+#include "proxy/json_nesting.h"
 #include "proxy/proxy_server.h"
 #include "table/host_list.h"
 
@@ -24,7 +25,7 @@ using OrderedJson = nlohmann::ordered_json;
 // The deepest a request's arrays and objects may nest. A real request nests two deep ("add" in
 // the object); a line of 64 KiB of '[' would otherwise be 65,536 levels for the parser's stack and
 // the document's destructor.
-constexpr int kMaxRequestNesting = 16;
+constexpr std::size_t kMaxRequestNesting = 16;
 
 // A reply to a request that was done, or the words of why it was not. Requests are answered on
 // the event loop, so a refusal is a value, never an exception (STYLE 11).
@@ -63,36 +64,8 @@ std::string shown(const Json& value) {
   return text;
 }
 
-// How deep arrays and objects nest in `text`, counting brackets outside strings; stops counting
-// past `limit`. Runs before the parser, so a hostile depth never reaches its recursion.
-int nesting_depth(std::string_view text, int limit) noexcept {
-  int depth = 0;
-  int deepest = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit) return deepest;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 Result<Json> parse_request(std::string_view line) {
-  if (nesting_depth(line, kMaxRequestNesting) > kMaxRequestNesting) {
+  if (json_nesting_depth(line, kMaxRequestNesting) > kMaxRequestNesting) {
     return Failure{fmt::format("not a request: nests deeper than {} levels", kMaxRequestNesting)};
   }
   Json request = Json::parse(line, nullptr, /*allow_exceptions=*/false);

@@ -134,6 +134,23 @@ std::optional<ListenAddress> parse_listen(std::string_view text) {
   return out;
 }
 
+// Every ADDR:PORT given to the list option `name` (--listen, --transparent, --dns); a usage error
+// (exit 2) names the first that is not one.
+std::vector<ListenAddress> parse_listen_list(const RawOptions& raw, std::string_view name) {
+  std::vector<ListenAddress> addresses;
+  const auto given = raw.find(std::string(name));
+  if (given == raw.end()) return addresses;
+  for (const std::string& text : given->second.values) {
+    auto address = parse_listen(text);
+    if (!address) {
+      fail_value(kCommand, fmt::format("--{}", name), text,
+                 "is not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)");
+    }
+    addresses.push_back(*address);
+  }
+  return addresses;
+}
+
 BridgeOptions parse_bridge_options(int argc, char** argv) {
   const RawOptions raw = parse_arguments(bridge_table(), argc, argv, Operands::none).options;
   BridgeOptions options;
@@ -146,35 +163,9 @@ BridgeOptions parse_bridge_options(int argc, char** argv) {
                fmt::format("is longer than a Unix socket path may be ({} bytes)", sizeof(sockaddr_un::sun_path) - 1));
   }
   options.socket_path = path;
-  if (const auto listen = raw.find("listen"); listen != raw.end()) {
-    for (const std::string& text : listen->second.values) {
-      auto address = parse_listen(text);
-      if (!address) {
-        fail_value(kCommand, "--listen", text,
-                   "is not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)");
-      }
-      options.listen.push_back(*address);
-    }
-  }
-  if (const auto transparent = raw.find("transparent"); transparent != raw.end()) {
-    for (const std::string& text : transparent->second.values) {
-      auto address = parse_listen(text);
-      if (!address) {
-        fail_value(kCommand, "--transparent", text,
-                   "is not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)");
-      }
-      options.transparent.push_back(*address);
-    }
-  }
-  if (const auto dns = raw.find("dns"); dns != raw.end()) {
-    for (const std::string& text : dns->second.values) {
-      auto address = parse_listen(text);
-      if (!address) {
-        fail_value(kCommand, "--dns", text, "is not ADDR:PORT (an IPv4 address or a [bracketed] IPv6 one, port 0-65535)");
-      }
-      options.dns.push_back(*address);
-    }
-  }
+  options.listen = parse_listen_list(raw, "listen");
+  options.transparent = parse_listen_list(raw, "transparent");
+  options.dns = parse_listen_list(raw, "dns");
   options.die_with_parent = raw.contains("die-with-parent");
   options.confine = !raw.contains("no-confine");
   if (options.listen.empty()) {

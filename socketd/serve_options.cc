@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/decision_log.h"
+#include "proxy/json_nesting.h"
 #include "socketd/message_text.h"
 #include "table/cidr.h"
 #include "table/host_list.h"
@@ -196,33 +197,6 @@ std::optional<std::string> read_file_capped(const std::string& path, std::size_t
 // ---- pass 1: collect ----------------------------------------------------------------------
 // The command line is read by parse_arguments() against serve's table; the config here.
 
-// How deep arrays and objects nest in a JSON text, counting brackets outside strings. Runs
-// before the parser so that a hostile depth never reaches its recursion.
-std::size_t nesting_depth(std::string_view text) noexcept {
-  std::size_t depth = 0;
-  std::size_t deepest = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 // "line L, column C" of byte `offset` (0-based) of `text`; columns count bytes.
 std::string position_words(std::string_view text, std::size_t offset) {
   offset = std::min(offset, text.size());
@@ -286,7 +260,7 @@ RawOptions collect_config(const std::string& path) {
   if (!text) fail("--config", path, fmt::format("cannot be read: {}", error));
   // A config nested thousands deep would overflow the stack while the document is built or
   // destroyed (a crash, on SIGHUP too): the deepest legal config is two levels.
-  if (nesting_depth(*text) > kMaxConfigNesting) {
+  if (json_nesting_depth(*text, kMaxConfigNesting) > kMaxConfigNesting) {
     fail("--config", path, fmt::format("nests arrays or objects more than {} deep", kMaxConfigNesting));
   }
   // The parser keeps the last of two equal keys without a word; a key given twice is a mistake
