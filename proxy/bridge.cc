@@ -42,30 +42,16 @@ std::optional<IpAddressAndPort> original_destination(int fd) {
     const auto& local6 = reinterpret_cast<const sockaddr_in6&>(local);
     v4 = IN6_IS_ADDR_V4MAPPED(&local6.sin6_addr);
   }
-  IpAddressAndPort destination;
-  if (v4) {
-    sockaddr_in original{};
-    socklen_t size = sizeof original;
-    if (::getsockopt(fd, SOL_IP, kOriginalDestination, &original, &size) == -1) return std::nullopt;
-    destination.address = IpAddress::v4(ntohl(original.sin_addr.s_addr));
-    destination.port = ntohs(original.sin_port);
-  } else {
-    sockaddr_in6 original{};
-    socklen_t size = sizeof original;
-    if (::getsockopt(fd, SOL_IPV6, kOriginalDestination, &original, &size) == -1) return std::nullopt;
-    std::array<std::uint8_t, 16> bytes{};
-    std::memcpy(bytes.data(), &original.sin6_addr, bytes.size());
-    destination.address = IpAddress::v6(bytes);
-    destination.port = ntohs(original.sin6_port);
-  }
-  // The bridge's own listener, reached without a redirect, is no destination.
-  sockaddr_storage own{};
-  socklen_t own_length = sizeof own;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_length) == 0) {
-    const std::uint16_t own_port = ntohs(reinterpret_cast<const sockaddr_in&>(own).sin_port);  // same offset in v6
-    const bool loopback = v4 ? (destination.address.v4_value() >> 24) == 127
-                             : destination.address.to_string() == "::1";
-    if (loopback && destination.port == own_port) return std::nullopt;
+  sockaddr_storage original{};
+  socklen_t size = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+  if (::getsockopt(fd, v4 ? SOL_IP : SOL_IPV6, kOriginalDestination, &original, &size) == -1) return std::nullopt;
+  const auto destination = IpAddress::from_sockaddr(reinterpret_cast<const sockaddr&>(original));
+  if (!destination) return std::nullopt;
+  // The bridge's own listener, reached without a redirect, is no destination: conntrack's
+  // original destination of such a connection is the listener's address itself.
+  const auto own = IpAddress::from_sockaddr(reinterpret_cast<const sockaddr&>(local));
+  if (own && own->port == destination->port && own->address == destination->address) {
+    return std::nullopt;
   }
   return destination;
 }
