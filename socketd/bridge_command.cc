@@ -281,9 +281,15 @@ struct Bridge {
     auto* bridge = static_cast<Bridge*>(self);
     if (signal == SIGUSR1) {
       const BridgeStats& s = bridge->server->stats();
+      // With --dns, what the responder answered: questions in all, NXDOMAIN for a refused name,
+      // SERVFAIL because too many waited on the proxy.
+      const std::string dns = bridge->dns ? fmt::format(",\"dns\":{{\"queries\":{},\"refused\":{},\"busy\":{}}}",
+                                                        bridge->dns->stats().queries, bridge->dns->stats().refused,
+                                                        bridge->dns->stats().busy)
+                                          : std::string();
       bridge->log->raw_line(
-          fmt::format("{{\"event\":\"stats\",\"open\":{},\"accepted\":{},\"failed\":{},\"captured\":{},\"refused\":{}}}",
-                      s.open, s.accepted, s.failed, s.captured, s.refused));
+          fmt::format("{{\"event\":\"stats\",\"open\":{},\"accepted\":{},\"failed\":{},\"captured\":{},\"refused\":{}{}}}",
+                      s.open, s.accepted, s.failed, s.captured, s.refused, dns));
       return;
     }
     bridge->server->stop();

@@ -4,7 +4,9 @@ fd62:6f78:7072::/96), never its real one; a refused name NXDOMAIN, with no query
 types an empty answer; bad input a clear answer or none; a flood bounded."""
 
 import ipaddress
+import json
 import os
+import signal
 import socket
 import struct
 import time
@@ -113,6 +115,22 @@ class DnsResponderTest(ProxyTestCase):
         self.assertNotIn("other.test", self.upstream_dns.names_asked())
         self.proxy_.wait_log(kind="resolve", cls="not-listed", host="other.test")
         self.proxy_.wait_log(kind="resolve", cls="private", host="inside.wild.test")
+
+    def test_sigusr1_counts_the_questions(self):
+        parse_reply(self.udp(query("api.test")))
+        parse_reply(self.udp(query("other.test")))
+        parse_reply(self.udp(query("api.test", qtype=16)))  # answered empty, without asking
+        os.kill(self.bridge.pid, signal.SIGUSR1)
+        deadline = time.monotonic() + 5
+        stats = None
+        while stats is None and time.monotonic() < deadline:
+            for line in self.bridge.stderr_text().splitlines():
+                if line.startswith('{"event":"stats"'):
+                    stats = json.loads(line)
+            time.sleep(0.05)
+        self.assertIsNotNone(stats, self.bridge.stderr_text())
+        self.assertEqual(stats["dns"], {"queries": 3, "refused": 1, "busy": 0})
+        self.assertEqual(stats["captured"], 0)
 
     def test_tcp_answers_too_and_takes_several_queries(self):
         replies = self.tcp(query("api.test", qid=1), query("other.test", qid=2), query("api.test", qtype=16, qid=3))
