@@ -31,12 +31,6 @@ std::string upper(std::string text) {
   return text;
 }
 
-std::string entry_text(const HostEntry& e) {
-  std::string text = e.wildcard ? "*." + e.name : e.name;
-  if (e.port) text += ":" + std::to_string(*e.port);
-  return text;
-}
-
 void check_entry(const HostEntry& e) {
   FUZZ_CHECK(!e.name.empty());
   FUZZ_CHECK(e.name.back() != '.');
