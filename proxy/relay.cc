@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <memory>
 
 namespace boxproxy {
 namespace {
@@ -71,9 +73,27 @@ RelayStep pass_eof(Endpoint& from, Endpoint& to) {
 
 RelayStep splice_once(Endpoint& from, Endpoint& to);
 
+// The buffer every read goes through before it is written on: one per thread (a process relays
+// on one), allocated at the first read, so a session that never relays holds none, and only the
+// pages reads have touched are resident. Not on the stack: kBulkReadChunk is 256 KiB. Null if
+// the allocation failed (then reads take kReadChunk into a buffer on the stack).
+char* shared_read_buffer() noexcept {
+  struct FreeDeleter {
+    void operator()(char* p) const noexcept { std::free(p); }
+  };
+  thread_local std::unique_ptr<char, FreeDeleter> buffer;
+  if (!buffer) buffer.reset(static_cast<char*>(std::malloc(kBulkReadChunk)));
+  return buffer.get();
+}
+
 RelayStep buffered_once(Endpoint& from, Endpoint& to) {
-  char buffer[kBulkReadChunk];
-  const std::size_t chunk = to.bulk_reads ? kBulkReadChunk : kReadChunk;
+  char fallback[kReadChunk];
+  char* buffer = shared_read_buffer();
+  std::size_t chunk = to.bulk_reads ? kBulkReadChunk : kReadChunk;
+  if (buffer == nullptr) {
+    buffer = fallback;
+    chunk = kReadChunk;
+  }
   const ssize_t n = ::recv(from.fd.get(), buffer, chunk, 0);
   if (n == -1) return RelayStep{!(would_block(errno) || errno == EINTR), 0, false};
   if (n == 0) return pass_eof(from, to);

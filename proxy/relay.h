@@ -13,16 +13,19 @@
 
 namespace boxproxy {
 
-// One read takes at most this much, into a buffer on the stack. What the other end does not take
-// at once is queued, and reading from this end pauses until the queue is written, so a direction
-// never holds more than one read in memory whatever the peers do.
+// One read takes at most this much. What the other end does not take at once is queued, and
+// reading from this end pauses until the queue is written, so a direction never holds more than
+// one read in memory whatever the peers do.
 inline constexpr std::size_t kReadChunk = 16 * 1024;
 
 // A direction that carries bulk data (a read filled kReadChunk) and is not spliced reads this much
-// at a time: a quarter of the system calls and wake-ups per byte, measured 15-20% less CPU per GB
-// upward than 16 KiB reads (bench/README.md, issue 12 item 2). It is also the most such a direction
-// ever holds queued, the same as the pipe of a spliced one holds in the kernel.
-inline constexpr std::size_t kBulkReadChunk = 64 * 1024;
+// at a time. On loopback each send into TCP costs a transmit, a delivery and a wake-up of the
+// reader whatever its size, so the size of a send is what sets the CPU per byte: measured upward
+// (bench/README.md, issue 12 item 2), 64 KiB reads moved 0.65-0.7x what the reference relay's
+// 256 KiB ones do, 128 KiB 0.75-0.97x (four tunnels at the low end), 256 KiB 0.86-0.97x.
+// It is also the most such a direction ever holds queued: a fraction of what the kernel itself may
+// hold in the TCP socket's send buffer (tcp_wmem's largest, 4 MiB by default) for the same tunnel.
+inline constexpr std::size_t kBulkReadChunk = 256 * 1024;
 
 // The most one splice moves into a pipe: a default pipe's capacity (16 pages).
 inline constexpr std::size_t kSpliceChunk = 64 * 1024;

@@ -22,7 +22,7 @@ from harness import (ORIGIN_HOST, DnsServer, ProxyTestCase, closed_within, conne
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 READ_CHUNK_KIB = 16  # proxy/relay.h kReadChunk: one read, at most, per direction
-BULK_READ_CHUNK_KIB = 64  # proxy/relay.h kBulkReadChunk: a bulk direction out of a Unix socket (the box's, upward)
+BULK_READ_CHUNK_KIB = 256  # proxy/relay.h kBulkReadChunk: a bulk direction out of a Unix socket (the box's, upward)
 
 
 def head_of(size, host="origin.test", port=80):
@@ -231,7 +231,7 @@ class BoundsTest(ProxyTestCase):
         clients, written = stalled(n)
         try:
             self.assertTrue(all(w < 64 << 20 for w in written), "a client wrote 64 MiB into a stalled tunnel")
-            # Man page: "a tunnel holds at most 80 KiB (64 KiB upward, 16 KiB downward, whose bulk
+            # Man page: "a tunnel holds at most 272 KiB (256 KiB upward, 16 KiB downward, whose bulk
             # goes through a pipe) and the connection object". Slack: 6 KiB for the object, its
             # events and malloc's rounding.
             self.per_client(p, n, before, f"stalled tunnels (clients wrote {sum(written) >> 20} MiB in all)",
