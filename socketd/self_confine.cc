@@ -2,14 +2,11 @@
 #include "socketd/self_confine.h"
 
 #include <fcntl.h>
-#include <malloc.h>
+#include <linux/filter.h>
 #include <linux/landlock.h>
-#include <linux/netlink.h>
+#include <linux/seccomp.h>
 #include <poll.h>
-#include <seccomp.h>
 #include <signal.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -23,14 +20,15 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include <fmt/format.h>
 
 #include "proxy/decision_log.h"
 #include "proxy/event_owners.h"
+#include "socketd/confine_filter_program.h"
 
 #if defined(BOXPROXY_TEST_HOOKS)
 #include <arpa/inet.h>
@@ -41,95 +39,15 @@ namespace boxproxy {
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// The allow-list.
-//
-// How it was derived (and how to derive it again after a change to the event loop): every e2e
-// module ran under strace with serve and bridge started --no-confine,
-//   scripts/trace-confine build/socketd/boxproxy            (and again with the sanitizer build)
-// which prints, for each command, every system call made after its listening line (the point
-// where it confines itself; the readiness writes after it are traced too) and every socket(2)'s
-// arguments. The lists below are that output, grouped, plus the calls the work of issues 13 and
-// 14 adds (said where listed) and the fallbacks of calls the vDSO or glibc usually answers. The
-// sanitizer build's own calls were found by running its tests confined: a call missing from a
-// list shows as the log line "confinement refused system call N", and, in a thread that blocks
-// SIGSYS (LeakSanitizer's tracer), as that thread killed by SIGSYS.
-
-// Both commands: the event loop, relaying, timers, signals, memory, the log. Traced in both
-// (2026-12-01, every e2e module: serve made 2.26 million calls after its listening line, the
-// bridge 4,364), except where a comment says why a call the trace did not meet is here.
-constexpr std::string_view kEventLoopCalls[] = {
-    // epoll, and libevent's signal pipe (epoll_pwait and ppoll: aarch64 has no epoll_wait, poll)
-    "epoll_wait", "epoll_pwait", "epoll_ctl", "read", "write", "close", "poll", "ppoll",
-    // libevent's own buffers read and write with these (the control channel's, issue 13)
-    "readv", "writev",
-    // clients and upstreams: accept on the listeners set up before, connect out. Never listen(2)
-    // (a new listening socket would be a way in from outside).
-    "accept4", "connect", "shutdown", "getsockname", "getpeername", "setsockopt",
-    // SO_ORIGINAL_DST of a captured connection (the bridge, SPEC §16), SO_ERROR of a dial
-    "getsockopt",
-    // streams' send and recv; evdns' datagrams (serve); the box's DNS responder over UDP (the
-    // bridge, SPEC §16)
-    "recvfrom", "sendto", "recvmsg", "sendmsg",
-    // the splice fast path and its pipes; O_NONBLOCK on a descriptor taken over (--control-fd)
-    "splice", "pipe2", "fcntl",
-    // time: the vDSO answers, the system call is its fallback
-    "clock_gettime", "gettimeofday", "time",
-    // signals: libevent's handlers, restored at exit; the SIGSYS handler's return; the readiness
-    // write's check for a SIGPIPE of its own (socketd/readiness.cc)
-    "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "rt_sigtimedwait", "restart_syscall",
-    // glibc's locks and once-only initialisations (met reading a file)
-    "futex",
-    // memory: malloc's heap and large blocks (mmap and mprotect never executable: allow_memory)
-    "brk", "munmap", "mremap", "madvise",
-    // evdns' transaction ids and libevent's random numbers
-    "getrandom",
-    // abort() (a failed assertion) still ends the process with SIGABRT, not a refused call
-    "getpid", "gettid", "tgkill",
-    "exit", "exit_group",
-    // fstat of a descriptor (fstat is newfstatat with AT_EMPTY_PATH in glibc 2.36); the lstat of
-    // the socket path before it is removed
-    "fstat", "newfstatat",
-};
-
-// serve only: files, the audit, the interface addresses.
-constexpr std::string_view kServeCalls[] = {
-    // --audit: a refusal is on disk before it is answered; a line the disk took only in part is
-    // cut off again (ftruncate of the open descriptor, never of a path)
-    "fdatasync", "ftruncate",
-    // reading a file SIGHUP re-reads
-    "lseek",
-    // the socket (and issue 13's --control-socket) removed at shutdown or drain (aarch64: unlinkat)
-    "unlink", "unlinkat",
-    // getifaddrs(3) binds a netlink socket to read the interface addresses (socket(2) below
-    // allows only NETLINK_ROUTE for it)
-    "bind",
-};
-
-// Opening files: only serve, only read-only, and only when it has a file to re-read (SIGHUP);
-// Landlock limits which files (without Landlock, any file its user may read: a logged notice).
-constexpr std::string_view kReadOnlyOpens[] = {"openat", "open"};
-
-#if defined(BOXPROXY_SANITIZE_BUILD)
-// The sanitizer build only: what AddressSanitizer and LeakSanitizer do themselves (LeakSanitizer
-// stops the world at exit: a tracer clone that ptraces this process and reads /proc/self), and
-// executable mappings of their own. Never in a release build.
-constexpr std::string_view kSanitizerCalls[] = {
-    "clone", "ptrace", "wait4", "waitid", "prctl", "sched_yield", "getdents", "getdents64", "readlink", "readlinkat",
-    "mprotect", "mmap", "nanosleep", "clock_nanosleep", "futex", "sched_getaffinity", "getrlimit",
-    "prlimit64", "setrlimit", "kill", "openat", "open", "pread64", "access", "faccessat", "faccessat2",
-    "uname", "dup", "dup2", "dup3", "ioctl", "sigaltstack", "statx", "lseek", "getppid",
-};
-#endif
-
-// ---------------------------------------------------------------------------------------------
-// A call outside the list: SECCOMP_RET_TRAP raises SIGSYS in the calling thread; the handler
-// writes one line per system-call number (the first time only, so a loop of refused calls cannot
-// flood the log) and makes the call return -EPERM, which the caller sees as any failed call
-// (every call is checked against -1). Why not kill: a benign call a library makes on a rare path
-// (one the trace did not meet) should fail one operation and say so in the log, not end every
-// session of the box without a word. Why not ERRNO alone: a refusal must never be silent, or the
-// list could never be corrected. What is refused stays refused: nothing outside the list is ever
-// allowed, and a process that keeps running does so with every call it makes checked.
+// A call outside the list (socketd/confine_filter.cc): SECCOMP_RET_TRAP raises SIGSYS in the
+// calling thread; the handler writes one line per system-call number (the first time only, so a
+// loop of refused calls cannot flood the log) and makes the call return -EPERM, which the caller
+// sees as any failed call (every call is checked against -1). Why not kill: a benign call a
+// library makes on a rare path (one the trace did not meet) should fail one operation and say so
+// in the log, not end every session of the box without a word. Why not ERRNO alone: a refusal must
+// never be silent, or the list could never be corrected. What is refused stays refused: nothing
+// outside the list is ever allowed, and a process that keeps running does so with every call it
+// makes checked.
 
 // x86_64's numbers stop below 512, aarch64's below 500: every number has its own slot, and a
 // number beyond (none today) shares the last.
@@ -279,14 +197,6 @@ void on_refused_call(int, siginfo_t* info, void* context) noexcept {
   errno = saved_errno;
 }
 
-// The trap works where this file knows the register that carries a call's result; elsewhere the
-// filter answers EPERM itself, unlogged.
-#if defined(__x86_64__) || defined(__aarch64__)
-constexpr bool kCanTrap = true;
-#else
-constexpr bool kCanTrap = false;
-#endif
-
 void prepare_sink(int log_fd, bool json, const std::string& label) {
   g_sink = Sink{.fd = log_fd, .kind = SinkKind::write_fd, .json = json, .label_suffix = {}};
   if (!label.empty()) {
@@ -401,116 +311,36 @@ std::optional<std::string> restrict_file_system(const ConfineRequest& request) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// seccomp (libseccomp).
+// seccomp: the program socketd/confine_filter.cc's rules make, compiled when boxproxy was built
+// (socketd/confine_filter_program.h), loaded as it is. No libseccomp here: nothing is built or
+// allocated.
 
-struct FilterDeleter {
-  void operator()(void* context) const noexcept { seccomp_release(context); }
-};
-using FilterOwner = std::unique_ptr<void, FilterDeleter>;
-
-void check(int result, std::string_view what) {
-  if (result != 0) throw ConfineError(fmt::format("seccomp: {}: {}", what, std::strerror(-result)));
-}
-
-void allow(void* filter, std::string_view name) {
-  const int number = seccomp_syscall_resolve_name(std::string(name).c_str());
-  if (number == __NR_SCMP_ERROR) return;  // not a call of this architecture (e.g. "open" on aarch64)
-  check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, number, 0), name);
-}
-
-// An int argument: the kernel reads the low 32 bits of the register only, so the filter must
-// ignore the high ones too, or 0x100000000 | AF_PACKET would pass as something else.
-constexpr scmp_datum_t kLow32 = 0xffffffffULL;
-
-// socket(2) by family and type (the flags SOCK_NONBLOCK and SOCK_CLOEXEC aside, any other bit
-// refused): streams and datagrams of the Internet and Unix families; for serve, the netlink route
-// socket getifaddrs(3) uses. Never AF_PACKET, never SOCK_RAW on an Internet family (a serve
-// started as root would have CAP_NET_RAW: raw packets would go round every decision).
-void allow_sockets(void* filter, ConfinedCommand command) {
-  constexpr scmp_datum_t kTypeMask = kLow32 & ~static_cast<scmp_datum_t>(SOCK_NONBLOCK | SOCK_CLOEXEC);
-  for (const int family : {AF_UNIX, AF_INET, AF_INET6}) {
-    for (const int type : {SOCK_STREAM, SOCK_DGRAM}) {
-      check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2,
-                             SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(family)),
-                             SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, static_cast<scmp_datum_t>(type))),
-            "socket");
-    }
-  }
-  if (command == ConfinedCommand::serve) {
-    check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(socket), 3,
-                           SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(AF_NETLINK)),
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, static_cast<scmp_datum_t>(SOCK_RAW)),
-                           SCMP_A2(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(NETLINK_ROUTE))),
-          "socket(AF_NETLINK)");
-  }
-}
-
-// mmap and mprotect, never with PROT_EXEC: a bug that writes code into memory cannot make it
-// executable (the binary is linked with immediate binding and needs no new code after start).
-void allow_memory(void* filter) {
-#if defined(BOXPROXY_SANITIZE_BUILD)
-  (void)filter;  // the sanitizer runtime maps code of its own: kSanitizerCalls allows both whole
-#else
-  for (const int call : {SCMP_SYS(mmap), SCMP_SYS(mprotect)}) {
-    check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 1,
-                           SCMP_A2(SCMP_CMP_MASKED_EQ, static_cast<scmp_datum_t>(PROT_EXEC), 0)),
-          "mmap");
-  }
-#endif
-}
-
-// openat(2) (and open(2) where it exists) read-only: no O_CREAT, no write, no O_TRUNC, no
-// O_TMPFILE. Which files: Landlock's rules.
-void allow_read_only_opens(void* filter) {
-  constexpr scmp_datum_t kWriteFlags = O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | __O_TMPFILE;
-  const int openat_number = SCMP_SYS(openat);
-  check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, openat_number, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, kWriteFlags, O_RDONLY)),
-        "openat");
-  const int open_number = seccomp_syscall_resolve_name("open");
-  if (open_number != __NR_SCMP_ERROR) {
-    check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, open_number, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kWriteFlags, O_RDONLY)),
-          "open");
-  }
-}
-
-// ioctl(2): FIONBIO and FIONREAD only (libevent's and the splice path's), by request number.
-void allow_ioctls(void* filter) {
-  for (const unsigned long request : {static_cast<unsigned long>(FIONBIO), static_cast<unsigned long>(FIONREAD)}) {
-    check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(request))),
-          "ioctl");
-  }
+ConfineFilter filter_for(const ConfineRequest& request) noexcept {
+  if (request.command == ConfinedCommand::bridge) return ConfineFilter::bridge;
+  return request.reread_files.empty() ? ConfineFilter::serve : ConfineFilter::serve_rereading;
 }
 
 void install_filter(const ConfineRequest& request) {
-  const std::uint32_t refused = kCanTrap ? SCMP_ACT_TRAP : SCMP_ACT_ERRNO(EPERM);
-  FilterOwner filter(seccomp_init(refused));
-  if (!filter) throw ConfineError("seccomp: seccomp_init failed");
-  // A call through another ABI (int 0x80, x32 numbers) would bypass a list written for the
-  // native one: the whole process ends.
-  check(seccomp_attr_set(filter.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "bad-arch action");
-  // Every call the proxy makes runs the filter first: a binary tree of the call numbers (about 7
-  // comparisons for the 50 or so listed) rather than a list walked call by call. Best effort:
-  // an older libseccomp builds the list, which is only slower.
-  (void)seccomp_attr_set(filter.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
+  const std::span<const sock_filter> program = confine_program(filter_for(request));
+  sock_fprog fprog{};
+  // At most BPF_MAXINSNS (4096) instructions: the generator checks.
+  fprog.len = static_cast<unsigned short>(program.size());
+  fprog.filter = const_cast<sock_filter*>(program.data());  // the kernel copies it, never writes it
+  unsigned int flags = 0;
 #if defined(BOXPROXY_TEST_HOOKS)
   // Test builds: every refused call is also in the kernel's log (audit type 1326, dmesg), where a
   // run of the whole suite finds the refusals that its tests' own checks would not notice.
-  (void)seccomp_attr_set(filter.get(), SCMP_FLTATR_CTL_LOG, 1);
+  flags |= SECCOMP_FILTER_FLAG_LOG;
 #endif
-  for (const std::string_view name : kEventLoopCalls) allow(filter.get(), name);
-  if (request.command == ConfinedCommand::serve) {
-    for (const std::string_view name : kServeCalls) allow(filter.get(), name);
+  long result = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog);
+  // A kernel without the log flag (before 4.14) says EINVAL: the filter is loaded without it (the
+  // log is an aid to the tests, not a part of the confinement).
+  if (result == -1 && errno == EINVAL && flags != 0) {
+    result = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0U, &fprog);
   }
-  allow_sockets(filter.get(), request.command);
-  allow_memory(filter.get());
-  allow_ioctls(filter.get());
-#if defined(BOXPROXY_SANITIZE_BUILD)
-  for (const std::string_view name : kSanitizerCalls) allow(filter.get(), name);
-#else
-  if (request.command == ConfinedCommand::serve && !request.reread_files.empty()) allow_read_only_opens(filter.get());
-#endif
-  check(seccomp_load(filter.get()), "seccomp_load");
+  // A kernel without seccomp(2) (before 3.17) has the same filter mode through prctl.
+  if (result == -1 && errno == ENOSYS) result = ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0UL, 0UL);
+  if (result == -1) throw ConfineError(fmt::format("seccomp: cannot load the filter: {}", std::strerror(errno)));
 }
 
 #if defined(BOXPROXY_TEST_HOOKS)
@@ -559,10 +389,6 @@ std::vector<std::string> confine_self(const ConfineRequest& request) {
   prepare_sink(request.log_fd, request.json_log, request.label);
   install_handler();
   install_filter(request);
-  // libseccomp builds the filter on the heap (about 80 KiB for ours) and frees it once it is
-  // loaded; give those pages back, or every session would keep them (measured: 224 KiB of
-  // anonymous memory after start instead of 148 without confinement; issue 12 item 4).
-  ::malloc_trim(0);
 #if defined(BOXPROXY_TEST_HOOKS)
   if (auto result = test_after_confine()) notices.push_back(std::move(*result));
 #endif
