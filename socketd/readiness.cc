@@ -64,8 +64,9 @@ void announce_listening(const std::string& socket_path) {
   // are not UTF-8 become U+FFFD rather than making the line invalid JSON.
   const std::string socket = nlohmann::json(socket_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string line = fmt::format("{{\"event\":\"listening\",\"socket\":{},\"pid\":{}}}\n", socket, ::getpid());
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fflush(stdout);
+  // One write(2), not stdio: stdout's buffer would be 4 KiB of heap kept by every session for
+  // this one line (issue 12 item 4). Unwritten is no error: the socket is listening either way.
+  (void)write_all(STDOUT_FILENO, line);
 }
 
 std::optional<std::string> notify_ready_fd(int fd) {

@@ -74,70 +74,86 @@ OptionTable make_serve_table() {
                                   "object, and exit 0, or 2 on a usage error; nothing is bound or created",
                           .default_text = "off"};
   check_config.config_key = false;  // a question for the command line, never a setting
-  return OptionTable(
-      std::string(kCommand),
-      {
-          value("socket", "PATH", "the Unix socket to create, mode 0600; its directory must exist. Required.", ""),
-          list("allow", "LIST",
-               "turn on the host list: names separated by commas or white space (example.com, "
-               "*.example.com, example.com:8080)",
-               "no list"),
-          value("allow-file", "FILE", "host-list entries, one a line, '#' starts a comment; re-read on SIGHUP", "none"),
-          value("allow-hint", "TEXT", "printable ASCII (0x20-0x7e) appended to a not-listed refusal's words", "none"),
-          list("permit", "CIDR", "a range let through although the address table refuses it", "none"),
-          list("deny", "CIDR", "an extra range refused as \"denied\", checked first", "none"),
-          list("resolve", "NAME=ADDR[,ADDR]...", "fixed answers for NAME instead of DNS", "none"),
-          list("nameserver", "ADDR[:PORT]", "a DNS server instead of /etc/resolv.conf's (IPv4, or [IPv6]:PORT)",
-               "the system's"),
-          number("max-tunnels", "N", "upstream connections open at once", fmt::format("{}", defaults::kMaxTunnels), 1,
-                 defaults::kMaxTunnelsMax),
-          number("max-connections", "N", "upstream connections in all", fmt::format("{}", defaults::kMaxConnections), 1,
-                 defaults::kMaxConnectionsMax),
-          seconds("head-timeout", "seconds to finish the request head or SOCKS handshake", defaults::kHeadTimeoutSeconds,
-                  false),
-          seconds("dns-timeout", "seconds a lookup may take", defaults::kDnsTimeoutSeconds, false),
-          seconds("connect-timeout", "seconds a dial may take", defaults::kConnectTimeoutSeconds, false),
-          seconds("idle-timeout", "seconds a tunnel may stay silent (0 is never)", defaults::kIdleTimeoutSeconds, true),
-          number("max-head-bytes", "N", "largest HTTP request head", fmt::format("{}", defaults::kMaxHeadBytes),
-                 defaults::kMaxHeadBytesMin, defaults::kMaxHeadBytesMax),
-          value("log", "text|json", "the format of decision lines", "text"),
-          value("label", "TEXT",
-                "printable ASCII (0x20-0x7e), at most 128 characters, added to every log line as label=TEXT",
-                "none"),
-          value("log-file", "PATH", "where decision lines go", "standard error"),
-          value("audit", "PATH", "append every decision as a JSON line", "none"),
-          value("auth-token-file", "FILE",
-                "require a session token: the file's contents, one trailing newline dropped; read at start", "none"),
-          // 0 to 2 are the standard streams: writing READY there (and closing it) would put a
-          // second line on standard output or lose the log, so the descriptor must be 3 or more.
-          number("ready-fd", "N", "write READY=1 to descriptor N (open) once listening, then close it", "none",
-                 defaults::kReadyFdMin, defaults::kReadyFdMax),
-          OptionSpec{.name = "die-with-parent", .kind = OptionKind::flag, .value_name = "",
-                     .help = "exit as on SIGTERM when the starting process dies", .default_text = "off"},
-          OptionSpec{.name = "no-sni-check", .kind = OptionKind::flag, .value_name = "",
-                     .help = "with a host list, do not close a tunnel whose TLS ClientHello names another host",
-                     .default_text = "checked"},
-          // The supervisor's channel (SPEC §15): from 3 up, as --ready-fd.
-          number("control-fd", "N",
-                 "a connected stream socket (a socketpair end) for the supervisor's JSON-line channel; "
-                 "its EOF is a SIGTERM",
-                 "none", defaults::kReadyFdMin, defaults::kReadyFdMax),
-          value("control-socket", "PATH",
-                "a second Unix socket, mode 0600, for the supervisor's channel (never for a box)", "none"),
-          OptionSpec{.name = "ask", .kind = OptionKind::flag, .value_name = "",
-                     .help = "ask the supervisor about a name off the host list (needs --control-fd or "
-                             "--control-socket)",
-                     .default_text = "off"},
-          seconds("ask-timeout", "seconds a client waits for the supervisor's answer", defaults::kAskTimeoutSeconds,
-                  false),
-          // Command line only: a config file must never turn confinement off unseen (SPEC §17).
-          OptionSpec{.name = "no-confine", .kind = OptionKind::flag, .value_name = "",
-                     .help = "do not confine the process after setup (no seccomp filter, no Landlock): "
-                             "for debugging only",
-                     .default_text = "confined", .config_key = false},
-          std::move(config),
-          std::move(check_config),
-      });
+  // One row at a time: a braced list would hold every row on the stack at once (8.5 KiB), and a
+  // stack page touched at start stays resident in every session (issue 12 item 4).
+  std::vector<OptionSpec> rows;
+  rows.reserve(30);
+  rows.push_back(
+      value("socket", "PATH", "the Unix socket to create, mode 0600; its directory must exist. Required.", ""));
+  rows.push_back(list("allow", "LIST",
+                      "turn on the host list: names separated by commas or white space (example.com, "
+                      "*.example.com, example.com:8080)",
+                      "no list"));
+  rows.push_back(
+      value("allow-file", "FILE", "host-list entries, one a line, '#' starts a comment; re-read on SIGHUP", "none"));
+  rows.push_back(
+      value("allow-hint", "TEXT", "printable ASCII (0x20-0x7e) appended to a not-listed refusal's words", "none"));
+  rows.push_back(list("permit", "CIDR", "a range let through although the address table refuses it", "none"));
+  rows.push_back(list("deny", "CIDR", "an extra range refused as \"denied\", checked first", "none"));
+  rows.push_back(list("resolve", "NAME=ADDR[,ADDR]...", "fixed answers for NAME instead of DNS", "none"));
+  rows.push_back(list("nameserver", "ADDR[:PORT]", "a DNS server instead of /etc/resolv.conf's (IPv4, or [IPv6]:PORT)",
+                      "the system's"));
+  rows.push_back(number("max-tunnels", "N", "upstream connections open at once",
+                        fmt::format("{}", defaults::kMaxTunnels), 1, defaults::kMaxTunnelsMax));
+  rows.push_back(number("max-connections", "N", "upstream connections in all",
+                        fmt::format("{}", defaults::kMaxConnections), 1, defaults::kMaxConnectionsMax));
+  rows.push_back(seconds("head-timeout", "seconds to finish the request head or SOCKS handshake",
+                         defaults::kHeadTimeoutSeconds, false));
+  rows.push_back(seconds("dns-timeout", "seconds a lookup may take", defaults::kDnsTimeoutSeconds, false));
+  rows.push_back(seconds("connect-timeout", "seconds a dial may take", defaults::kConnectTimeoutSeconds, false));
+  rows.push_back(
+      seconds("idle-timeout", "seconds a tunnel may stay silent (0 is never)", defaults::kIdleTimeoutSeconds, true));
+  rows.push_back(number("max-head-bytes", "N", "largest HTTP request head", fmt::format("{}", defaults::kMaxHeadBytes),
+                        defaults::kMaxHeadBytesMin, defaults::kMaxHeadBytesMax));
+  rows.push_back(value("log", "text|json", "the format of decision lines", "text"));
+  rows.push_back(value("label", "TEXT",
+                       "printable ASCII (0x20-0x7e), at most 128 characters, added to every log line as label=TEXT",
+                       "none"));
+  rows.push_back(value("log-file", "PATH", "where decision lines go", "standard error"));
+  rows.push_back(value("audit", "PATH", "append every decision as a JSON line", "none"));
+  rows.push_back(value("auth-token-file", "FILE",
+                       "require a session token: the file's contents, one trailing newline dropped; read at start",
+                       "none"));
+  // 0 to 2 are the standard streams: writing READY there (and closing it) would put a
+  // second line on standard output or lose the log, so the descriptor must be 3 or more.
+  rows.push_back(number("ready-fd", "N", "write READY=1 to descriptor N (open) once listening, then close it", "none",
+                        defaults::kReadyFdMin, defaults::kReadyFdMax));
+  rows.push_back(OptionSpec{.name = "die-with-parent",
+                            .kind = OptionKind::flag,
+                            .value_name = "",
+                            .help = "exit as on SIGTERM when the starting process dies",
+                            .default_text = "off"});
+  rows.push_back(OptionSpec{.name = "no-sni-check",
+                            .kind = OptionKind::flag,
+                            .value_name = "",
+                            .help = "with a host list, do not close a tunnel whose TLS ClientHello names another host",
+                            .default_text = "checked"});
+  // The supervisor's channel (SPEC §15): from 3 up, as --ready-fd.
+  rows.push_back(number("control-fd", "N",
+                        "a connected stream socket (a socketpair end) for the supervisor's JSON-line channel; "
+                        "its EOF is a SIGTERM",
+                        "none", defaults::kReadyFdMin, defaults::kReadyFdMax));
+  rows.push_back(value("control-socket", "PATH",
+                       "a second Unix socket, mode 0600, for the supervisor's channel (never for a box)", "none"));
+  rows.push_back(OptionSpec{.name = "ask",
+                            .kind = OptionKind::flag,
+                            .value_name = "",
+                            .help = "ask the supervisor about a name off the host list (needs --control-fd or "
+                                    "--control-socket)",
+                            .default_text = "off"});
+  rows.push_back(seconds("ask-timeout", "seconds a client waits for the supervisor's answer",
+                         defaults::kAskTimeoutSeconds, false));
+  // Command line only: a config file must never turn confinement off unseen (SPEC §17).
+  rows.push_back(OptionSpec{.name = "no-confine",
+                            .kind = OptionKind::flag,
+                            .value_name = "",
+                            .help = "do not confine the process after setup (no seccomp filter, no Landlock): "
+                                    "for debugging only",
+                            .default_text = "confined",
+                            .config_key = false});
+  rows.push_back(std::move(config));
+  rows.push_back(std::move(check_config));
+  return OptionTable(std::string(kCommand), std::move(rows));
 }
 
 const OptionTable& table() { return serve_option_table(); }
