@@ -2,12 +2,13 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+
+#include "proxy/utc_time.h"
 #include <limits.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,10 +35,9 @@ constexpr std::size_t kMessageMaxChars = 4096;
 std::string utc_timestamp() {
   timeval now{};
   gettimeofday(&now, nullptr);
-  tm parts{};
-  gmtime_r(&now.tv_sec, &parts);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", parts.tm_year + 1900, parts.tm_mon + 1,
-                     parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec, now.tv_usec / 1000);
+  const UtcTime t = utc_time(now.tv_sec);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", t.year, t.month, t.day, t.hour, t.minute, t.second,
+                     now.tv_usec / 1000);
 }
 
 // Writes all of `text` to a regular file, retrying on EINTR and short writes. Returns false on

@@ -28,6 +28,7 @@
 
 #include "proxy/decision_log.h"
 #include "proxy/event_owners.h"
+#include "proxy/utc_time.h"
 #include "socketd/confine_filter_program.h"
 
 #if defined(BOXPROXY_TEST_HOOKS)
@@ -96,37 +97,22 @@ struct LineBuffer {
 };
 
 // RFC 3339 UTC with milliseconds, as the log writes it, without gmtime_r (which may take a lock):
-// days since the epoch to a civil date (the proleptic Gregorian calendar, eras of 400 years).
+// utc_time is async-signal-safe.
 void add_timestamp(LineBuffer& line) noexcept {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
-  const std::int64_t seconds = now.tv_sec;
-  std::int64_t days = seconds / 86400;
-  std::int64_t rest = seconds % 86400;
-  if (rest < 0) {
-    rest += 86400;
-    --days;
-  }
-  days += 719468;  // days from 0000-03-01 to 1970-01-01
-  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-  const std::int64_t day_of_era = days - era * 146097;
-  const std::int64_t year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
-  const std::int64_t day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-  const std::int64_t month_index = (5 * day_of_year + 2) / 153;  // 0 is March
-  const std::int64_t day = day_of_year - (153 * month_index + 2) / 5 + 1;
-  const std::int64_t month = month_index < 10 ? month_index + 3 : month_index - 9;
-  const std::int64_t year = year_of_era + era * 400 + (month <= 2 ? 1 : 0);
-  line.add_number(static_cast<std::uint64_t>(year), 4);
+  const UtcTime t = utc_time(now.tv_sec);
+  line.add_number(static_cast<std::uint64_t>(t.year), 4);
   line.add("-");
-  line.add_number(static_cast<std::uint64_t>(month), 2);
+  line.add_number(t.month, 2);
   line.add("-");
-  line.add_number(static_cast<std::uint64_t>(day), 2);
+  line.add_number(t.day, 2);
   line.add("T");
-  line.add_number(static_cast<std::uint64_t>(rest / 3600), 2);
+  line.add_number(t.hour, 2);
   line.add(":");
-  line.add_number(static_cast<std::uint64_t>(rest / 60 % 60), 2);
+  line.add_number(t.minute, 2);
   line.add(":");
-  line.add_number(static_cast<std::uint64_t>(rest % 60), 2);
+  line.add_number(t.second, 2);
   line.add(".");
   line.add_number(static_cast<std::uint64_t>(now.tv_nsec / 1000000), 3);
   line.add("Z");
@@ -377,9 +363,8 @@ std::optional<std::string> test_after_confine() {
 
 std::vector<std::string> confine_self(const ConfineRequest& request) {
   std::vector<std::string> notices;
-  // glibc reads the time zone (/etc/localtime, an open) the first time it converts a time, even
-  // gmtime_r for the log's UTC stamps: once now, while files may still be opened.
-  ::tzset();
+  // The log's UTC stamps are computed (proxy/utc_time.h), never through gmtime_r, which would read
+  // /etc/localtime the first time it ran: no file outside Landlock's rules is needed after this.
   // No exec after this can gain a privilege (setuid, file capabilities); Landlock and an
   // unprivileged seccomp filter need it.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) == -1) {
