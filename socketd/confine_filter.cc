@@ -1,5 +1,6 @@
-// The rules of serve's and bridge's seccomp filters (SPEC §17): what socketd/confine_filter_gen
-// compiles into the programs the binary loads (socketd/confine_filter_program.h).
+// The rules of serve's and bridge's seccomp filters (SPEC §17), and of a `run` box's (SPEC §14):
+// what socketd/confine_filter_gen compiles into the programs the binary loads
+// (socketd/confine_filter_program.h).
 #include "socketd/confine_filter.h"
 
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace boxproxy {
 namespace {
@@ -188,6 +190,61 @@ void allow_ioctls(scmp_filter_ctx filter) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The box's filter: COMMAND makes no Unix socket of its own and types nothing into the terminal.
+//
+// What it stops: a pathname Unix socket ignores network namespaces, so without the filter a
+// box could connect() to any socket of the host its user may open: another session's proxy
+// (which would get round this box's own --allow), a container runtime's socket, an ssh agent,
+// D-Bus. The bridge reaches the proxy from outside the filter (it is not COMMAND's descendant).
+// Unlike serve's, this is a deny-list: COMMAND is any program.
+
+// The ABIs besides the native one that this CPU runs, each filtered like the native one: a
+// filter for the native ABI alone would let a 32-bit program (or an x32 one) make the same call
+// under another number. Any ABI not named here is killed (the filter's bad-architecture action).
+std::vector<std::uint32_t> other_abis() {
+#if defined(__x86_64__)
+  return {SCMP_ARCH_X86, SCMP_ARCH_X32};
+#elif defined(__aarch64__)
+  return {SCMP_ARCH_ARM};
+#else
+  return {};
+#endif
+}
+
+void add_box_rules(scmp_filter_ctx filter, bool allow_unix_sockets) {
+  check(seccomp_reset(filter, SCMP_ACT_ALLOW), "reset");
+  // A system call of an ABI the filter does not describe ends the whole process, not just the
+  // thread, so that no half-dead program carries on.
+  check(seccomp_attr_set(filter, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "bad-arch action");
+  for (const std::uint32_t abi : other_abis()) {
+    const int result = seccomp_arch_add(filter, abi);
+    if (result != -EEXIST) check(result, "arch_add");
+  }
+  // TIOCSTI pushes bytes into a terminal's input as if typed: COMMAND shares run's terminal, and
+  // what it pushed would be read by the shell that started run once run exits, outside the box
+  // (TIOCLINUX can do the same on a virtual console). An ioctl's request is an unsigned int: the
+  // high 32 bits of the register are ignored here as the kernel ignores them.
+  for (const unsigned long request : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
+    check(seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                           SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(request))),
+          "ioctl(TIOCSTI)");
+  }
+  if (allow_unix_sockets) return;
+  // socket(2)'s family is an int: the kernel reads the low 32 bits of the register only, so the
+  // comparison must ignore the high ones too, or socket(0x100000001, ...) would be AF_UNIX to the
+  // kernel and not to the filter. On i386, libseccomp turns this rule into one for
+  // socketcall(SYS_SOCKET, ...) as a whole (its arguments are in memory, where a filter cannot
+  // look): there a 32-bit program makes no socket through socketcall, and AF_INET ones through
+  // socket(2) only. Failing closed there is the price of leaving no way round.
+  check(seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+                         SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(AF_UNIX))),
+        "socket(AF_UNIX)");
+  // An io_uring ring makes sockets and connects them (IORING_OP_SOCKET, IORING_OP_CONNECT)
+  // without the socket(2) system call, where no filter sees them: no rings in the box.
+  check(seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(io_uring_setup), 0), "io_uring_setup");
+}
+
 }  // namespace
 
 std::string_view confine_filter_name(ConfineFilter filter) noexcept {
@@ -198,11 +255,19 @@ std::string_view confine_filter_name(ConfineFilter filter) noexcept {
       return "serve_rereading";
     case ConfineFilter::bridge:
       return "bridge";
+    case ConfineFilter::box:
+      return "box";
+    case ConfineFilter::box_unix_sockets:
+      return "box_unix_sockets";
   }
   return "unknown";
 }
 
 void add_confine_rules(scmp_filter_ctx filter, ConfineFilter which) {
+  if (which == ConfineFilter::box || which == ConfineFilter::box_unix_sockets) {
+    add_box_rules(filter, which == ConfineFilter::box_unix_sockets);
+    return;
+  }
   const std::uint32_t refused = kCanTrap ? SCMP_ACT_TRAP : SCMP_ACT_ERRNO(EPERM);
   check(seccomp_reset(filter, refused), "reset");
   // A call through another ABI (int 0x80, x32 numbers) would bypass a list written for the

@@ -307,26 +307,15 @@ ConfineFilter filter_for(const ConfineRequest& request) noexcept {
 }
 
 void install_filter(const ConfineRequest& request) {
-  const std::span<const sock_filter> program = confine_program(filter_for(request));
-  sock_fprog fprog{};
-  // At most BPF_MAXINSNS (4096) instructions: the generator checks.
-  fprog.len = static_cast<unsigned short>(program.size());
-  fprog.filter = const_cast<sock_filter*>(program.data());  // the kernel copies it, never writes it
-  unsigned int flags = 0;
 #if defined(BOXPROXY_TEST_HOOKS)
   // Test builds: every refused call is also in the kernel's log (audit type 1326, dmesg), where a
   // run of the whole suite finds the refusals that its tests' own checks would not notice.
-  flags |= SECCOMP_FILTER_FLAG_LOG;
+  constexpr bool kLogRefusals = true;
+#else
+  constexpr bool kLogRefusals = false;
 #endif
-  long result = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog);
-  // A kernel without the log flag (before 4.14) says EINVAL: the filter is loaded without it (the
-  // log is an aid to the tests, not a part of the confinement).
-  if (result == -1 && errno == EINVAL && flags != 0) {
-    result = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0U, &fprog);
-  }
-  // A kernel without seccomp(2) (before 3.17) has the same filter mode through prctl.
-  if (result == -1 && errno == ENOSYS) result = ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog, 0UL, 0UL);
-  if (result == -1) throw ConfineError(fmt::format("seccomp: cannot load the filter: {}", std::strerror(errno)));
+  const int error = load_confine_program(filter_for(request), kLogRefusals);
+  if (error != 0) throw ConfineError(fmt::format("seccomp: cannot load the filter: {}", std::strerror(error)));
 }
 
 #if defined(BOXPROXY_TEST_HOOKS)
