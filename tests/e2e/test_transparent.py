@@ -83,7 +83,8 @@ def capture_usable():
     return None
 
 
-class TransparentRunTest(unittest.TestCase):
+class CaptureTestCase(unittest.TestCase):
+    """A test of `run --transparent`: skipped where capture cannot work here; self.box runs boxes."""
 
     @classmethod
     def setUpClass(cls):
@@ -93,6 +94,9 @@ class TransparentRunTest(unittest.TestCase):
 
     def setUp(self):
         self.box = BoxRun(self)
+
+
+class TransparentRunTest(CaptureTestCase):
 
     def test_connections_to_other_addresses_are_captured_and_judged_never_dialled(self):
         log = os.path.join(self.box.dir, "decisions.log")

@@ -24,7 +24,7 @@ import unittest
 
 from box_support import RUN_TIMEOUT, BoxRun, namespaces_usable, processes_mentioning
 from harness import wait_until
-from test_transparent import capture_usable
+from test_transparent import CaptureTestCase
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "refusal_probe.py")
 AT_ONCE = 1.0  # seconds: a refusal arrives well within this (observed: under 1 ms)
@@ -65,16 +65,7 @@ def probe_output(text):
     return json.loads(text.strip().splitlines()[-1])
 
 
-class RefusedAtOnceTest(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        why = capture_usable()
-        if why:
-            raise unittest.SkipTest(why)
-
-    def setUp(self):
-        self.box = BoxRun(self)
+class RefusedAtOnceTest(CaptureTestCase):
 
     def run_probe_as_command(self, cases):
         r = self.box.run(["--transparent"], [sys.executable, PROBE, host_net_namespace(), json.dumps(cases)])
