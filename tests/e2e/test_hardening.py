@@ -9,6 +9,8 @@ Read from the ELF with binutils' readelf and objdump (they come with g++):
   that job and fortify is left out;
 - CET's indirect branch tracking in our own code (endbr64 at main). The shadow-stack property of the
   whole file also needs every linked library marked, which Debian 12's libc and libevent are not.
+And (the manual's CONFINEMENT): no libseccomp in the binary, linked or needed, since every filter
+is compiled when boxproxy is built.
 """
 
 import re
@@ -54,8 +56,9 @@ class HardeningTest(unittest.TestCase):
     def test_fortify_source(self):
         if self.sanitized:
             self.skipTest("the sanitizer build leaves _FORTIFY_SOURCE out (ASan checks bounds itself)")
-        # __recv_chk: the relay's recv into a stack buffer of known size, bounds-checked. (libevent's
-        # archive brings some __*_chk of its own, so those prove nothing about our code.)
+        # __recv_chk: a recv of ours into a stack buffer of known size (the plain-HTTP exchange's
+        # client read), bounds-checked. (libevent's archive brings some __*_chk of its own, so those
+        # prove nothing about our code.)
         checked = {name for name in self.symbol_names() if re.fullmatch(r"__\w+_chk", name)}
         self.assertIn("__recv_chk", checked, sorted(checked))
 
@@ -64,6 +67,15 @@ class HardeningTest(unittest.TestCase):
         body = listing.split("<main>:", 1)[1]
         first = [line for line in body.splitlines() if line.strip()][0]
         self.assertIn("endbr64", first)
+
+    def test_no_libseccomp(self):
+        self.assertNotRegex(self.dynamic, r"NEEDED.*libseccomp")
+        if not self.symbols.strip() or "Symbol table '.symtab'" not in self.symbols:
+            self.skipTest("the binary is stripped: no symbol table to read")
+        names = self.symbol_names()
+        self.assertFalse({"seccomp_init", "seccomp_rule_add", "seccomp_load"} & names)
+        # Its own loader is there (a test that could not fail would prove nothing).
+        self.assertTrue(any("load_confine_program" in name for name in names))
 
 
 if __name__ == "__main__":
