@@ -1,4 +1,5 @@
-// The rules of serve's and bridge's seccomp filters (SPEC §17), stated with libseccomp.
+// The rules of every seccomp filter boxproxy loads, stated with libseccomp: serve's and bridge's
+// own (SPEC §17) and a `run` box's (SPEC §14).
 //
 // Used when boxproxy is built, never when it runs: socketd/confine_filter_gen makes each filter
 // into the BPF program the binary embeds (socketd/confine_filter_program.h), and the unit test

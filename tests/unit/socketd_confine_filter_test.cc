@@ -1,4 +1,4 @@
-// serve's and bridge's seccomp programs (socketd/confine_filter_program.h): each one the binary
+// The seccomp programs boxproxy loads (socketd/confine_filter_program.h): each one the binary
 // embeds is, byte for byte, what socketd/confine_filter.cc's rules make with libseccomp now. A
 // generated file that is stale, or that the generator wrote wrong, fails here.
 #include <doctest/doctest.h>
@@ -59,6 +59,9 @@ TEST_CASE("the programs differ where the commands do") {
   const auto bridge = boxproxy::confine_program(ConfineFilter::bridge);
   // serve's own calls (files, the audit, netlink) are not the bridge's.
   CHECK_FALSE(same(serve, bridge));
+  // A box that may make Unix sockets has no socket rule (nor io_uring's).
+  CHECK_FALSE(same(boxproxy::confine_program(ConfineFilter::box),
+                   boxproxy::confine_program(ConfineFilter::box_unix_sockets)));
 #if !defined(BOXPROXY_SANITIZE_BUILD)
   // Only a serve with a file to re-read may open one (the sanitizer build opens files anyway).
   CHECK_FALSE(same(serve, boxproxy::confine_program(ConfineFilter::serve_rereading)));
