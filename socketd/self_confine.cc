@@ -2,7 +2,6 @@
 #include "socketd/self_confine.h"
 
 #include <fcntl.h>
-#include <linux/filter.h>
 #include <linux/landlock.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -21,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
-#include <span>
 #include <string_view>
 
 #include <fmt/format.h>
