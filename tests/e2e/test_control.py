@@ -40,6 +40,15 @@ class ControlTestCase(OriginsMixin, ProxyTestCase):
         s.sendall(payload)
         self.assertEqual(recv_exact(s, len(payload)), payload)
 
+    def assert_refused_requests(self, c, cases):
+        """Each (request, words): the reply has the request's id, ok false, and every word in its error."""
+        for request, words in cases:
+            c.send(request)
+            r = c.reply()
+            self.assertEqual((r["id"], r["ok"]), (request["id"], False), (request, r))
+            for w in words:
+                self.assertIn(w, r["error"], (request, r))
+
 
 class OpsTest(ControlTestCase):
 
@@ -176,12 +185,7 @@ class ErrorsTest(ControlTestCase):
             ({"op": "allow", "id": 10, "add": ["good.test:0"]}, ["add[0]", "port"]),
             ({"op": "allow", "id": 11, "sett": ["a.test"]}, ["unknown key", "sett"]),
         ]
-        for request, words in cases:
-            c.send(request)
-            r = c.reply()
-            self.assertEqual((r["id"], r["ok"]), (request["id"], False), (request, r))
-            for w in words:
-                self.assertIn(w, r["error"], (request, r))
+        self.assert_refused_requests(c, cases)
         self.assertEqual(c.request("allow", add=[])["list"], [f"origin.test:{port}"])
         self.assertEqual(self.refused(p, "good.test"), 403)
 
@@ -204,12 +208,7 @@ class ErrorsTest(ControlTestCase):
             ({"op": "answer", "id": 4, "ask": 1, "verdict": "maybe"}, ["maybe"]),
             ({"op": "answer", "id": 5, "ask": -1, "verdict": "deny"}, ["\"ask\""]),
         ]
-        for request, words in cases:
-            c.send(request)
-            r = c.reply()
-            self.assertEqual((r["id"], r["ok"]), (request["id"], False), (request, r))
-            for w in words:
-                self.assertIn(w, r["error"], (request, r))
+        self.assert_refused_requests(c, cases)
 
 
 class AllowTest(ControlTestCase):
