@@ -77,7 +77,16 @@ void ensure_standard_descriptors() noexcept {
 }
 
 UniqueFd open_append(const std::string& path, const char* what) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  // O_NONBLOCK: a FIFO that nobody reads yet would hold open(2), and so the whole start, until
+  // someone does; a supervisor that opens its reading end only after READY would wait for ever.
+  // It fails at once instead (ENXIO), with words that say what to do. (On a regular file the flag
+  // does nothing; a FIFO's writes may not wait anyway: see DecisionLog.)
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (fd == -1 && errno == ENXIO) {
+    throw StartupError{1, fmt::format("boxproxy serve: {} {}: a FIFO that nobody has open for reading "
+                                      "(open its reading end before starting serve)",
+                                      what, path)};
+  }
   if (fd == -1) throw StartupError{1, fmt::format("boxproxy serve: {} {}: {}", what, path, std::strerror(errno))};
   return UniqueFd(fd);
 }

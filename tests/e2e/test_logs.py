@@ -221,6 +221,51 @@ class LogTest(OriginsMixin, ProxyTestCase):
         self.assertFalse([l for l in p.stderr_lines if parse_log_line(l)],
                          "with --log-file, decision lines do not go to standard error")
 
+    def fifo(self):
+        d = tempfile.TemporaryDirectory(prefix="boxproxy-fifo-")
+        self.addCleanup(d.cleanup)
+        path = os.path.join(d.name, "log.fifo")
+        os.mkfifo(path, 0o600)
+        return path
+
+    def test_log_file_a_fifo_nobody_reads_stops_the_start_at_once(self):
+        # Opening a FIFO for writing waits for a reader: a supervisor that opens its end only after
+        # READY would wait for ever. The start fails at once instead, saying why (exit 1).
+        from harness import Proxy
+        fifo = self.fifo()
+        for option in ("--log-file", "--audit"):
+            with self.subTest(option):
+                proxy = Proxy(option, fifo)
+                self.addCleanup(proxy.cleanup)
+                began = time.monotonic()
+                with self.assertRaises(AssertionError):
+                    proxy.start()
+                self.assertEqual(proxy.proc.wait(timeout=3), 1)
+                self.assertLess(time.monotonic() - began, 3.0, "the start waited for a reader")
+                wait_until(lambda: "nobody has open for reading" in proxy.stderr_text(), timeout=2)
+                self.assertIn(f"{option} {fifo}: a FIFO that nobody has open for reading", proxy.stderr_text())
+                self.assertFalse(os.path.exists(proxy.socket_path))
+
+    def test_log_file_a_fifo_with_a_reader_gets_the_lines(self):
+        fifo = self.fifo()
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the supervisor's end, open first
+        self.addCleanup(os.close, reader)
+        p = self.start("--log", "json", "--log-file", fifo)
+        self.tunnel(p, b"xy")
+        got = b""
+
+        def done_line_read():
+            nonlocal got
+            try:
+                got += os.read(reader, 65536)
+            except BlockingIOError:
+                pass
+            return b'"class":"done"' in got
+
+        self.assertTrue(wait_until(done_line_read, timeout=5), got)
+        classes = [json.loads(line)["class"] for line in got.splitlines()]
+        self.assertEqual(classes, ["ok", "done"])
+
     # -- what is never logged
 
     def test_never_a_path_query_header_body_or_credential(self):
