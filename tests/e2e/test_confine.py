@@ -52,6 +52,41 @@ def landlock_abi():
     return max(version, 0)
 
 
+def without_landlock():
+    """A preexec_fn that puts a seccomp filter under the process answering Landlock's system calls
+    with ENOSYS, as a kernel without Landlock does; every other call is allowed. The program is
+    built here, before the fork: the child only makes two prctl calls."""
+    import ctypes
+    import struct as st
+    audit_arch_x86_64, landlock_create_ruleset = 0xC000003E, 444
+    ld_abs, jeq, ret = 0x20, 0x15, 0x06
+    program = [
+        (ld_abs, 0, 0, 4),                        # the architecture
+        (jeq, 0, 3, audit_arch_x86_64),           # not x86-64: allow
+        (ld_abs, 0, 0, 0),                        # the system call's number
+        (jeq, 0, 1, landlock_create_ruleset),
+        (ret, 0, 0, 0x00050000 | 38),             # SECCOMP_RET_ERRNO | ENOSYS
+        (ret, 0, 0, 0x7FFF0000),                  # SECCOMP_RET_ALLOW
+    ]
+    filters = ctypes.create_string_buffer(b"".join(st.pack("=HBBI", *insn) for insn in program))
+    fprog = ctypes.create_string_buffer(st.pack("=HxxxxxxQ", len(program), ctypes.addressof(filters)))
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+
+    ulong = ctypes.c_ulong
+    no_new_privs = (ctypes.c_int(pr_set_no_new_privs), ulong(1), ulong(0), ulong(0), ulong(0))
+    set_filter = (ctypes.c_int(pr_set_seccomp), ulong(seccomp_mode_filter), ctypes.c_void_p(ctypes.addressof(fprog)),
+                  ulong(0), ulong(0))
+
+    def install(program=(filters, fprog)):  # the default keeps the program alive until the exec
+        if libc.prctl(*no_new_privs) != 0 or libc.prctl(*set_filter) != 0:
+            os._exit(97)
+    return install
+
+
+NO_LANDLOCK = "confinement: this kernel has no Landlock (Function not implemented)"
+
+
 class ConfinedStatus:
     def assert_confined(self, pid):
         status = status_of(pid)
@@ -86,6 +121,25 @@ class ServeConfineTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
         s.close()
         p.stop()
         self.assertFalse(os.path.exists(p.socket_path), "the confined proxy must still remove its socket")
+        self.assertIsNone(REFUSED.search("\n".join(p.raw_log_lines())), p.raw_log_lines())
+
+    @unittest.skipUnless(os.uname().machine == "x86_64", "the test's filter is written for x86-64")
+    def test_without_landlock_it_says_so_and_the_filter_still_holds(self):
+        # A kernel without Landlock, made by a filter of the test's under serve: the manual's
+        # message, the seccomp filter loaded all the same (its own, on top of the test's), and
+        # the proxy works.
+        p = self.proxy(preexec_fn=without_landlock())
+        self.assertTrue(wait_until(lambda: any(NO_LANDLOCK in line for line in p.raw_log_lines()), 5),
+                        p.raw_log_lines())
+        status = status_of(p.pid)
+        self.assertEqual((status.get("NoNewPrivs"), status.get("Seccomp")), ("1", "2"), status)
+        self.assertEqual(int(status.get("Seccomp_filters", "0")), int(OWN.get("Seccomp_filters", "0")) + 2, status)
+        s, resp = http_connect(p, f"127.0.0.2:{self.echo.port}")
+        self.assertEqual(resp.status, 200)
+        s.sendall(b"filtered")
+        self.assertEqual(recv_exact(s, 8), b"filtered")
+        s.close()
+        p.stop()
         self.assertIsNone(REFUSED.search("\n".join(p.raw_log_lines())), p.raw_log_lines())
 
     def test_no_confine_turns_it_off(self):
@@ -197,6 +251,20 @@ class AfterConfineTest(ConfinedStatus, ProxyTestCase):
         p = self.hooked("open", "--config", config)
         self.assertIn("test hook: open: failed: Permission denied", p.wait_raw(r"test hook: open: "))
         self.assertEqual(self.refusals(p), [], p.raw_log_lines())
+
+
+    @unittest.skipUnless(os.uname().machine == "x86_64", "the test's filter is written for x86-64")
+    def test_without_landlock_a_file_to_reread_lets_any_file_open_read_only(self):
+        # What the manual warns of: with a file to re-read and no Landlock, the filter allows a
+        # read-only open, and nothing restricts it by path.
+        d = tempfile.TemporaryDirectory(prefix="boxproxy-confine-")
+        self.addCleanup(d.cleanup)
+        config = os.path.join(d.name, "config.json")
+        with open(config, "w") as f:
+            json.dump({"max-tunnels": 8}, f)
+        p = self.hooked("open", "--config", config, preexec_fn=without_landlock())
+        self.assertIn("test hook: open: succeeded", p.wait_raw(r"test hook: open: "))
+        self.assertTrue(any(NO_LANDLOCK in line for line in p.raw_log_lines()), p.raw_log_lines())
 
 
 class BridgeConfineTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
