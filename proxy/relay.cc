@@ -234,7 +234,20 @@ bool flush_queued(Endpoint& end) {
 }
 
 RelayStep relay_once(Endpoint& from, Endpoint& to) {
-  return to.uses_pipe() ? splice_once(from, to) : buffered_once(from, to);
+  if (to.uses_pipe()) return splice_once(from, to);
+  RelayStep step = buffered_once(from, to);
+  // Bulk data into the buffer: read on while each read fills it and `to` takes it all (nothing
+  // is queued, so `from` is not paused), up to the budget of one wake-up.
+  std::size_t last = step.moved;
+  while (to.bulk_reads && last == kBulkReadChunk && step.moved < kBulkBytesPerWake && !step.failed && !step.eof &&
+         !to.has_queued()) {
+    const RelayStep more = buffered_once(from, to);
+    step.moved += more.moved;
+    step.failed = more.failed;
+    step.eof = more.eof;
+    last = more.moved;
+  }
+  return step;
 }
 
 bool relay_finished(const Endpoint& a, const Endpoint& b) noexcept {

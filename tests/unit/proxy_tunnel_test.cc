@@ -259,6 +259,41 @@ TEST_CASE("back-pressure: a peer that does not read makes the tunnel hold one re
   CHECK(rig.client.pause == 0);
 }
 
+TEST_CASE("bulk bytes out of the box are read on in one wake-up while the origin takes them, up to the budget") {
+  Rig rig;
+  rig.start();
+  // Buffers big enough that the box can write, and the upstream take, more than the budget at
+  // once (forcing a size past the sysctl maximum needs CAP_NET_ADMIN: CI runs as root).
+  const int big = 64 * 1024 * 1024;
+  if (::setsockopt(rig.box.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) != 0 ||
+      ::setsockopt(rig.upstream.fd.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) != 0) {
+    MESSAGE("skipped: forcing socket buffer sizes needs CAP_NET_ADMIN");
+    return;
+  }
+  // A read that fills the small buffer makes the direction bulk.
+  const std::string first = pattern(kReadChunk);
+  REQUIRE(write_some(rig.box.get(), first) == first.size());
+  rig.step(rig.tunnel.readable(rig.client));
+  REQUIRE(rig.upstream.bulk_reads);
+  REQUIRE(rig.upstream.written == first.size());
+
+  const std::string bytes = pattern(kBulkBytesPerWake + kBulkBytesPerWake / 2);
+  REQUIRE(write_some(rig.box.get(), bytes) == bytes.size());
+  rig.step(rig.tunnel.readable(rig.client));  // one wake-up: the budget, no more
+  CHECK(rig.upstream.written == first.size() + kBulkBytesPerWake);
+  CHECK_FALSE(rig.upstream.has_queued());
+  rig.step(rig.tunnel.readable(rig.client));  // the next: the rest, up to the short read
+  CHECK(rig.upstream.written == first.size() + bytes.size());
+  CHECK_FALSE(rig.over);
+
+  std::string received;
+  CHECK(rig.run_until([&] {
+    (void)read_some(rig.origin.get(), received);
+    return received.size() >= first.size() + bytes.size();
+  }));
+  CHECK(received == first + bytes);
+}
+
 TEST_CASE("which side ended it: the first FIN, unless an idle time-out, an error or shutdown ended it") {
   Rig rig;
   rig.start();
