@@ -31,9 +31,10 @@ inline constexpr std::size_t kBulkReadChunk = 256 * 1024;
 // wake-up while each read fills kBulkReadChunk and the other end takes all of it, up to this much.
 // Measured upward with four tunnels (bench/README.md, issue 12 item 2), one read a wake-up moved
 // 0.85x what the reference relay, which reads until EAGAIN, moves; 4 MiB a wake-up 0.91x, 8 MiB
-// 0.97x, 16 MiB 1.01x, at the same CPU a byte; the loop went to epoll_wait 500 times in 3 s
-// instead of 5,900. The bound keeps one tunnel from holding the loop for long: 8 MiB is about
-// 4 ms of it here, against 0.13 ms for one read; memory is unchanged (one read is ever queued).
+// 0.97x, 16 MiB 1.01x, at less CPU a byte (8 MiB: 453 ms a GB against 518); the loop went to
+// epoll_wait about 500 times in 3 s instead of 5,900. The bound keeps one tunnel from holding the
+// loop for long: 8 MiB is about 4 ms of it here, against 0.13 ms for one read; memory is unchanged
+// (one read is ever queued).
 inline constexpr std::size_t kBulkBytesPerWake = 8 * 1024 * 1024;
 
 // The most one splice moves into a pipe: a default pipe's capacity (16 pages).
