@@ -208,6 +208,15 @@ class AfterConfineTest(ConfinedStatus, ProxyTestCase):
         env = dict(os.environ, BOXPROXY_TEST_AFTER_CONFINE=what)
         return self.proxy(*args, env=env, **kwargs)
 
+    def config_to_reread(self):
+        """A --config file in a directory of its own: what SIGHUP re-reads, so opens are allowed."""
+        d = tempfile.TemporaryDirectory(prefix="boxproxy-confine-")
+        self.addCleanup(d.cleanup)
+        config = os.path.join(d.name, "config.json")
+        with open(config, "w") as f:
+            json.dump({"max-tunnels": 8}, f)
+        return config
+
     def refusals(self, p):
         return [m.group(1) for m in map(REFUSED.search, p.raw_log_lines()) if m]
 
@@ -243,25 +252,16 @@ class AfterConfineTest(ConfinedStatus, ProxyTestCase):
     @unittest.skipUnless(landlock_abi() > 0, "this kernel has no Landlock")
     def test_open_outside_the_config_directory_fails_with_landlock(self):
         # A config to re-read: opens are allowed, and Landlock refuses every file but its directory's.
-        d = tempfile.TemporaryDirectory(prefix="boxproxy-confine-")
-        self.addCleanup(d.cleanup)
-        config = os.path.join(d.name, "config.json")
-        with open(config, "w") as f:
-            json.dump({"max-tunnels": 8}, f)
+        config = self.config_to_reread()
         p = self.hooked("open", "--config", config)
         self.assertIn("test hook: open: failed: Permission denied", p.wait_raw(r"test hook: open: "))
         self.assertEqual(self.refusals(p), [], p.raw_log_lines())
-
 
     @unittest.skipUnless(os.uname().machine == "x86_64", "the test's filter is written for x86-64")
     def test_without_landlock_a_file_to_reread_lets_any_file_open_read_only(self):
         # What the manual warns of: with a file to re-read and no Landlock, the filter allows a
         # read-only open, and nothing restricts it by path.
-        d = tempfile.TemporaryDirectory(prefix="boxproxy-confine-")
-        self.addCleanup(d.cleanup)
-        config = os.path.join(d.name, "config.json")
-        with open(config, "w") as f:
-            json.dump({"max-tunnels": 8}, f)
+        config = self.config_to_reread()
         p = self.hooked("open", "--config", config, preexec_fn=without_landlock())
         self.assertIn("test hook: open: succeeded", p.wait_raw(r"test hook: open: "))
         self.assertTrue(any(NO_LANDLOCK in line for line in p.raw_log_lines()), p.raw_log_lines())
