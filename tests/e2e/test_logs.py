@@ -372,6 +372,24 @@ class LogTest(OriginsMixin, ProxyTestCase):
         self.assertEqual(len(lines), 1, lines)
         self.assertEqual(json.loads(lines[0])["class"], "private")
 
+    def test_an_audit_fifo_whose_reader_falls_behind_never_holds_the_refusals(self):
+        # The FIFO's reading end is open but never read: once its 64 KiB are full, the refusals are
+        # still answered at once; the lines that did not fit are failed writes, reported once.
+        fifo = self.fifo()
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        self.addCleanup(os.close, reader)
+        p = self.start("--audit", fifo)
+        began = time.monotonic()
+        for _ in range(2000):  # about 270 KiB of audit lines, four times what the FIFO holds
+            s = p.connect()
+            s.sendall(connect_request("10.0.0.1:443"))
+            self.assertTrue(recv_all(s).startswith(b"HTTP/1.1 403"))
+            s.close()
+        self.assertLess(time.monotonic() - began, 60)
+        self.assertTrue(wait_until(lambda: any("audit: write failed" in l for l in p.raw_log_lines()), 5),
+                        p.raw_log_lines()[-5:])
+        self.assertEqual(sum("audit: write failed" in l for l in p.raw_log_lines()), 1)
+
     def test_audit_that_cannot_be_opened_stops_the_start(self):
         from harness import Proxy
         proxy = Proxy("--audit", "/nonexistent-dir-e2e/audit.jsonl")
