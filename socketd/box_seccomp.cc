@@ -1,7 +1,8 @@
-// The seccomp filter of a `boxproxy run` box: COMMAND makes no Unix socket of its own and types
-// nothing into the terminal. Its rules, and what they stop, are in socketd/confine_filter.cc
-// (add_box_rules); they are compiled into a program when boxproxy is built, and loaded here as it
-// is (socketd/confine_filter_program.h), as serve's and bridge's own are.
+// The seccomp filter of a `boxproxy run` box: the sockets, namespaces and kernel interfaces
+// COMMAND may not have, and no typing into the terminal. Its rules, and what they stop, are in
+// socketd/confine_filter.cc (add_box_rules); they are compiled into a program when boxproxy is
+// built, and loaded here as it is (socketd/confine_filter_program.h), as serve's and bridge's own
+// are.
 #include "socketd/box_seccomp.h"
 
 #include <cstring>
@@ -12,9 +13,8 @@
 
 namespace boxproxy {
 
-std::optional<std::string> install_box_filter(bool allow_unix_sockets) {
-  const ConfineFilter filter = allow_unix_sockets ? ConfineFilter::box_unix_sockets : ConfineFilter::box;
-  const int error = load_confine_program(filter, false);
+std::optional<std::string> install_box_filter(BoxLifts lifts) {
+  const int error = load_confine_program(box_filter(lifts), false);
   if (error != 0) return fmt::format("boxproxy run: cannot load the box's seccomp filter: {}", std::strerror(error));
   return std::nullopt;
 }

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <linux/netlink.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -14,6 +15,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -191,13 +194,13 @@ void allow_ioctls(scmp_filter_ctx filter) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The box's filter: COMMAND makes no Unix socket of its own and types nothing into the terminal.
+// The box's filter (SPEC §14): what COMMAND may not do, even as root of its own namespaces.
 //
-// What it stops: a pathname Unix socket ignores network namespaces, so without the filter a
-// box could connect() to any socket of the host its user may open: another session's proxy
-// (which would get round this box's own --allow), a container runtime's socket, an ssh agent,
-// D-Bus. The bridge reaches the proxy from outside the filter (it is not COMMAND's descendant).
-// Unlike serve's, this is a deny-list: COMMAND is any program.
+// Unlike serve's, a deny-list: COMMAND is any program, so what is not refused is allowed, and each
+// rule below says what it stops. Every refusal is EPERM (what a kernel whose settings forbid a
+// call answers), but clone3's (ENOSYS, below). One errno a call, too: on i386 libseccomp folds
+// every rule of socket(2) into one of socketcall(SYS_SOCKET), which holds one action only (and
+// likewise socketpair's).
 
 // The ABIs besides the native one that this CPU runs, each filtered like the native one: a
 // filter for the native ABI alone would let a 32-bit program (or an x32 one) make the same call
@@ -212,7 +215,142 @@ std::vector<std::uint32_t> other_abis() {
 #endif
 }
 
-void add_box_rules(scmp_filter_ctx filter, bool allow_unix_sockets) {
+// Makes `call` fail with `error` when all of `conditions` hold (always, when there are none).
+void refuse(scmp_filter_ctx filter, int error, int call, std::initializer_list<scmp_arg_cmp> conditions,
+            std::string_view what) {
+  check(seccomp_rule_add_array(filter, SCMP_ACT_ERRNO(error), call, static_cast<unsigned int>(conditions.size()),
+                               conditions.begin()),
+        what);
+}
+
+// An argument compared with a constant, as libseccomp wants it.
+constexpr scmp_datum_t datum(long value) noexcept { return static_cast<scmp_datum_t>(value); }
+
+// TIOCSTI pushes bytes into a terminal's input as if typed: COMMAND shares run's terminal, and
+// what it pushed would be read by the shell that started run once run exits, outside the box
+// (TIOCLINUX can do the same on a virtual console). An ioctl's request is an unsigned int: the
+// high 32 bits of the register are ignored here as the kernel ignores them.
+void refuse_terminal_input(scmp_filter_ctx filter) {
+  for (const unsigned long request : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
+    refuse(filter, EPERM, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(request))},
+           "ioctl(TIOCSTI)");
+  }
+}
+
+// The socket families COMMAND may make: the Internet ones (the box's network namespace fences
+// them: its loopback is all there is), netlink (its route protocol only, below), and with
+// --allow-unix-sockets the Unix family.
+constexpr bool box_family(int family, bool unix_sockets) noexcept {
+  return family == AF_INET || family == AF_INET6 || family == AF_NETLINK || (unix_sockets && family == AF_UNIX);
+}
+
+// The socket type is the low four bits of socketpair's second argument (the kernel's
+// SOCK_TYPE_MASK); SOCK_NONBLOCK and SOCK_CLOEXEC are flags above them.
+constexpr int kLastSocketType = 0xf;
+
+// socket(2) and socketpair(2): an allow-list of families, written as refusals of the rest.
+//
+// What it stops: every family the box's network namespace does not fence. AF_VSOCK is not per
+// network namespace: on a VM with a vsock device it reaches the hypervisor's services round the
+// proxy. AF_PACKET, AF_ALG, netlink's other protocols (nf_tables, audit, uevents) and the rest are
+// kernel code COMMAND has no use for (and the first socket of a family loads its module). A
+// pathname Unix socket ignores network namespaces: socket(AF_UNIX) could connect() to any socket
+// of the host the caller may open (another session's proxy, which would get round this box's own
+// host list, a container runtime's socket, an ssh agent, D-Bus), and a datagram pair's sockets
+// can sendto(), connect() and bind() pathnames (journald, /dev/log, a notify socket) just as
+// well. Stream and seqpacket pairs are connected to each other and can never be connected
+// again: those stay, unless `unix_sockets` lifts the Unix rules.
+//
+// On i386 libseccomp turns each rule into two: one of socket(2) (socketpair(2)) as written, and
+// one of socketcall(SYS_SOCKET) (SYS_SOCKETPAIR) whatever its arguments, which are in memory where
+// a filter cannot look. So a 32-bit program makes no socket and no pair through socketcall, only
+// through socket(2) and socketpair(2) (Linux 4.3 and later). Failing closed is the price of
+// leaving no way round.
+void refuse_box_sockets(scmp_filter_ctx filter, bool unix_sockets) {
+  // The family is an int, which the kernel reads from the low 32 bits of the register: each
+  // family up to AF_NETLINK (the highest allowed) is refused by those bits, and every value of the
+  // whole register above AF_NETLINK is refused too. High bits set never let a refused family
+  // through; they make an allowed one fail, the safe side (a compiler extends an int's register).
+  for (int family = AF_UNSPEC; family <= AF_NETLINK; ++family) {
+    if (box_family(family, unix_sockets)) continue;
+    refuse(filter, EPERM, SCMP_SYS(socket), {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, datum(family))}, "socket(family)");
+  }
+  refuse(filter, EPERM, SCMP_SYS(socket), {SCMP_A0(SCMP_CMP_GT, datum(AF_NETLINK))}, "socket(family)");
+  // Netlink's route protocol (NETLINK_ROUTE, 0) only: glibc's getaddrinfo (AI_ADDRCONFIG),
+  // getifaddrs and if_nametoindex read the interfaces with it; changing them needs a capability
+  // COMMAND lacks over the box's network namespace. Any other protocol, high bits included, fails.
+  refuse(filter, EPERM, SCMP_SYS(socket),
+         {SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, datum(AF_NETLINK)), SCMP_A2(SCMP_CMP_NE, datum(NETLINK_ROUTE))},
+         "socket(AF_NETLINK)");
+  // Pairs of the Unix family only (the one other family with pairs, AF_TIPC, is refused above).
+  refuse(filter, EPERM, SCMP_SYS(socketpair), {SCMP_A0(SCMP_CMP_NE, datum(AF_UNIX))}, "socketpair(family)");
+  if (unix_sockets) return;
+  // socket(AF_UNIX) was refused above; a pair of any type but stream and seqpacket is refused by
+  // its type's bits, the flags aside (SOCK_RAW is SOCK_DGRAM to the Unix family). A type with
+  // other bits set the kernel refuses itself (EINVAL).
+  constexpr scmp_datum_t kTypeMask = kLow32 & ~static_cast<scmp_datum_t>(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  for (int type = 0; type <= kLastSocketType; ++type) {
+    if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
+    refuse(filter, EPERM, SCMP_SYS(socketpair), {SCMP_A1(SCMP_CMP_MASKED_EQ, kTypeMask, datum(type))},
+           "socketpair(type)");
+  }
+}
+
+// Every flag that makes a new namespace, for unshare(2) and clone(2). (CLONE_NEWTIME is
+// unshare's alone: in clone(2) its bit is the exit signal's.)
+constexpr unsigned long kNewNamespaceFlags[] = {CLONE_NEWNS,   CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+                                                CLONE_NEWUSER, CLONE_NEWPID,    CLONE_NEWNET};
+
+// New namespaces, of any kind, and joining one.
+//
+// What it stops: COMMAND is root of the box's inner user namespace, which owns its mount, IPC
+// and UTS namespaces, so the kernel lets it make namespaces: unshare(CLONE_NEWNET), even without
+// a nested user namespace, gives it a network namespace of its own with CAP_NET_ADMIN and
+// CAP_NET_RAW there, and with them nf_tables, traffic control and the rest of the kernel's network
+// configuration: the usual way to a kernel exploit from an unprivileged user. (The socket rules
+// above still hold within any namespace.) `run --allow-nested-namespaces` lifts this, for a box
+// that runs containers of its own.
+void refuse_box_namespaces(scmp_filter_ctx filter) {
+  // A masked comparison tests one pattern: a rule for each flag, on its own bit, so that no
+  // other bit of the register changes the answer.
+  for (const unsigned long flag : kNewNamespaceFlags) {
+    for (const int call : {SCMP_SYS(unshare), SCMP_SYS(clone)}) {
+      const auto bit = static_cast<scmp_datum_t>(flag);
+      refuse(filter, EPERM, call, {SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit)}, "unshare/clone(CLONE_NEW*)");
+    }
+  }
+  refuse(filter, EPERM, SCMP_SYS(unshare), {SCMP_A0(SCMP_CMP_MASKED_EQ, datum(CLONE_NEWTIME), datum(CLONE_NEWTIME))},
+         "unshare(CLONE_NEWTIME)");
+  // clone3(2) takes its flags in memory, where a filter cannot look: it fails with ENOSYS, as on
+  // a kernel before 5.3, so that glibc (pthread_create, posix_spawn) falls back to clone(2),
+  // whose flags are checked above.
+  refuse(filter, ENOSYS, SCMP_SYS(clone3), {}, "clone3");
+  // setns(2) needs a capability over the namespace joined, which COMMAND has over its own only,
+  // and with the rules above it makes none to join: refused all the same, so that no namespace
+  // the box can name (a descriptor it inherited, /proc/PID/ns) rests on that check alone.
+  refuse(filter, EPERM, SCMP_SYS(setns), {}, "setns");
+}
+
+// Calls COMMAND never needs that are each a known way into the kernel for an unprivileged user:
+// refused (EPERM) whatever the box's options.
+constexpr std::string_view kBoxRefusedCalls[] = {
+    // An io_uring ring makes sockets and connects them (IORING_OP_SOCKET, IORING_OP_CONNECT)
+    // without socket(2), where the socket rules cannot see them.
+    "io_uring_setup",
+    // Stalls the kernel at a page fault of the caller's choosing: the usual tool for winning a
+    // race in the kernel (the box's /dev has no /dev/userfaultfd either).
+    "userfaultfd",
+    // eBPF programs and maps: the verifier and the JIT, a long list of exploits.
+    "bpf",
+    // Performance counters: kernel addresses, side channels, and a long list of bugs.
+    "perf_event_open",
+    // The kernel's keyrings: shared state the box has no use for (its session keyring is a new,
+    // empty one already), and request_key(2) can make the host run /sbin/request-key, outside
+    // every namespace of the box, for a key the box names.
+    "keyctl", "add_key", "request_key",
+};
+
+void add_box_rules(scmp_filter_ctx filter, BoxLifts lifts) {
   check(seccomp_reset(filter, SCMP_ACT_ALLOW), "reset");
   // A system call of an ABI the filter does not describe ends the whole process, not just the
   // thread, so that no half-dead program carries on.
@@ -221,28 +359,14 @@ void add_box_rules(scmp_filter_ctx filter, bool allow_unix_sockets) {
     const int result = seccomp_arch_add(filter, abi);
     if (result != -EEXIST) check(result, "arch_add");
   }
-  // TIOCSTI pushes bytes into a terminal's input as if typed: COMMAND shares run's terminal, and
-  // what it pushed would be read by the shell that started run once run exits, outside the box
-  // (TIOCLINUX can do the same on a virtual console). An ioctl's request is an unsigned int: the
-  // high 32 bits of the register are ignored here as the kernel ignores them.
-  for (const unsigned long request : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)}) {
-    check(seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                           SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(request))),
-          "ioctl(TIOCSTI)");
+  refuse_terminal_input(filter);
+  refuse_box_sockets(filter, lifts.unix_sockets);
+  if (!lifts.nested_namespaces) refuse_box_namespaces(filter);
+  for (const std::string_view name : kBoxRefusedCalls) {
+    const int number = seccomp_syscall_resolve_name(std::string(name).c_str());
+    if (number == __NR_SCMP_ERROR) throw ConfineFilterError("seccomp: no system call " + std::string(name));
+    refuse(filter, EPERM, number, {}, name);
   }
-  if (allow_unix_sockets) return;
-  // socket(2)'s family is an int: the kernel reads the low 32 bits of the register only, so the
-  // comparison must ignore the high ones too, or socket(0x100000001, ...) would be AF_UNIX to the
-  // kernel and not to the filter. On i386, libseccomp turns this rule into one for
-  // socketcall(SYS_SOCKET, ...) as a whole (its arguments are in memory, where a filter cannot
-  // look): there a 32-bit program makes no socket through socketcall, and AF_INET ones through
-  // socket(2) only. Failing closed there is the price of leaving no way round.
-  check(seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-                         SCMP_A0(SCMP_CMP_MASKED_EQ, kLow32, static_cast<scmp_datum_t>(AF_UNIX))),
-        "socket(AF_UNIX)");
-  // An io_uring ring makes sockets and connects them (IORING_OP_SOCKET, IORING_OP_CONNECT)
-  // without the socket(2) system call, where no filter sees them: no rings in the box.
-  check(seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(io_uring_setup), 0), "io_uring_setup");
 }
 
 }  // namespace
@@ -259,13 +383,17 @@ std::string_view confine_filter_name(ConfineFilter filter) noexcept {
       return "box";
     case ConfineFilter::box_unix_sockets:
       return "box_unix_sockets";
+    case ConfineFilter::box_nested_namespaces:
+      return "box_nested_namespaces";
+    case ConfineFilter::box_unix_sockets_nested_namespaces:
+      return "box_unix_sockets_nested_namespaces";
   }
   return "unknown";
 }
 
 void add_confine_rules(scmp_filter_ctx filter, ConfineFilter which) {
-  if (which == ConfineFilter::box || which == ConfineFilter::box_unix_sockets) {
-    add_box_rules(filter, which == ConfineFilter::box_unix_sockets);
+  if (const std::optional<BoxLifts> lifts = box_lifts(which)) {
+    add_box_rules(filter, *lifts);
     return;
   }
   const std::uint32_t refused = kCanTrap ? SCMP_ACT_TRAP : SCMP_ACT_ERRNO(EPERM);

@@ -30,7 +30,8 @@ struct ConfineFilterDeleter {
 };
 using ConfineFilterOwner = std::unique_ptr<void, ConfineFilterDeleter>;
 
-// The filter's name in the generated source and in messages: "serve", "serve_rereading", "bridge".
+// The filter's name in the generated source and in messages: "serve", "serve_rereading", "bridge",
+// "box", "box_unix_sockets" and so on.
 [[nodiscard]] std::string_view confine_filter_name(ConfineFilter filter) noexcept;
 
 // Adds `filter`'s attributes (its default and bad-architecture actions, the optimisation) and

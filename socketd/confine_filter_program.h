@@ -13,6 +13,7 @@
 
 #include <linux/filter.h>
 
+#include <optional>
 #include <span>
 
 namespace boxproxy {
@@ -22,14 +23,49 @@ enum class ConfineFilter {
   serve,            // serve with no file to re-read: it opens no file at all once set up
   serve_rereading,  // serve with --config or --allow-file (SIGHUP re-reads them): read-only opens
   bridge,           // the bridge of a `run` box: no file, no audit, no netlink, no socket removal
-  box,              // COMMAND in a `run` box (socketd/box_seccomp.h): no Unix socket, no io_uring,
-                    // no typing into the terminal
-  box_unix_sockets, // the same with --allow-unix-sockets: no typing into the terminal only
+  // COMMAND in a `run` box (socketd/box_seccomp.h), one program for each set of BoxLifts: sockets of
+  // the Internet families and netlink's route protocol only, Unix sockets only as stream and
+  // seqpacket pairs, no new namespace, no io_uring, bpf, perf, userfaultfd or keys, no typing into
+  // the terminal.
+  box,
+  box_unix_sockets,                    // --allow-unix-sockets: Unix sockets of any kind
+  box_nested_namespaces,               // --allow-nested-namespaces: new namespaces and setns
+  box_unix_sockets_nested_namespaces,  // both
 };
 
-inline constexpr ConfineFilter kConfineFilters[] = {ConfineFilter::serve, ConfineFilter::serve_rereading,
-                                                    ConfineFilter::bridge, ConfineFilter::box,
-                                                    ConfineFilter::box_unix_sockets};
+inline constexpr ConfineFilter kConfineFilters[] = {
+    ConfineFilter::serve,           ConfineFilter::serve_rereading,       ConfineFilter::bridge,
+    ConfineFilter::box,             ConfineFilter::box_unix_sockets,      ConfineFilter::box_nested_namespaces,
+    ConfineFilter::box_unix_sockets_nested_namespaces};
+
+// What `run`'s options lift of the box's filter (every other rule holds whatever they say).
+struct BoxLifts {
+  bool unix_sockets = false;       // --allow-unix-sockets: socket(AF_UNIX) and every socketpair type
+  bool nested_namespaces = false;  // --allow-nested-namespaces: unshare/clone of new namespaces,
+                                   // clone3, setns
+
+  friend constexpr bool operator==(BoxLifts, BoxLifts) noexcept = default;
+};
+
+// The box's program for `lifts`.
+[[nodiscard]] constexpr ConfineFilter box_filter(BoxLifts lifts) noexcept {
+  if (lifts.unix_sockets) {
+    return lifts.nested_namespaces ? ConfineFilter::box_unix_sockets_nested_namespaces
+                                   : ConfineFilter::box_unix_sockets;
+  }
+  return lifts.nested_namespaces ? ConfineFilter::box_nested_namespaces : ConfineFilter::box;
+}
+
+// What a box's program lifts; nullopt for serve's and bridge's.
+[[nodiscard]] constexpr std::optional<BoxLifts> box_lifts(ConfineFilter filter) noexcept {
+  for (const bool unix_sockets : {false, true}) {
+    for (const bool nested_namespaces : {false, true}) {
+      const BoxLifts lifts{.unix_sockets = unix_sockets, .nested_namespaces = nested_namespaces};
+      if (box_filter(lifts) == filter) return lifts;
+    }
+  }
+  return std::nullopt;
+}
 
 // The program of `filter`, as this build's rules make it (the sanitizer build's lists are longer):
 // at most BPF_MAXINSNS instructions, never empty. Defined in the generated

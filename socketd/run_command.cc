@@ -110,9 +110,13 @@ const OptionTable& run_table() {
                    .help = "also capture every TCP connection COMMAND opens to any address but the box's loopback "
                            "(nftables in the box), for programs that ignore the proxy variables"},
         OptionSpec{.name = "allow-unix-sockets", .kind = OptionKind::flag,
-                   .help = "let COMMAND make Unix sockets: by default socket(AF_UNIX, ...) fails with EPERM in the "
-                           "box, so that the host's pathname sockets (another session's proxy, an ssh agent) are "
-                           "out of reach"},
+                   .help = "let COMMAND make Unix sockets: by default socket(AF_UNIX, ...) and datagram "
+                           "socketpairs fail with EPERM in the box, so that the host's pathname sockets (another "
+                           "session's proxy, an ssh agent, journald) are out of reach"},
+        OptionSpec{.name = "allow-nested-namespaces", .kind = OptionKind::flag,
+                   .help = "let COMMAND make namespaces of its own (unshare, clone, setns; for a box that runs "
+                           "containers): by default they fail with EPERM in the box, since a network namespace of "
+                           "its own gives it the kernel's network configuration to attack"},
     };
     for (const OptionSpec& spec : serve_option_table().options()) {
       const bool own = std::any_of(rows.begin(), rows.end(), [&](const OptionSpec& row) { return row.name == spec.name; });
@@ -128,8 +132,10 @@ const OptionTable& run_table() {
 
 std::string help_text() {
   return fmt::format(
-      "usage: boxproxy run [SERVE OPTION]... [--allow-unix-sockets] -- COMMAND [ARG]...\n"
-      "       boxproxy run --socket PATH [--auth-token-file FILE] [--allow-unix-sockets] -- COMMAND [ARG]...\n"
+      "usage: boxproxy run [SERVE OPTION]... [--allow-unix-sockets] [--allow-nested-namespaces] -- COMMAND\n"
+      "                    [ARG]...\n"
+      "       boxproxy run --socket PATH [--auth-token-file FILE] [--allow-unix-sockets]\n"
+      "                    [--allow-nested-namespaces] -- COMMAND [ARG]...\n"
       "\n"
       "Runs COMMAND in a box whose only way out is boxproxy: its own user namespace (root inside,\n"
       "the caller outside, also when run is root), network namespace (only its own loopback), mount\n"
@@ -159,7 +165,7 @@ std::string help_text() {
 struct RunOptions {
   std::optional<std::string> socket_path;      // --socket: a running proxy's socket
   std::optional<std::string> auth_token_file;  // --auth-token-file with --socket
-  bool allow_unix_sockets = false;             // --allow-unix-sockets
+  BoxLifts box_lifts;                          // --allow-unix-sockets, --allow-nested-namespaces
   bool transparent = false;                    // --transparent (SPEC §16)
   std::vector<std::string> serve_args;         // passed to `boxproxy serve` as given
   std::vector<std::string> command;
@@ -194,7 +200,8 @@ RunOptions parse_run_options(int argc, char** argv) {
     options.socket_path = path;
     given.erase(socket);
   }
-  if (given.erase("allow-unix-sockets") != 0) options.allow_unix_sockets = true;
+  if (given.erase("allow-unix-sockets") != 0) options.box_lifts.unix_sockets = true;
+  if (given.erase("allow-nested-namespaces") != 0) options.box_lifts.nested_namespaces = true;
   if (given.erase("transparent") != 0) options.transparent = true;
   if (options.socket_path) {
     // With --socket the only option besides run's own is --auth-token-file (run reads it to put
@@ -498,7 +505,7 @@ int box_init(const RunOptions& options, const BoxEnvironment& environment, Uniqu
   // dumpable can be traced only with CAP_SYS_PTRACE in the host's user namespace. (pid 1 is under
   // the filter too, so even that would give nothing more.)
   ::prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
-  if (auto refused = install_box_filter(options.allow_unix_sockets)) {
+  if (auto refused = install_box_filter(options.box_lifts)) {
     std::fprintf(stderr, "%s\n", refused->c_str());
     return kSetupFailed;
   }
