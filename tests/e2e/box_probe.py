@@ -14,6 +14,7 @@ import fcntl
 import json
 import mmap
 import os
+import signal
 import socket
 import struct
 import subprocess
@@ -204,19 +205,19 @@ def check_io_uring(_):
     return fd_or_errno(libc.syscall(425, 4, params))
 
 
-def int80(number, b, c, d, memory=b""):
-    """A system call through the i386 ABI (int $0x80) from this 64-bit process; returns eax. A
-    register given as None gets the address of `memory`, copied below 4 GiB (where a 32-bit
-    pointer reaches)."""
+def int80(number, b, c, d, memory=b"", s=0):
+    """A system call through the i386 ABI (int $0x80) from this 64-bit process, with ebx, ecx,
+    edx and esi; returns eax. A register given as None gets the address of `memory`, copied below
+    4 GiB (where a 32-bit pointer reaches); `memory` may be a function of that address."""
     page = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x40,  # MAP_32BIT
                      prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
     base = ctypes.addressof(ctypes.c_char.from_buffer(page))
     page.seek(2048)
-    page.write(memory)
-    b, c, d = (base + 2048 if r is None else r for r in (b, c, d))
-    # push rbx; mov eax, N; mov ebx, B; mov ecx, C; mov edx, D; int 0x80; pop rbx; ret
+    page.write(memory(base + 2048) if callable(memory) else memory)
+    b, c, d, s = (base + 2048 if r is None else r for r in (b, c, d, s))
+    # push rbx; mov eax, N; mov ebx, B; mov ecx, C; mov edx, D; mov esi, S; int 0x80; pop rbx; ret
     code = (b"\x53\xb8" + struct.pack("<I", number) + b"\xbb" + struct.pack("<I", b) + b"\xb9" + struct.pack("<I", c)
-            + b"\xba" + struct.pack("<I", d) + b"\xcd\x80\x5b\xc3")
+            + b"\xba" + struct.pack("<I", d) + b"\xbe" + struct.pack("<I", s) + b"\xcd\x80\x5b\xc3")
     page.seek(0)
     page.write(code)
     return ctypes.CFUNCTYPE(ctypes.c_int)(base)()
@@ -233,6 +234,162 @@ def check_i386_socket(family):
 def check_i386_socketcall(family):
     # socketcall(SYS_SOCKET, {family, type, protocol}): the arguments in memory
     return i386_result(int80(102, 1, None, 0, memory=struct.pack("<III", family, socket.SOCK_STREAM, 0)))
+
+
+def check_sockets(argument):
+    """socket(FAMILY, TYPE, PROTOCOL) for each [FAMILY, TYPE, PROTOCOL], made and closed: one
+    result each, space-separated."""
+    results = []
+    for family, kind, protocol in argument:
+        try:
+            socket.socket(family, kind, protocol).close()
+            results.append("ok")
+        except OSError as e:
+            results.append(os_error(e))
+    return " ".join(results)
+
+
+def check_commands(argvs):
+    """Runs each command: 'exit N' each, ' | '-separated."""
+    return " | ".join(f"exit {subprocess.run(argv, capture_output=True, timeout=CHECK_TIMEOUT).returncode}"
+                      for argv in argvs)
+
+
+def check_threads_and_spawn(_):
+    """A thread (pthread_create) and a posix_spawn'd program: both try clone3 first in glibc."""
+    import threading
+    done = []
+    thread = threading.Thread(target=lambda: done.append(1))
+    thread.start()
+    thread.join()
+    pid = os.posix_spawn("/bin/true", ["true"], os.environ)
+    _, status = os.waitpid(pid, 0)
+    return f"thread {'ok' if done else 'not run'} spawn exit {os.waitstatus_to_exitcode(status)}"
+
+
+def check_socketpairs(kinds):
+    """socketpair(AF_UNIX, TYPE) for each TYPE (flags included), one data exchange each: one
+    result a type, space-separated."""
+    results = []
+    for kind in kinds:
+        try:
+            a, b = socket.socketpair(socket.AF_UNIX, kind)
+        except OSError as e:
+            results.append(os_error(e))
+            continue
+        with a, b:
+            a.send(b"x")
+            results.append("ok" if b.recv(1) == b"x" else "no data")
+    return " ".join(results)
+
+
+def check_dgram_pair_sendto(path):
+    """A datagram socketpair's socket sending to a datagram Unix socket of the host by its path."""
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)  # fails under the filter
+    with a, b:
+        a.sendto(b"from the box", path)
+        return "sent"
+
+
+def check_socket_i386_x32(family):
+    """socket(FAMILY, SOCK_STREAM) through the x32 ABI and, where the kernel runs i386 programs,
+    through i386's socket(2): 'x32 RESULT i386 RESULT'."""
+    x32 = fd_or_errno(libc.syscall(0x40000000 | 41, family, socket.SOCK_STREAM, 0))
+    return f"x32 {x32} i386 {i386_result(int80(359, family, socket.SOCK_STREAM, 0))}"
+
+
+def check_socketpair_abis(kind):
+    """socketpair(AF_UNIX, TYPE) through x32, i386's socketpair(2) and i386's socketcall; where
+    the kernel runs no i386 program, the i386 results say so ('ENOSYS')."""
+    pair = ctypes.create_string_buffer(8)
+    x32 = checked(libc.syscall(0x40000000 | 53, socket.AF_UNIX, kind, 0, pair))
+    # The descriptors of a pair made die with this child.
+    direct = i386_result(int80(360, socket.AF_UNIX, kind, 0, memory=bytes(8), s=None))
+    # socketcall(SYS_SOCKETPAIR, {family, type, protocol, where the pair goes})
+    via_socketcall = i386_result(int80(102, 8, None, 0, memory=lambda at: struct.pack(
+        "<IIII", socket.AF_UNIX, kind, 0, at + 16) + bytes(8)))
+    return f"x32 {x32} i386 {direct} socketcall {via_socketcall}"
+
+
+def check_unshare(flags):
+    """unshare(FLAGS) in this child."""
+    return checked(libc.unshare(flags))
+
+
+def check_clone(flags):
+    """clone(FLAGS | SIGCHLD) by the system call (x86_64's argument order): the child exits at once."""
+    pid = libc.syscall(56, ctypes.c_ulong(flags | signal.SIGCHLD), 0, 0, 0, 0)
+    if pid == 0:
+        os._exit(0)
+    if pid == -1:
+        return errno_name(ctypes.get_errno())
+    os.waitpid(pid, 0)
+    return "ok"
+
+
+def check_clone3(flags):
+    """clone3({.flags = FLAGS, .exit_signal = SIGCHLD}): the child exits at once."""
+    args = struct.pack("<QQQQQQQQ", flags, 0, 0, 0, signal.SIGCHLD, 0, 0, 0)  # clone_args, version 0
+    buffer = ctypes.create_string_buffer(args)
+    pid = libc.syscall(435, buffer, len(args))
+    if pid == 0:
+        os._exit(0)
+    if pid == -1:
+        return errno_name(ctypes.get_errno())
+    os.waitpid(pid, 0)
+    return "ok"
+
+
+def check_nested_network(argument):
+    """As `unshare -Urn` does (a user namespace and a network namespace of its own, where it has
+    every capability), then what that is for: bring lo up, make an nf_tables (netfilter netlink)
+    socket and a packet socket. 'unshare RESULT' when the namespaces are refused, else 'lo RESULT
+    netfilter RESULT packet RESULT'."""
+    uid, gid = os.getuid(), os.getgid()
+    result = checked(libc.unshare(0x10000000 | CLONE_NEWNET))  # CLONE_NEWUSER | CLONE_NEWNET
+    if result != "ok":
+        return f"unshare {result}"
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"0 {uid} 1")
+    r = subprocess.run(["ip", "link", "set", "lo", "up"], capture_output=True, timeout=CHECK_TIMEOUT)
+    lo = "ok" if r.returncode == 0 else r.stderr.decode("utf-8", "replace").strip()[:80]
+    results = [f"lo {lo}"]
+    for name, family, kind, protocol in (("netfilter", socket.AF_NETLINK, socket.SOCK_RAW, 12),
+                                          ("packet", socket.AF_PACKET, socket.SOCK_RAW, 0)):
+        try:
+            socket.socket(family, kind, protocol).close()
+            results.append(f"{name} ok")
+        except OSError as e:
+            results.append(f"{name} {os_error(e)}")
+    return " ".join(results)
+
+
+def check_kernel_surface(_):
+    """userfaultfd, bpf, perf_event_open, keyctl, add_key, request_key, each in a form the kernel
+    lets an unprivileged user make (or, where its settings forbid the real one, in a form it
+    answers with another errno than EPERM), one result each: 'NAME RESULT ...'."""
+    results = {}
+    # userfaultfd(UFFD_USER_MODE_ONLY | O_CLOEXEC): allowed to any user (Linux 5.11)
+    results["userfaultfd"] = fd_or_errno(libc.syscall(323, 1 | os.O_CLOEXEC))
+    # bpf(BPF_MAP_CREATE) of a small array, and bpf with an unknown command (EINVAL to the kernel)
+    attr = ctypes.create_string_buffer(struct.pack("<IIII", 2, 4, 4, 1) + bytes(112))  # BPF_MAP_TYPE_ARRAY
+    results["bpf_map"] = fd_or_errno(libc.syscall(321, 0, attr, len(attr)))
+    results["bpf_unknown"] = fd_or_errno(libc.syscall(321, 0x7fff, attr, len(attr)))
+    # perf_event_open of a software clock on this process, user space only; and with an attr
+    # size the kernel refuses (E2BIG or EINVAL to it)
+    perf = bytearray(128)
+    struct.pack_into("<IIQ", perf, 0, 1, 128, 0)  # PERF_TYPE_SOFTWARE, size, PERF_COUNT_SW_CPU_CLOCK
+    struct.pack_into("<Q", perf, 40, 1 << 5)  # exclude_kernel
+    results["perf"] = fd_or_errno(libc.syscall(298, ctypes.create_string_buffer(bytes(perf)), 0, -1, -1, 0))
+    struct.pack_into("<I", perf, 4, 1)  # size 1
+    results["perf_bad_size"] = fd_or_errno(libc.syscall(298, ctypes.create_string_buffer(bytes(perf)), 0, -1, -1, 0))
+    # keyctl(KEYCTL_GET_KEYRING_ID, @s), add_key("user") to @s, request_key("user") in @s
+    results["keyctl"] = "ok" if libc.syscall(250, 0, ctypes.c_long(-3), 0) > 0 else errno_name(ctypes.get_errno())
+    key = libc.syscall(248, b"user", b"boxproxy-probe", b"x", 1, ctypes.c_long(-3))
+    results["add_key"] = "ok" if key > 0 else errno_name(ctypes.get_errno())
+    found = libc.syscall(249, b"user", b"boxproxy-probe-absent", None, ctypes.c_long(-3))
+    results["request_key"] = "ok" if found > 0 else errno_name(ctypes.get_errno())
+    return " ".join(f"{name} {result}" for name, result in results.items())
 
 
 CHECKS = {name[len("check_"):]: f for name, f in globals().items() if name.startswith("check_")}
