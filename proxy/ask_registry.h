@@ -47,6 +47,8 @@ class AskRegistry {
   using OnVerdict = void (*)(void* waiter, AskVerdict verdict) noexcept;
   // Sends an ask event to every open control client; returns how many there are.
   using Publish = std::function<std::size_t(std::string_view event_line)>;
+  // How many control clients are open now (none: nothing can be asked).
+  using Audience = std::function<std::size_t()>;
   // `always`: adds the entry ("host:port") to the host list.
   using AddToList = std::function<void(std::string_view entry)>;
 
@@ -88,7 +90,13 @@ class AskRegistry {
   AskRegistry& operator=(const AskRegistry&) = delete;
 
   // Where ask events go (the control hub); none set, or none open: nothing is asked.
-  void set_publisher(Publish publish) { publish_ = std::move(publish); }
+  void set_publisher(Publish publish, Audience audience) {
+    publish_ = std::move(publish);
+    audience_ = std::move(audience);
+  }
+
+  // Whether an ask made now would reach someone (a control client is open), without asking.
+  [[nodiscard]] bool can_ask() const { return publish_ && audience_ && audience_() > 0; }
 
   // Asks about `host` (a name) and `port`, or joins the ask pending for them. Not held when
   // nothing can be asked (no control client open, or no memory): the caller refuses at once.
@@ -128,6 +136,7 @@ class AskRegistry {
   double timeout_seconds_;
   AddToList add_to_list_;
   Publish publish_;
+  Audience audience_;
   std::uint64_t last_number_ = 0;  // asks are numbered from 1, never reused
   std::map<std::uint64_t, std::unique_ptr<Ask>> asks_;
   std::map<std::pair<std::string, std::uint16_t>, std::uint64_t> by_target_;

@@ -111,6 +111,8 @@ class ClientConnection {
   Next allowed();
   void widen_resolve_port();  // SOCKS5 RESOLVE (client_resolve.cc, SPEC §16)
   Next resolved();            // RESOLVE allowed: answered with an address, never dialled
+  Next resolve_by_name();     // RESOLVE of a name that would be asked about: left to the connection
+  Next answer_resolve(std::string_view reply);  // a RESOLVE's answer, then close
 
   // After the decision.
   Next after(HttpExchange::Step step);

@@ -77,6 +77,8 @@ ClientConnection::Next ClientConnection::follow(Decision::Step step) {
       return refuse(reason, refused != nullptr ? refused->to_string() : "-");
     }
     case Decision::Step::ask:
+      // A RESOLVE is never asked about: it has no port and opens no connection (client_resolve.cc).
+      if (kind_ == ClientKind::resolve) return resolve_by_name();
       // A name off the list, with --ask: the supervisor is asked, and this client waits (still
       // counted among the undecided, so waiting clients are bounded like every other pending one)
       // for the verdict or the ask's own timeout (--ask-timeout), not its own timer.

@@ -15,13 +15,14 @@ namespace boxproxy {
 ControlHub::ControlHub(event_base* base, ProxyServer& server, DecisionLog& log, Hooks hooks)
     : base_(base), server_(server), log_(log), hooks_(std::move(hooks)) {
   if (AskRegistry* asks = server_.asks()) {
-    asks->set_publisher([this](std::string_view line) { return publish_to_all(line); });
+    asks->set_publisher([this](std::string_view line) { return publish_to_all(line); },
+                        [this] { return channels_.size(); });
   }
 }
 
 ControlHub::~ControlHub() {
   log_.set_observer(nullptr);
-  if (AskRegistry* asks = server_.asks()) asks->set_publisher(nullptr);
+  if (AskRegistry* asks = server_.asks()) asks->set_publisher(nullptr, nullptr);
   acceptor_.reset();
   channels_.clear();
 }

@@ -324,7 +324,9 @@ std::string DnsResponder::answer(const DnsQuestion& question, Socks5ReplyReader:
   ++stats_.queries;
   switch (verdict) {
     case Socks5ReplyReader::State::granted: {
-      // The bridge's own address for the name, never the real one (proxy/name_addresses.h).
+      // The bridge's own address for the name, never the real one (proxy/name_addresses.h):
+      // whether the proxy answered with an address (a name it lets through) or with the name
+      // itself (one it asks about when the box connects, SPEC §15), the box learns no address.
       const auto family = question.type == static_cast<std::uint16_t>(DnsType::a) ? IpAddress::Family::v4
                                                                                    : IpAddress::Family::v6;
       const IpAddress address = names_.address_for(lower_case(question.name), family);

@@ -5,6 +5,10 @@
 //   - a name it would let through is answered with an address of the bridge's own for that name
 //     (proxy/name_addresses.h), never the real one: a connection the box then makes to it is
 //     captured and asked for by that name (`--transparent`);
+//   - so is a name the proxy would ask its supervisor about (--ask, SPEC §15), which it answers
+//     "by name" at once without asking (the question has no port): the connection that follows
+//     is asked about, with its port, and waits for the verdict in the proxy (--ask-timeout), not
+//     here; a `deny` refuses that connection;
 //   - a name it refuses is answered NXDOMAIN: the box never learns a refused name's address, and
 //     a name off the host list is never looked up (the proxy refuses it before any DNS);
 //   - the proxy unreachable, busy or slow: SERVFAIL;
@@ -40,7 +44,10 @@ inline constexpr std::size_t kMaxDnsInFlight = 256;
 // never gives, and for the few resolvers configured to use it).
 inline constexpr std::size_t kMaxDnsTcpClients = 32;
 // A TCP client that sends no query for this long is closed; so is a question the proxy has not
-// answered in kDnsAskSeconds (its --dns-timeout is 5 s by default: the proxy answers first).
+// answered in kDnsAskSeconds (its --dns-timeout is 5 s by default: the proxy answers first). No
+// question waits on a supervisor's ask, whatever --ask-timeout says: the proxy answers a name it
+// would ask about at once, and asks when the box connects (the bridge's handshake has no bound
+// of its own, so that ask runs its whole --ask-timeout).
 inline constexpr double kDnsTcpIdleSeconds = 10;
 inline constexpr double kDnsAskSeconds = 10;
 inline constexpr std::size_t kMaxDnsDatagramsPerWake = 64;

@@ -11,7 +11,7 @@ import unittest
 from control_support import connect_control_socket, proxy_with_control_fd
 from fault_support import connect_waiting, raise_own_nofile
 from harness import (OriginsMixin, ProxyTestCase, connect_request, recv_all, recv_exact, socks5_connect,
-                     socks5_reply, still_open, wait_until)
+                     socks5_greeting, socks5_reply, still_open, wait_until)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 
@@ -260,6 +260,71 @@ class NeverAskedTest(AskTestCase):
         self.assert_refused(s, 403)
         self.assertLess(time.monotonic() - started, 2)
         self.assertNotIn("asked", self.decision(p, "asked.test"))
+
+
+def resolve_reply(p, name):
+    """A SOCKS5 RESOLVE of `name`: (reply code, address type, the bound address's bytes)."""
+    s = p.connect()
+    try:
+        s.sendall(socks5_greeting((0,)) + bytes([5, 0xF0, 0, 3, len(name)]) + name.encode() + b"\0\0")
+        if recv_exact(s, 2) != b"\x05\x00":
+            raise AssertionError("no method choice")
+        head = recv_exact(s, 4)
+        if head[1] != 0:
+            return head[1], None, None
+        size = {1: 4, 4: 16}.get(head[3]) or recv_exact(s, 1)[0]
+        bound = recv_exact(s, size)
+        if recv_exact(s, 2) != b"\0\0":
+            raise AssertionError("a bound port other than 0")
+        return 0, head[3], bound
+    finally:
+        s.close()
+
+
+class ResolveTest(AskTestCase):
+    """SPEC §15, §16: a RESOLVE (the box's DNS, through the bridge) has no port and opens no
+    connection: a name that would be asked about is not asked about, but answered by name, so that
+    the connection that follows is asked about once, with its own port (test_transparent_ask.py)."""
+
+    def test_a_name_that_would_be_asked_about_is_answered_by_name_without_asking(self):
+        p, c = self.start()
+        started = time.monotonic()
+        # Answered at once, with the name itself (ATYP 3): no address, real or not.
+        self.assertEqual(resolve_reply(p, "Asked.test"), (0, 3, b"Asked.test"))
+        self.assertLess(time.monotonic() - started, 2)
+        c.request("hello")
+        self.assertFalse([x for x in c.events if x.get("event") == "ask"], c.events)
+        line = self.decision(p, "Asked.test")
+        self.assertEqual((line["kind"], line["class"], line["port"], line["ip"], line["asked"]),
+                         ("resolve", "ok", 0, "-", "deferred"))
+        # The connection that follows is the one asked about, with its port.
+        s = self.ask(p)
+        e = c.event("ask")
+        self.assertEqual((e["host"], e["port"]), ("asked.test", self.echo.port))
+        self.assertTrue(c.request("answer", ask=e["ask"], verdict="once")["ok"])
+        self.assert_tunnel(s)
+        s.close()
+        self.assertEqual(self.decision(p, "asked.test", kind="connect")["asked"], "once")
+        # A listed name is answered with its checked address, as without --ask.
+        self.assertEqual(resolve_reply(p, "origin.test"), (0, 1, socket.inet_aton("127.0.0.2")))
+        self.assertNotIn("asked", self.decision(p, "origin.test"))
+
+    def test_with_no_control_client_open_the_name_is_not_listed(self):
+        # Nobody could be asked: the box's DNS must say NXDOMAIN, not hand out a stand-in.
+        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-ask-")
+        self.addCleanup(tmp.cleanup)
+        path = os.path.join(tmp.name, "control.sock")
+        p = self.proxy("--control-socket", path, "--ask", "--log", "json", "--allow", "origin.test",
+                       "--resolve", "asked.test=127.0.0.2")
+        self.assertEqual(resolve_reply(p, "asked.test"), (2, None, None))
+        line = self.decision(p, "asked.test")
+        self.assertEqual(line["class"], "not-listed")
+        self.assertNotIn("asked", line)
+        # With one open, the same name is answered by name.
+        control = connect_control_socket(path)
+        self.addCleanup(control.close)
+        self.assertTrue(control.request("hello")["ok"])
+        self.assertEqual(resolve_reply(p, "asked.test"), (0, 3, b"asked.test"))
 
 
 class SupervisorGoneTest(AskTestCase):

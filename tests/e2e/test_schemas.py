@@ -32,6 +32,7 @@ except ImportError:  # an interpreter of its own (pyenv): Debian's package is wh
 from harness import (OriginsMixin, Proxy, ProxyTestCase, binary, connect_request, read_http_response, recv_all,
                      recv_exact, socks4_connect, socks5_connect, wait_until)
 from test_log_bounds import StalledReaderProxy
+from test_ask import resolve_reply
 
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCHEMAS = os.path.join(SOURCE, "schemas")
@@ -449,6 +450,8 @@ class ControlMessagesTest(OriginsMixin, ProxyTestCase):
         s.sendall(connect_request(f"origin.test:{self.echo.port}"))
         self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
         s.close()
+        # A RESOLVE of a name off the list is answered by name, not asked about: asked=deferred.
+        self.assertEqual(resolve_reply(p, "later.test")[:2], (0, 3))
         r = p.connect()
         r.sendall(connect_request("mix.test:443"))  # off the list: asked about
         ask = None
@@ -468,7 +471,7 @@ class ControlMessagesTest(OriginsMixin, ProxyTestCase):
         self.assertTrue(self.request({"op": "stats"})["ok"])
         for _ in range(50):  # the events come between replies: ask until both have come
             classes = {e.get("class") for e in self.seen_events}
-            if {"done", "private"} <= classes:
+            if {"done", "private"} <= classes and any(e.get("asked") == "deferred" for e in self.seen_events):
                 break
             time.sleep(0.05)
             self.request({"op": "hello"})
@@ -478,6 +481,8 @@ class ControlMessagesTest(OriginsMixin, ProxyTestCase):
         self.assertIn("private", classes)
         private = [e for e in self.seen_events if e.get("class") == "private"]
         self.assertEqual(private[0].get("asked"), "once", private)
+        deferred = [e for e in self.seen_events if e.get("asked") == "deferred"]
+        self.assertEqual([(e["kind"], e["host"], e["port"]) for e in deferred], [("resolve", "later.test", 0)])
         self.assertTrue(self.request({"op": "drain"})["ok"])
 
 

@@ -32,10 +32,12 @@ struct Rig {
 
   Rig() {
     REQUIRE(base);
-    asks.set_publisher([this](std::string_view line) {
-      if (open_clients > 0) events.emplace_back(line);
-      return open_clients;
-    });
+    asks.set_publisher(
+        [this](std::string_view line) {
+          if (open_clients > 0) events.emplace_back(line);
+          return open_clients;
+        },
+        [this] { return open_clients; });
   }
 
   void ask(Waiter& w, std::string_view host, std::uint16_t port, ConnectionId id = 7) {
@@ -77,12 +79,15 @@ TEST_CASE("AskRegistry: one ask per host and port, the first answer counts, alwa
 TEST_CASE("AskRegistry: nobody to ask, the timeout, the last control client gone") {
   Rig rig;
   rig.open_clients = 0;
+  CHECK_FALSE(rig.asks.can_ask());
   Waiter alone;
   rig.ask(alone, "example.com", 443);
   CHECK_FALSE(alone.ticket.held());  // not-listed at once
   CHECK(rig.events.empty());
 
   rig.open_clients = 1;
+  CHECK(rig.asks.can_ask());
+  CHECK(rig.events.empty());  // can_ask() asks nobody
   Waiter slow;
   rig.ask(slow, "example.com", 443);
   REQUIRE(slow.ticket.held());
