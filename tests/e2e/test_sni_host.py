@@ -5,8 +5,11 @@ it is closed as `host mismatch` before any of its bytes reach the origin; anythi
 The attacker is a box allowed good.test:PORT, whose address (127.0.0.2) also serves other sites:
 it opens a tunnel there and asks, in cleartext, for evil.test."""
 
+import os
 import signal
 import socket
+import sys
+import textwrap
 import time
 import unittest
 
@@ -224,6 +227,53 @@ class TunnelHostTest(ProxyTestCase):
                 s.sendall(data)
                 self.assert_passes_intact(s, data)
                 s.close()
+
+
+# In a `run --transparent` box, a program that ignores proxy variables dials the listed name
+# itself: its cleartext request goes through a checked tunnel (SPEC §16).
+BOX_CLIENT = textwrap.dedent("""
+    import socket, sys
+    port = int(sys.argv[1])
+    for host in ("evil.test", "origin.test:%d" % port):
+        s = socket.create_connection(("origin.test", port), timeout=10)
+        s.sendall(b"GET / HTTP/1.1\\r\\nHost: %s\\r\\nConnection: close\\r\\n\\r\\n" % host.encode())
+        try:
+            got = s.recv(12)
+        except OSError:
+            got = b""
+        print(host, got.decode() or "closed")
+        s.close()
+""")
+
+
+class TransparentHostTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        from test_transparent import capture_usable
+        why = capture_usable()
+        if why:
+            raise unittest.SkipTest(why)
+        cls.origin = HttpOrigin()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.origin.close()
+
+    def test_a_boxed_program_asking_for_another_host_is_closed_and_the_listed_one_answered(self):
+        from box_support import BoxRun
+        box = BoxRun(self)
+        log = os.path.join(box.dir, "decisions.log")
+        port = self.origin.port
+        r = box.run(["--transparent", "--allow", f"origin.test:{port}", "--resolve", "origin.test=127.0.0.2",
+                     "--resolve", "evil.test=127.0.0.2", "--log-file", log],
+                    [sys.executable, "-c", BOX_CLIENT, str(port)])
+        self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace")[-2000:])
+        self.assertEqual(r.stdout.decode().splitlines(), ["evil.test closed", f"origin.test:{port} HTTP/1.1 200"])
+        with open(log, encoding="utf-8") as f:
+            self.assertEqual(f.read().count("class=host mismatch"), 1)
+        hosts = [value for request in self.origin.requests for name, value in request["headers"] if name == "Host"]
+        self.assertEqual(hosts, [f"origin.test:{port}"])
 
 
 if __name__ == "__main__":
