@@ -152,7 +152,8 @@ ClientConnection::Next ClientConnection::side_writable(Side& side) {
 ClientConnection::Next ClientConnection::client_readable() {
   switch (phase_) {
     case Phase::relaying:
-      if (sni_) return sni_readable();  // the SNI check reads the client's first bytes itself
+      // The SNI and Host checks read the client's first bytes themselves.
+      if (sni_ || host_check_) return first_bytes_readable();
       return after(tunnel_.readable(client_));
     case Phase::forwarding:
       if (!exchange_) {

@@ -23,6 +23,7 @@
 #include "proxy/resolver.h"
 #include "proxy/sni.h"
 #include "proxy/tunnel.h"
+#include "proxy/tunnel_host.h"
 #include "table/decision.h"
 #include "table/host_list.h"
 #include "table/policy.h"
@@ -120,18 +121,24 @@ class ClientConnection {
   Next finish_exchange();
   void log_done();
 
-  // The SNI check (client_sni.cc, SPEC §16): a tunnel's first client bytes, held until read.
-  enum class SniCheck : std::uint8_t {
-    wait,   // not known yet: hold the bytes, read more
-    pass,   // not TLS, no SNI, or the SNI names the decided host: hand the bytes to the tunnel
-    close,  // another host, or a ClientHello that cannot be read: close as sni mismatch
+  // The SNI and Host checks (client_sni.cc, SPEC §16): a tunnel's first client bytes, held until
+  // read.
+  enum class FirstBytes : std::uint8_t {
+    wait,           // not known yet: hold the bytes, read more
+    pass,           // neither TLS nor HTTP/1.x, or naming the decided host (or, for TLS, none)
+    sni_mismatch,   // a ClientHello naming another host, or that cannot be read
+    host_mismatch,  // an HTTP/1.x request naming another host or port, none, or unreadable
   };
-  [[nodiscard]] bool sni_check_applies() const noexcept;
+  [[nodiscard]] bool tunnel_check_applies() const noexcept;
   Next start_tunnel();
-  [[nodiscard]] SniCheck judge_sni(SniReader::Verdict verdict) const;
-  Next sni_readable();
+  [[nodiscard]] FirstBytes check_first_bytes(std::string_view fresh);
+  [[nodiscard]] FirstBytes judge_sni(SniReader::Verdict verdict) const;
+  [[nodiscard]] static FirstBytes judge_host(TunnelHostReader::Verdict verdict) noexcept;
+  [[nodiscard]] std::size_t held_bound() const noexcept;
+  Next first_bytes_readable();
+  Next act_on(FirstBytes check, bool client_sent_fin);
   Next release_held_bytes(bool client_sent_fin);
-  Next close_sni_mismatch();
+  Next close_mismatch(Reason reason);
   [[nodiscard]] TunnelEnd exchange_end() const noexcept;  // a plain-HTTP exchange's end= (SPEC §12)
   void release_upstream() noexcept;         // the upstream socket and its slot
   void release_upstream_socket() noexcept;  // the upstream socket only (between dial attempts)
@@ -173,9 +180,10 @@ class ClientConnection {
   std::string upstream_prefix_;  // what goes upstream before anything else (a rewritten request head)
   // The plain-HTTP exchange in progress: made for each request, so a tunnel does not carry it.
   std::unique_ptr<HttpExchange> exchange_;
-  // The SNI check's reader while it waits (the held bytes are in inbox_); null otherwise, so a
-  // tunnel that is not checked, or no longer, carries nothing of it.
+  // The SNI check's and the Host check's readers while they wait (the held bytes are in inbox_);
+  // null otherwise, so a tunnel that is not checked, or no longer, carries nothing of them.
   std::unique_ptr<SniReader> sni_;
+  std::unique_ptr<TunnelHostReader> host_check_;
 
   std::chrono::steady_clock::time_point started_;
   // Where the done line's counts start: upstream_.written and client_.written (plus what was

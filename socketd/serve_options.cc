@@ -126,7 +126,8 @@ OptionTable make_serve_table() {
   rows.push_back(OptionSpec{.name = "no-sni-check",
                             .kind = OptionKind::flag,
                             .value_name = "",
-                            .help = "with a host list, do not close a tunnel whose TLS ClientHello names another host",
+                            .help = "with a host list, do not close a tunnel whose TLS ClientHello or first HTTP "
+                                    "request's Host names another host",
                             .default_text = "checked"});
   // The supervisor's channel (SPEC §15): from 3 up, as --ready-fd.
   rows.push_back(number("control-fd", "N",

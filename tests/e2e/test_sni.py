@@ -164,7 +164,9 @@ class SniTest(ProxyTestCase):
 
     def test_non_tls_first_bytes_pass(self):
         p = self.start()
-        for first in (b"GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n", b"SSH-2.0-test\r\n", b"\x00\x01\x02"):
+        # An HTTP request naming the decided host and port passes the Host check (test_sni_host).
+        request = f"GET / HTTP/1.1\r\nHost: origin.test:{self.echo.port}\r\n\r\n".encode()
+        for first in (request, b"SSH-2.0-test\r\n", b"\x00\x01\x02"):
             with self.subTest(first=first):
                 s = self.connect_tunnel(p)
                 s.sendall(first)

@@ -25,8 +25,10 @@ PY_CLIENT = textwrap.dedent("""
     import json, socket, sys
     port = int(sys.argv[1])
     out = {}
+    # The Host names the port, as every client does: the tunnel's Host check (SPEC §16) reads it.
+    request = b"GET / HTTP/1.0\\r\\nHost: origin.test:%d\\r\\n\\r\\n" % port
     s = socket.create_connection(("origin.test", port), timeout=10)
-    s.sendall(b"GET / HTTP/1.0\\r\\nHost: origin.test\\r\\n\\r\\n")
+    s.sendall(request)
     out["v4"] = s.recv(12).decode()
     out["v4_peer"] = s.getpeername()[0]
     s.close()
@@ -35,7 +37,7 @@ PY_CLIENT = textwrap.dedent("""
     s = socket.socket(family, kind, proto)
     s.settimeout(10)
     s.connect(address)
-    s.sendall(b"GET / HTTP/1.0\\r\\nHost: origin.test\\r\\n\\r\\n")
+    s.sendall(request)
     out["v6"] = s.recv(12).decode()
     out["v6_peer"] = s.getpeername()[0]
     s.close()
