@@ -12,7 +12,9 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -131,6 +133,49 @@ std::optional<std::string> mount_box_dev() {
   return std::nullopt;
 }
 
+// Makes the mount now at `path` read-only (not those below it: they hold other directories),
+// setting that and `more` only: the flags the outer user namespace locked (atime, nosuid, ...)
+// stay as they are, where a remount would have to repeat each.
+std::optional<std::string> set_read_only(const std::string& path, std::uint64_t more = 0) {
+  mount_attr attributes{};
+  attributes.attr_set = MOUNT_ATTR_RDONLY | more;
+  if (::mount_setattr(AT_FDCWD, path.c_str(), 0, &attributes, sizeof attributes) == -1) {
+    return mount_failure("make read-only", path);
+  }
+  return std::nullopt;
+}
+
+// The directory of the proxy's socket, read-only in the box: COMMAND can neither rename nor
+// unlink the socket, nor put a link or a socket of its own at its name for anyone who connects
+// by name later (another box given the same --socket, a supervisor); and the directory itself,
+// a mount point now, cannot be renamed (EBUSY).
+std::optional<std::string> protect_socket_directory(const std::string& directory) {
+  if (::mount(directory.c_str(), directory.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == -1) {
+    return mount_failure("bind", directory);
+  }
+  return set_read_only(directory);
+}
+
+// One of the proxy's own files: a regular file (a log, the audit, a config, an allow file, a
+// token) becomes a read-only bind of itself, which COMMAND may read but not write, truncate,
+// rename or unlink (EROFS, EBUSY): no forged decision lines, no wider host list for the next
+// SIGHUP. Anything else (a FIFO, a socket such as --control-socket, a device) is covered by
+// /dev/null on a nodev mount: a read-only mount would still let COMMAND write into a FIFO (an
+// audit's reader) or connect to a socket (the supervisor's channel, where "allow" widens the
+// box's own list); covered, open fails EACCES and connect ECONNREFUSED. A file that is not there
+// is nothing to protect.
+std::optional<std::string> protect_proxy_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == -1) {
+    if (errno == ENOENT) return std::nullopt;
+    return mount_failure("look at", path);
+  }
+  if (S_ISDIR(st.st_mode)) return std::nullopt;  // not a file serve could have opened as one
+  const char* source = S_ISREG(st.st_mode) ? path.c_str() : "/dev/null";
+  if (::mount(source, path.c_str(), nullptr, MS_BIND, nullptr) == -1) return mount_failure("bind over", path);
+  return set_read_only(path, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+}
+
 }  // namespace
 
 std::optional<std::string> enter_box_namespaces() {
@@ -212,6 +257,22 @@ std::optional<std::string> confine_box_mounts() {
   }
   if (auto error = make_sys_read_only()) return error;
   return mount_box_dev();
+}
+
+std::optional<std::string> protect_proxy_paths(const ProxyPaths& paths) {
+  // The working directory COMMAND inherits was entered before these mounts: through it a
+  // relative rename("egress.sock", ...) would reach the directory under the read-only bind.
+  // Entered again by its name once they are made, it is the one COMMAND sees.
+  std::string cwd(PATH_MAX, '\0');
+  const bool have_cwd = ::getcwd(cwd.data(), cwd.size()) != nullptr;
+  if (!paths.socket_directory.empty()) {
+    if (auto error = protect_socket_directory(paths.socket_directory)) return error;
+  }
+  for (const std::string& file : paths.files) {
+    if (auto error = protect_proxy_file(file)) return error;
+  }
+  if (have_cwd && ::chdir(cwd.c_str()) == -1) return mount_failure("enter again", cwd.c_str());
+  return std::nullopt;
 }
 
 std::optional<std::string> enter_inner_user_namespace(int self_dir) {

@@ -2,18 +2,23 @@
 box would, the tests rename the proxy's socket and put a symbolic link, or a socket of their own,
 at its name; the bridge's clients and its DNS questions must still reach the proxy it started
 with, and the test's socket must never hear from the bridge. A proxy restarted at the same path is
-reached only after a SIGHUP to the bridge."""
+reached only after a SIGHUP to the bridge. Inside a real `run` box, COMMAND can neither rename nor
+replace the socket, nor write the proxy's log and audit, nor reach its control socket.
+
+The box tests skip, saying why, where this system does not let boxproxy make a box."""
 
 import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import textwrap
 import threading
 import unittest
 
-from box_support import Bridge, listening_unix_socket
+from box_support import RUN_TIMEOUT, BoxRun, Bridge, listening_unix_socket, namespaces_usable
 from harness import EchoServer, Proxy, binary, connect_request, recv_exact, wait_until
 from test_dns import parse_reply, query
 
@@ -172,6 +177,97 @@ class BridgePinningTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r)
         self.assertIn(b"No such file or directory", r.stderr)
         self.assertEqual(r.stdout, b"")
+
+
+# ------------------------------------------------------------------------------------------------
+# Inside a `run` box
+
+PROBE = textwrap.dedent("""
+    import errno, json, os, socket, sys
+    paths = json.loads(sys.argv[1])
+    out = {}
+
+    def attempt(name, action):
+        try:
+            action()
+            out[name] = "ok"
+        except OSError as e:
+            out[name] = errno.errorcode.get(e.errno, str(e.errno))
+
+    sock = os.environ["BOXPROXY_SOCKET"]
+    directory = os.path.dirname(sock) or "."
+    attempt("rename", lambda: os.rename(sock, sock + ".moved"))
+    attempt("unlink", lambda: os.unlink(sock))
+    attempt("link_in_dir", lambda: os.symlink("/nowhere", os.path.join(directory, "planted")))
+    attempt("write_in_dir", lambda: open(os.path.join(directory, "planted.txt"), "w").close())
+    attempt("rename_dir", lambda: os.rename(directory, directory + ".moved"))
+    # Through the working directory, entered before the box's mounts were made.
+    attempt("rename_relative", lambda: os.rename(os.path.basename(sock), "moved.sock"))
+    for name, path in paths.items():
+        attempt(name, lambda: os.close(os.open(path, os.O_WRONLY | os.O_APPEND)))
+    if "control" in paths:
+        def control():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(5)
+            s.connect(paths["control"])
+            s.close()
+        attempt("control_connect", control)
+    print(json.dumps(out))
+""")
+
+REFUSED = ("EROFS", "EACCES", "EPERM", "EBUSY")
+
+
+class RunPinningTest(unittest.TestCase):
+    """COMMAND in a real box tries to move the socket and write the proxy's files."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = namespaces_usable()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def setUp(self):
+        self.box = BoxRun(self)
+
+    def probe(self, argv, cwd=None):
+        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=RUN_TIMEOUT,
+                           env=self.box.env(), cwd=cwd)
+        self.assertEqual(r.returncode, 0, f"stdout={r.stdout[-2000:]!r} stderr={r.stderr[-3000:]!r}")
+        return json.loads(r.stdout.decode().strip().splitlines()[-1])
+
+    def assert_refused(self, results, names):
+        for name in names:
+            with self.subTest(check=name):
+                self.assertIn(results[name], REFUSED, results)
+
+    def test_its_own_proxy_socket_and_files_are_out_of_reach(self):
+        files = os.path.join(self.box.dir, "proxy-files")
+        os.mkdir(files)
+        log = os.path.join(files, "decisions.log")
+        audit = os.path.join(files, "audit.jsonl")
+        control = os.path.join(files, "control.sock")
+        paths = {"log": log, "audit": audit, "control": control}
+        results = self.probe(self.box.argv(["--log-file", log, "--audit", audit, "--control-socket", control,
+                                            "--allow-unix-sockets"],
+                                           [sys.executable, "-c", PROBE, json.dumps(paths)]), cwd=files)
+        self.assert_refused(results, ["rename", "unlink", "link_in_dir", "write_in_dir", "rename_dir", "log", "audit"])
+        # The supervisor's channel is covered: no "allow" from the box.
+        self.assertIn(results["control_connect"], ("ECONNREFUSED", "EACCES", "ENOENT"), results)
+        self.assertEqual(self.box.leftovers(), [])
+
+    def test_a_running_proxys_socket_cannot_be_moved(self):
+        proxy = Proxy(dns=self.box.dns)
+        self.addCleanup(proxy.cleanup)
+        proxy.start()
+        before = os.stat(proxy.socket_path).st_ino
+        argv = [binary(), "run", "--socket", proxy.socket_path, "--", sys.executable, "-c", PROBE, json.dumps({})]
+        # Started in the socket's directory: the relative rename goes through the working directory.
+        results = self.probe(argv, cwd=proxy.dir)
+        self.assert_refused(results, ["rename", "unlink", "link_in_dir", "write_in_dir", "rename_dir",
+                                      "rename_relative"])
+        self.assertEqual(os.stat(proxy.socket_path).st_ino, before)
+        self.assertEqual(sorted(os.listdir(proxy.dir)), ["egress.sock"])
 
 
 if __name__ == "__main__":
