@@ -15,6 +15,7 @@
 #include <climits>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -145,6 +146,14 @@ std::optional<std::string> set_read_only(const std::string& path, std::uint64_t 
   return std::nullopt;
 }
 
+// `path` without a symbolic link, "." or "..", from the root: a relative name is looked up from the
+// working directory, which stays on the mount beneath a bind made over it (so "." would never
+// reach the bind). As given when it cannot be resolved (it does not exist: nothing to protect).
+std::string resolved(const std::string& path) {
+  char buffer[PATH_MAX];
+  return ::realpath(path.c_str(), buffer) != nullptr ? std::string(buffer) : path;
+}
+
 // The directory of the proxy's socket, read-only in the box: COMMAND can neither rename nor
 // unlink the socket, nor put a link or a socket of its own at its name for anyone who connects
 // by name later (another box given the same --socket, a supervisor); and the directory itself,
@@ -266,10 +275,10 @@ std::optional<std::string> protect_proxy_paths(const ProxyPaths& paths) {
   std::string cwd(PATH_MAX, '\0');
   const bool have_cwd = ::getcwd(cwd.data(), cwd.size()) != nullptr;
   if (!paths.socket_directory.empty()) {
-    if (auto error = protect_socket_directory(paths.socket_directory)) return error;
+    if (auto error = protect_socket_directory(resolved(paths.socket_directory))) return error;
   }
   for (const std::string& file : paths.files) {
-    if (auto error = protect_proxy_file(file)) return error;
+    if (auto error = protect_proxy_file(resolved(file))) return error;
   }
   if (have_cwd && ::chdir(cwd.c_str()) == -1) return mount_failure("enter again", cwd.c_str());
   return std::nullopt;

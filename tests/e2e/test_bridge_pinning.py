@@ -195,7 +195,7 @@ PROBE = textwrap.dedent("""
             out[name] = errno.errorcode.get(e.errno, str(e.errno))
 
     sock = os.environ["BOXPROXY_SOCKET"]
-    directory = os.path.dirname(sock) or "."
+    directory = os.path.dirname(os.path.abspath(sock))
     attempt("rename", lambda: os.rename(sock, sock + ".moved"))
     attempt("unlink", lambda: os.unlink(sock))
     attempt("link_in_dir", lambda: os.symlink("/nowhere", os.path.join(directory, "planted")))
@@ -261,13 +261,15 @@ class RunPinningTest(unittest.TestCase):
         self.addCleanup(proxy.cleanup)
         proxy.start()
         before = os.stat(proxy.socket_path).st_ino
-        argv = [binary(), "run", "--socket", proxy.socket_path, "--", sys.executable, "-c", PROBE, json.dumps({})]
         # Started in the socket's directory: the relative rename goes through the working directory.
-        results = self.probe(argv, cwd=proxy.dir)
-        self.assert_refused(results, ["rename", "unlink", "link_in_dir", "write_in_dir", "rename_dir",
-                                      "rename_relative"])
-        self.assertEqual(os.stat(proxy.socket_path).st_ino, before)
-        self.assertEqual(sorted(os.listdir(proxy.dir)), ["egress.sock"])
+        for given in (proxy.socket_path, "egress.sock"):
+            with self.subTest(socket=given):
+                argv = [binary(), "run", "--socket", given, "--", sys.executable, "-c", PROBE, json.dumps({})]
+                results = self.probe(argv, cwd=proxy.dir)
+                self.assert_refused(results, ["rename", "unlink", "link_in_dir", "write_in_dir", "rename_dir",
+                                              "rename_relative"])
+                self.assertEqual(os.stat(proxy.socket_path).st_ino, before)
+                self.assertEqual(sorted(os.listdir(proxy.dir)), ["egress.sock"])
 
 
 if __name__ == "__main__":
