@@ -12,11 +12,13 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include <climits>
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -154,6 +156,36 @@ std::string resolved(const std::string& path) {
   return ::realpath(path.c_str(), buffer) != nullptr ? std::string(buffer) : path;
 }
 
+// The box's /dev and /proc are its own: a proxy's file there (--audit /dev/full, --log-file
+// /dev/stderr) is not the one COMMAND would reach, and a bind over it could land on a pipe.
+bool in_the_boxs_own_tree(const std::string& path) {
+  return path.starts_with("/dev/") || path.starts_with("/proc/") || path == "/dev" || path == "/proc";
+}
+
+// Every directory above `path` (resolved), "/" excepted, into `out`.
+void add_ancestors(const std::string& path, std::set<std::string>& out) {
+  for (auto slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    out.insert(path.substr(0, slash));
+  }
+}
+
+// Each directory above what is protected, a bind of itself (what is mounted below it kept, as it
+// is): a mount point cannot be renamed (EBUSY), so COMMAND cannot move the socket's name by
+// renaming a directory above it and making another of the same name. Read-write, as it was.
+// Shallow first, so that each deeper bind is made on the mounts just made.
+std::optional<std::string> pin_ancestors(const std::set<std::string>& ancestors) {
+  std::vector<std::string> ordered(ancestors.begin(), ancestors.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') < std::count(b.begin(), b.end(), '/');
+  });
+  for (const std::string& directory : ordered) {
+    if (::mount(directory.c_str(), directory.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == -1) {
+      return mount_failure("bind", directory);
+    }
+  }
+  return std::nullopt;
+}
+
 // The directory of the proxy's socket, read-only in the box: COMMAND can neither rename nor
 // unlink the socket, nor put a link or a socket of its own at its name for anyone who connects
 // by name later (another box given the same --socket, a supervisor); and the directory itself,
@@ -274,11 +306,22 @@ std::optional<std::string> protect_proxy_paths(const ProxyPaths& paths) {
   // Entered again by its name once they are made, it is the one COMMAND sees.
   std::string cwd(PATH_MAX, '\0');
   const bool have_cwd = ::getcwd(cwd.data(), cwd.size()) != nullptr;
-  if (!paths.socket_directory.empty()) {
-    if (auto error = protect_socket_directory(resolved(paths.socket_directory))) return error;
-  }
+  std::string directory = paths.socket_directory.empty() ? "" : resolved(paths.socket_directory);
+  if (in_the_boxs_own_tree(directory)) directory.clear();
+  std::vector<std::string> files;
   for (const std::string& file : paths.files) {
-    if (auto error = protect_proxy_file(resolved(file))) return error;
+    std::string path = resolved(file);
+    if (!in_the_boxs_own_tree(file) && !in_the_boxs_own_tree(path)) files.push_back(std::move(path));
+  }
+  std::set<std::string> ancestors;
+  if (!directory.empty()) add_ancestors(directory, ancestors);
+  for (const std::string& file : files) add_ancestors(file, ancestors);
+  if (auto error = pin_ancestors(ancestors)) return error;
+  if (!directory.empty()) {
+    if (auto error = protect_socket_directory(directory)) return error;
+  }
+  for (const std::string& file : files) {
+    if (auto error = protect_proxy_file(file)) return error;
   }
   if (have_cwd && ::chdir(cwd.c_str()) == -1) return mount_failure("enter again", cwd.c_str());
   return std::nullopt;

@@ -51,11 +51,13 @@ struct ProxyPaths {
   std::vector<std::string> files;
 };
 
-// In pid 1, after confine_box_mounts: the socket's directory a read-only bind of itself (what is
-// mounted below it kept as it was), each regular file of the proxy's a read-only bind of itself, any
-// other (a FIFO, the control socket) covered by /dev/null on a nodev mount, and the working
-// directory entered again through them. The inner user namespace then locks them: COMMAND cannot
-// unmount or remount them.
+// In pid 1, after confine_box_mounts: every directory above them a bind of itself (so that none
+// can be renamed), the socket's directory a read-only bind of itself (what is mounted below it
+// kept as it was), each regular file of the proxy's a read-only bind of itself, any other (a FIFO,
+// the control socket) covered by /dev/null on a nodev mount, and the working directory entered
+// again through them. Paths under /dev and /proc, the box's own, are left alone. The inner user
+// namespace then locks these mounts: COMMAND cannot unmount or remount them. (A symbolic link on
+// the way to a path is not covered: it stays COMMAND's to replace where the caller may.)
 [[nodiscard]] std::optional<std::string> protect_proxy_paths(const ProxyPaths& paths);
 
 // In pid 1, after protect_proxy_paths: the inner user namespace (root mapped to root) and mount

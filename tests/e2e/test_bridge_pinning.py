@@ -194,15 +194,24 @@ PROBE = textwrap.dedent("""
         except OSError as e:
             out[name] = errno.errorcode.get(e.errno, str(e.errno))
 
+    # A rename that got through is undone at once: a failing box leaves nothing of the test's moved.
+    def attempt_rename(name, old, new):
+        attempt(name, lambda: os.rename(old, new))
+        if out[name] == "ok":
+            os.rename(new, old)
+
     sock = os.environ["BOXPROXY_SOCKET"]
     directory = os.path.dirname(os.path.abspath(sock))
-    attempt("rename", lambda: os.rename(sock, sock + ".moved"))
+    attempt_rename("rename", sock, sock + ".moved")
     attempt("unlink", lambda: os.unlink(sock))
     attempt("link_in_dir", lambda: os.symlink("/nowhere", os.path.join(directory, "planted")))
     attempt("write_in_dir", lambda: open(os.path.join(directory, "planted.txt"), "w").close())
-    attempt("rename_dir", lambda: os.rename(directory, directory + ".moved"))
+    attempt_rename("rename_dir", directory, directory + ".moved")
+    # A directory above it, renamed and made again, would move the name too.
+    parent = os.path.dirname(directory)
+    attempt_rename("rename_parent", parent, parent + ".moved")
     # Through the working directory, entered before the box's mounts were made.
-    attempt("rename_relative", lambda: os.rename(os.path.basename(sock), "moved.sock"))
+    attempt_rename("rename_relative", os.path.basename(sock), "moved.sock")
     for name, path in paths.items():
         attempt(name, lambda: os.close(os.open(path, os.O_WRONLY | os.O_APPEND)))
     if "control" in paths:
@@ -251,25 +260,32 @@ class RunPinningTest(unittest.TestCase):
         results = self.probe(self.box.argv(["--log-file", log, "--audit", audit, "--control-socket", control,
                                             "--allow-unix-sockets"],
                                            [sys.executable, "-c", PROBE, json.dumps(paths)]), cwd=files)
-        self.assert_refused(results, ["rename", "unlink", "link_in_dir", "write_in_dir", "rename_dir", "log", "audit"])
+        self.assert_refused(results, ["rename", "unlink", "link_in_dir", "write_in_dir", "rename_dir", "rename_parent",
+                                      "log", "audit"])
         # The supervisor's channel is covered: no "allow" from the box.
         self.assertIn(results["control_connect"], ("ECONNREFUSED", "EACCES", "ENOENT"), results)
         self.assertEqual(self.box.leftovers(), [])
 
     def test_a_running_proxys_socket_cannot_be_moved(self):
+        # The socket two directories below the test's own (so that the parent the probe tries to
+        # rename is the test's, never /tmp).
+        directory = os.path.join(self.box.dir, "shared", "proxy")
+        os.makedirs(directory)
+        path = os.path.join(directory, "egress.sock")
         proxy = Proxy(dns=self.box.dns)
+        proxy.argv[proxy.argv.index("--socket") + 1] = path
         self.addCleanup(proxy.cleanup)
         proxy.start()
-        before = os.stat(proxy.socket_path).st_ino
+        before = os.stat(path).st_ino
         # Started in the socket's directory: the relative rename goes through the working directory.
-        for given in (proxy.socket_path, "egress.sock"):
+        for given in (path, "egress.sock"):
             with self.subTest(socket=given):
                 argv = [binary(), "run", "--socket", given, "--", sys.executable, "-c", PROBE, json.dumps({})]
-                results = self.probe(argv, cwd=proxy.dir)
+                results = self.probe(argv, cwd=directory)
                 self.assert_refused(results, ["rename", "unlink", "link_in_dir", "write_in_dir", "rename_dir",
-                                              "rename_relative"])
-                self.assertEqual(os.stat(proxy.socket_path).st_ino, before)
-                self.assertEqual(sorted(os.listdir(proxy.dir)), ["egress.sock"])
+                                              "rename_parent", "rename_relative"])
+                self.assertEqual(os.stat(path).st_ino, before)
+                self.assertEqual(sorted(os.listdir(directory)), ["egress.sock"])
 
 
 if __name__ == "__main__":
