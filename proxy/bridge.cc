@@ -4,7 +4,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -137,22 +136,14 @@ BridgeConnection::Next BridgeConnection::try_connect() {
   if (!upstream_.read_event || !upstream_.write_event) return Next::close;
   upstream_.pause = pause_no_more_wanted;
 
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  const std::string& path = server_.socket_path();
-  // The length was checked at start-up (bridge_command); a path that does not fit is no socket.
-  if (path.size() >= sizeof address.sun_path) return give_up(ENAMETOOLONG);
-  std::memcpy(address.sun_path, path.data(), path.size());
-  int result = -1;
-  do {
-    result = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
-  } while (result == -1 && errno == EINTR);
+  // The socket pinned at start, never its name (proxy/proxy_socket.h says what that stops).
+  const int result = server_.proxy().connect(fd);
   if (result == 0) return connected();
-  if (errno == EINPROGRESS) {
+  if (result == EINPROGRESS) {
     event_add(upstream_.write_event.get(), nullptr);  // writable: the connect has finished
     return Next::keep;
   }
-  if (errno == EAGAIN) {
+  if (result == EAGAIN) {
     // The proxy's backlog is full: a Unix socket does not queue us, so try again shortly.
     if (waited_ >= kBridgeConnectSeconds) return give_up(ETIMEDOUT);
     waited_ += kBridgeRetrySeconds;
@@ -161,7 +152,7 @@ BridgeConnection::Next BridgeConnection::try_connect() {
     event_add(retry_timer_.get(), &tv);
     return Next::keep;
   }
-  return give_up(errno);
+  return give_up(result);
 }
 
 BridgeConnection::Next BridgeConnection::connect_finished() {
@@ -226,9 +217,9 @@ BridgeConnection::Next BridgeConnection::give_up(int error) {
 // ---------------------------------------------------------------------------------------------
 // BridgeServer
 
-BridgeServer::BridgeServer(event_base* base, std::string socket_path)
+BridgeServer::BridgeServer(event_base* base, const ProxySocket& proxy)
     : base_(base),
-      socket_path_(std::move(socket_path)),
+      proxy_(proxy),
       acceptor_(base, this, &BridgeServer::on_client, &BridgeServer::on_accept_paused),
       transparent_acceptor_(base, this, &BridgeServer::on_captured_client, &BridgeServer::on_accept_paused) {}
 
@@ -259,7 +250,7 @@ void BridgeServer::report_unreachable(int error) noexcept {
   }
   const std::string more = unreported_ > 0 ? fmt::format(" ({} more since the last line)", unreported_) : "";
   const std::string line =
-      fmt::format("boxproxy bridge: cannot reach {}: {}; client reset{}\n", socket_path_, std::strerror(error), more);
+      fmt::format("boxproxy bridge: cannot reach {}: {}; client reset{}\n", proxy_.path(), std::strerror(error), more);
   std::fwrite(line.data(), 1, line.size(), stderr);
   last_report_ = now;
   unreported_ = 0;

@@ -23,6 +23,7 @@
 #include "proxy/socks5_client.h"
 #include "proxy/connection_list.h"
 #include "proxy/event_owners.h"
+#include "proxy/proxy_socket.h"
 #include "proxy/relay.h"
 #include "proxy/tunnel.h"
 
@@ -92,7 +93,7 @@ class BridgeConnection {
 
   BridgeServer& server_;
   Endpoint client_;    // the loopback TCP client
-  Endpoint upstream_;  // the proxy's Unix socket
+  Endpoint upstream_;  // the proxy's Unix socket (the one pinned at start)
   Tunnel tunnel_{client_, upstream_};
   EventPtr retry_timer_;
   Phase phase_ = Phase::connecting;
@@ -103,8 +104,9 @@ class BridgeConnection {
 
 class BridgeServer {
  public:
-  // `socket_path`: the proxy's Unix socket, connected once per accepted client.
-  BridgeServer(event_base* base, std::string socket_path);
+  // `proxy`: the proxy's Unix socket, pinned (proxy/proxy_socket.h), connected once per accepted
+  // client; it outlives the server.
+  BridgeServer(event_base* base, const ProxySocket& proxy);
   ~BridgeServer();
   BridgeServer(const BridgeServer&) = delete;
   BridgeServer& operator=(const BridgeServer&) = delete;
@@ -121,7 +123,7 @@ class BridgeServer {
 
   // --- for connections ---
   [[nodiscard]] event_base* base() const noexcept { return base_; }
-  [[nodiscard]] const std::string& socket_path() const noexcept { return socket_path_; }
+  [[nodiscard]] const ProxySocket& proxy() const noexcept { return proxy_; }
   [[nodiscard]] BridgeStats& stats() noexcept { return stats_; }
   // A connection could not reach the socket: says so on standard error, at most once a second
   // (a dead proxy must not turn a client's retry loop into a flood of lines).
@@ -142,7 +144,7 @@ class BridgeServer {
   static void on_accept_paused(void* self, int error) noexcept;
 
   event_base* base_;
-  std::string socket_path_;
+  const ProxySocket& proxy_;
   BridgeStats stats_;
   Acceptor acceptor_;
   Acceptor transparent_acceptor_;

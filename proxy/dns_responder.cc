@@ -1,7 +1,5 @@
 #include "proxy/dns_responder.h"
 
-#include <sys/un.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -53,15 +51,11 @@ class DnsResponder::Question {
   // Connects and sends the request. False when the proxy cannot be asked now (the answer is
   // then SERVFAIL, given by the caller).
   bool start() {
-    const std::string& path = responder_.socket_path();
-    sockaddr_un address{};
-    address.sun_family = AF_UNIX;
-    if (path.size() >= sizeof address.sun_path) return false;
-    std::memcpy(address.sun_path, path.data(), path.size());
     fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd_.valid()) return false;
-    // A Unix socket connects at once or not at all (EAGAIN: its backlog is full).
-    if (::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == -1) return false;
+    // A Unix socket connects at once or not at all (EAGAIN: its backlog is full). The socket
+    // pinned at start, never its name (proxy/proxy_socket.h says what that stops).
+    if (responder_.proxy().connect(fd_.get()) != 0) return false;
     const std::string request = resolve_request(question_.name);
     // Under 300 bytes: a new socket's buffer takes it whole, or something is wrong.
     if (::send(fd_.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
@@ -250,8 +244,8 @@ class DnsResponder::TcpClient {
 
 // ---------------------------------------------------------------------------------------------
 
-DnsResponder::DnsResponder(event_base* base, std::string socket_path, NameAddresses& names)
-    : base_(base), socket_path_(std::move(socket_path)), names_(names) {}
+DnsResponder::DnsResponder(event_base* base, const ProxySocket& proxy, NameAddresses& names)
+    : base_(base), proxy_(proxy), names_(names) {}
 
 DnsResponder::~DnsResponder() { stop(); }
 

@@ -32,6 +32,7 @@
 #include "proxy/dns_message.h"
 #include "proxy/event_owners.h"
 #include "proxy/name_addresses.h"
+#include "proxy/proxy_socket.h"
 #include "proxy/socks5_client.h"
 
 namespace boxproxy {
@@ -63,9 +64,10 @@ struct DnsResponderStats {
 
 class DnsResponder {
  public:
-  // `socket_path`: the proxy's Unix socket; `names`: the addresses given out, shared with the
-  // bridge's transparent listeners (which look names up in it); both outlive the responder.
-  DnsResponder(event_base* base, std::string socket_path, NameAddresses& names);
+  // `proxy`: the proxy's Unix socket, pinned (proxy/proxy_socket.h); `names`: the addresses given
+  // out, shared with the bridge's transparent listeners (which look names up in it); both outlive
+  // the responder.
+  DnsResponder(event_base* base, const ProxySocket& proxy, NameAddresses& names);
   ~DnsResponder();
   DnsResponder(const DnsResponder&) = delete;
   DnsResponder& operator=(const DnsResponder&) = delete;
@@ -83,7 +85,7 @@ class DnsResponder {
   class Question;
   class TcpClient;
   [[nodiscard]] event_base* base() const noexcept { return base_; }
-  [[nodiscard]] const std::string& socket_path() const noexcept { return socket_path_; }
+  [[nodiscard]] const ProxySocket& proxy() const noexcept { return proxy_; }
   // The answer to a question the proxy has judged (or could not judge).
   [[nodiscard]] std::string answer(const DnsQuestion& question, Socks5ReplyReader::State verdict);
   // What to send for `message`, or "" when nothing is: a question of A or AAAA that must be asked
@@ -108,7 +110,7 @@ class DnsResponder {
   void read_datagrams(UdpSocket& socket) noexcept;
 
   event_base* base_;
-  std::string socket_path_;
+  const ProxySocket& proxy_;
   NameAddresses& names_;
   DnsResponderStats stats_;
   std::size_t in_flight_ = 0;

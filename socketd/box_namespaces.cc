@@ -12,8 +12,13 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -131,6 +136,87 @@ std::optional<std::string> mount_box_dev() {
   return std::nullopt;
 }
 
+// Makes the mount now at `path` read-only (not those below it: they hold other directories),
+// setting that and `more` only: the flags the outer user namespace locked (atime, nosuid, ...)
+// stay as they are, where a remount would have to repeat each.
+std::optional<std::string> set_read_only(const std::string& path, std::uint64_t more = 0) {
+  mount_attr attributes{};
+  attributes.attr_set = MOUNT_ATTR_RDONLY | more;
+  if (::mount_setattr(AT_FDCWD, path.c_str(), 0, &attributes, sizeof attributes) == -1) {
+    return mount_failure("make read-only", path);
+  }
+  return std::nullopt;
+}
+
+// `path` without a symbolic link, "." or "..", from the root: a relative name is looked up from the
+// working directory, which stays on the mount beneath a bind made over it (so "." would never
+// reach the bind). As given when it cannot be resolved (it does not exist: nothing to protect).
+std::string resolved(const std::string& path) {
+  char buffer[PATH_MAX];
+  return ::realpath(path.c_str(), buffer) != nullptr ? std::string(buffer) : path;
+}
+
+// The box's /dev and /proc are its own: a proxy's file there (--audit /dev/full, --log-file
+// /dev/stderr) is not the one COMMAND would reach, and a bind over it could land on a pipe.
+bool in_the_boxs_own_tree(const std::string& path) {
+  return path.starts_with("/dev/") || path.starts_with("/proc/") || path == "/dev" || path == "/proc";
+}
+
+// Every directory above `path` (resolved), "/" excepted, into `out`.
+void add_ancestors(const std::string& path, std::set<std::string>& out) {
+  for (auto slash = path.find('/', 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+    out.insert(path.substr(0, slash));
+  }
+}
+
+// Each directory above what is protected, a bind of itself (what is mounted below it kept, as it
+// is): a mount point cannot be renamed (EBUSY), so COMMAND cannot move the socket's name by
+// renaming a directory above it and making another of the same name. Read-write, as it was.
+// Shallow first, so that each deeper bind is made on the mounts just made.
+std::optional<std::string> pin_ancestors(const std::set<std::string>& ancestors) {
+  std::vector<std::string> ordered(ancestors.begin(), ancestors.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [](const std::string& a, const std::string& b) {
+    return std::count(a.begin(), a.end(), '/') < std::count(b.begin(), b.end(), '/');
+  });
+  for (const std::string& directory : ordered) {
+    if (::mount(directory.c_str(), directory.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == -1) {
+      return mount_failure("bind", directory);
+    }
+  }
+  return std::nullopt;
+}
+
+// The directory of the proxy's socket, read-only in the box: COMMAND can neither rename nor
+// unlink the socket, nor put a link or a socket of its own at its name for anyone who connects
+// by name later (another box given the same --socket, a supervisor); and the directory itself,
+// a mount point now, cannot be renamed (EBUSY).
+std::optional<std::string> protect_socket_directory(const std::string& directory) {
+  if (::mount(directory.c_str(), directory.c_str(), nullptr, MS_BIND | MS_REC, nullptr) == -1) {
+    return mount_failure("bind", directory);
+  }
+  return set_read_only(directory);
+}
+
+// One of the proxy's own files: a regular file (a log, the audit, a config, an allow file, a
+// token) becomes a read-only bind of itself, which COMMAND may read but not write, truncate,
+// rename or unlink (EROFS, EBUSY): no forged decision lines, no wider host list for the next
+// SIGHUP. Anything else (a FIFO, a socket such as --control-socket, a device) is covered by
+// /dev/null on a nodev mount: a read-only mount would still let COMMAND write into a FIFO (an
+// audit's reader) or connect to a socket (the supervisor's channel, where "allow" widens the
+// box's own list); covered, open fails EACCES and connect ECONNREFUSED. A file that is not there
+// is nothing to protect.
+std::optional<std::string> protect_proxy_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == -1) {
+    if (errno == ENOENT) return std::nullopt;
+    return mount_failure("look at", path);
+  }
+  if (S_ISDIR(st.st_mode)) return std::nullopt;  // not a file serve could have opened as one
+  const char* source = S_ISREG(st.st_mode) ? path.c_str() : "/dev/null";
+  if (::mount(source, path.c_str(), nullptr, MS_BIND, nullptr) == -1) return mount_failure("bind over", path);
+  return set_read_only(path, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+}
+
 }  // namespace
 
 std::optional<std::string> enter_box_namespaces() {
@@ -212,6 +298,33 @@ std::optional<std::string> confine_box_mounts() {
   }
   if (auto error = make_sys_read_only()) return error;
   return mount_box_dev();
+}
+
+std::optional<std::string> protect_proxy_paths(const ProxyPaths& paths) {
+  // The working directory COMMAND inherits was entered before these mounts: through it a
+  // relative rename("egress.sock", ...) would reach the directory under the read-only bind.
+  // Entered again by its name once they are made, it is the one COMMAND sees.
+  std::string cwd(PATH_MAX, '\0');
+  const bool have_cwd = ::getcwd(cwd.data(), cwd.size()) != nullptr;
+  std::string directory = paths.socket_directory.empty() ? "" : resolved(paths.socket_directory);
+  if (in_the_boxs_own_tree(directory)) directory.clear();
+  std::vector<std::string> files;
+  for (const std::string& file : paths.files) {
+    std::string path = resolved(file);
+    if (!in_the_boxs_own_tree(file) && !in_the_boxs_own_tree(path)) files.push_back(std::move(path));
+  }
+  std::set<std::string> ancestors;
+  if (!directory.empty()) add_ancestors(directory, ancestors);
+  for (const std::string& file : files) add_ancestors(file, ancestors);
+  if (auto error = pin_ancestors(ancestors)) return error;
+  if (!directory.empty()) {
+    if (auto error = protect_socket_directory(directory)) return error;
+  }
+  for (const std::string& file : files) {
+    if (auto error = protect_proxy_file(file)) return error;
+  }
+  if (have_cwd && ::chdir(cwd.c_str()) == -1) return mount_failure("enter again", cwd.c_str());
+  return std::nullopt;
 }
 
 std::optional<std::string> enter_inner_user_namespace(int self_dir) {

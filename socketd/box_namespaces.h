@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace boxproxy {
 
@@ -42,7 +43,24 @@ void allow_low_ports() noexcept;
 // kernel.core_pattern and the host's disks would otherwise be its to write.)
 [[nodiscard]] std::optional<std::string> confine_box_mounts();
 
-// In pid 1, after confine_box_mounts: the inner user namespace (root mapped to root) and mount
+// What of the proxy's a box must not change (SPEC §14): the directory of its socket, and the
+// proxy's own files when run started it (log, audit, config, allow file, token file, control
+// socket). Paths as run was given them (relative to its working directory, which pid 1 shares).
+struct ProxyPaths {
+  std::string socket_directory;
+  std::vector<std::string> files;
+};
+
+// In pid 1, after confine_box_mounts: every directory above them a bind of itself (so that none
+// can be renamed), the socket's directory a read-only bind of itself (what is mounted below it
+// kept as it was), each regular file of the proxy's a read-only bind of itself, any other (a FIFO,
+// the control socket) covered by /dev/null on a nodev mount, and the working directory entered
+// again through them. Paths under /dev and /proc, the box's own, are left alone. The inner user
+// namespace then locks these mounts: COMMAND cannot unmount or remount them. (A symbolic link on
+// the way to a path is not covered: it stays COMMAND's to replace where the caller may.)
+[[nodiscard]] std::optional<std::string> protect_proxy_paths(const ProxyPaths& paths);
+
+// In pid 1, after protect_proxy_paths: the inner user namespace (root mapped to root) and mount
 // (which locks the mounts), IPC and UTS namespaces in it. `self_dir` is a descriptor of this process's
 // /proc/PID directory, opened before /proc was covered (the maps are written through it).
 [[nodiscard]] std::optional<std::string> enter_inner_user_namespace(int self_dir);

@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -28,6 +27,7 @@
 #include "proxy/defaults.h"
 #include "proxy/dns_responder.h"
 #include "proxy/event_owners.h"
+#include "proxy/proxy_socket.h"
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/readiness.h"
@@ -79,7 +79,9 @@ std::string help_text() {
       "\n"
       "Once listening it prints one line to standard output:\n"
       "  {{\"event\":\"listening\",\"socket\":PATH,\"listen\":[\"127.0.0.1:{}\",...],\"pid\":N}}\n"
-      "SIGTERM or SIGINT: stop, close every connection, exit 0. SIGUSR1: a stats line on standard error.\n",
+      "SIGTERM or SIGINT: stop, close every connection, exit 0. SIGUSR1: a stats line on standard error.\n"
+      "The socket is held from start (a proxy restarted at PATH is not followed); SIGHUP holds what\n"
+      "is at PATH then.\n",
       bridge_table().options_help(), defaults::kBridgePort);
 }
 
@@ -271,14 +273,20 @@ struct Bridge {
   // without ever blocking: a reader that stalls never stalls the bridge (SPEC §12).
   std::unique_ptr<DecisionLog> log;
   std::optional<LibeventLogRoute> libevent_messages;
-  // The addresses the DNS responder gives out, before the server and the responder that read it.
+  // The proxy's socket, pinned at start (proxy/proxy_socket.h), and the addresses the DNS
+  // responder gives out: before the server and the responder that read them.
+  ProxySocket proxy;
   NameAddresses names;
   std::unique_ptr<BridgeServer> server;
   std::unique_ptr<DnsResponder> dns;
-  EventPtr on_term, on_int, on_usr1;
+  EventPtr on_term, on_int, on_usr1, on_hup;
 
   static void on_signal(evutil_socket_t signal, short, void* self) noexcept {
     auto* bridge = static_cast<Bridge*>(self);
+    if (signal == SIGHUP) {
+      bridge->repin();
+      return;
+    }
     if (signal == SIGUSR1) {
       const BridgeStats& s = bridge->server->stats();
       // With --dns, what the responder answered: questions in all, NXDOMAIN for a refused name,
@@ -295,19 +303,28 @@ struct Bridge {
     bridge->server->stop();
     event_base_loopbreak(bridge->base.get());
   }
+
+  // SIGHUP: a restarted proxy is a new socket at the same path, which the bridge never follows by
+  // itself; whoever may signal the bridge (never COMMAND in a `run` box: the bridge is outside its
+  // PID namespace) asks for it on purpose. Connections already open keep the socket they have;
+  // what cannot be pinned leaves the old pin in place, and says why.
+  void repin() noexcept {
+    const std::string why = proxy.repin();
+    log->message(why.empty() ? fmt::format("sighup: --socket {}: the socket there now is held", quote(proxy.path()))
+                             : fmt::format("sighup: --socket {}: {}; the socket held before stays", quote(proxy.path()),
+                                           why));
+  }
 };
 
-int bridge(const BridgeOptions& options) {
-  const pid_t parent = ::getppid();
-  ::signal(SIGPIPE, SIG_IGN);
-  raise_descriptor_limit();
-
-  struct stat st {};
-  if (::stat(options.socket_path.c_str(), &st) == 0 && !S_ISSOCK(st.st_mode)) {
-    throw StartupError{fmt::format("boxproxy bridge: --socket {}: exists and is not a socket", quote(options.socket_path))};
+// The bridge's socket pinned, its event loop, log and server made, its signals handled. Throws
+// StartupError.
+void set_up(Bridge& bridge, const BridgeOptions& options) {
+  // Pinned before anything from the box can reach the bridge: every client and DNS question goes
+  // to this socket, never to whatever the name leads to later (proxy/proxy_socket.h). So the
+  // proxy must be listening first: a missing socket is a start-up failure, not one per client.
+  if (const std::string why = bridge.proxy.pin(options.socket_path); !why.empty()) {
+    throw StartupError{fmt::format("boxproxy bridge: --socket {}: {}", quote(options.socket_path), why)};
   }
-
-  Bridge bridge;
   event_config* cfg = event_config_new();
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);  // one thread, no locks
   bridge.base.reset(event_base_new_with_config(cfg));
@@ -316,17 +333,26 @@ int bridge(const BridgeOptions& options) {
   bridge.log = std::make_unique<DecisionLog>(bridge.base.get(), /*json=*/true, STDERR_FILENO, false, UniqueFd());
   bridge.libevent_messages.emplace(*bridge.log);
   try {
-    bridge.server = std::make_unique<BridgeServer>(bridge.base.get(), options.socket_path);
+    bridge.server = std::make_unique<BridgeServer>(bridge.base.get(), bridge.proxy);
   } catch (const std::runtime_error& error) {
     throw StartupError{fmt::format("boxproxy bridge: {}", error.what())};
   }
   for (auto [signal, slot] : {std::pair{SIGTERM, &bridge.on_term}, std::pair{SIGINT, &bridge.on_int},
-                              std::pair{SIGUSR1, &bridge.on_usr1}}) {
+                              std::pair{SIGUSR1, &bridge.on_usr1}, std::pair{SIGHUP, &bridge.on_hup}}) {
     slot->reset(evsignal_new(bridge.base.get(), signal, &Bridge::on_signal, &bridge));
     if (!*slot || evsignal_add(slot->get(), nullptr) == -1) {
       throw StartupError{"boxproxy bridge: cannot install signal handlers"};
     }
   }
+}
+
+int bridge(const BridgeOptions& options) {
+  const pid_t parent = ::getppid();
+  ::signal(SIGPIPE, SIG_IGN);
+  raise_descriptor_limit();
+
+  Bridge bridge;
+  set_up(bridge, options);
   if (options.die_with_parent) die_with_parent(SIGTERM, parent);
 
   nlohmann::json bound = nlohmann::json::array();
@@ -355,7 +381,7 @@ int bridge(const BridgeOptions& options) {
 
   nlohmann::json dns = nlohmann::json::array();
   if (!options.dns.empty()) {
-    bridge.dns = std::make_unique<DnsResponder>(bridge.base.get(), options.socket_path, bridge.names);
+    bridge.dns = std::make_unique<DnsResponder>(bridge.base.get(), bridge.proxy, bridge.names);
     bridge.server->set_name_lookup([&names = bridge.names](const IpAddress& address) { return names.name_for(address); });
     for (const ListenAddress& address : options.dns) dns.push_back(open_dns(*bridge.dns, address));
   }

@@ -184,6 +184,20 @@ void allow_memory(scmp_filter_ctx filter) {
   }
 }
 
+// The bridge's SIGHUP (proxy/proxy_socket.h): openat(2) (and open(2) where it exists) with O_PATH
+// and nothing that writes or creates. An O_PATH descriptor reads and writes nothing; the only use
+// the bridge makes of it, connect(2) through /proc/self/fd, it could make by the path anyway.
+[[maybe_unused]] void allow_path_only_opens(scmp_filter_ctx filter) {
+  constexpr scmp_datum_t kFlags = O_PATH | O_ACCMODE | O_CREAT | O_TRUNC | O_APPEND | __O_TMPFILE;
+  check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, kFlags, O_PATH)),
+        "openat(O_PATH)");
+  const int open_number = seccomp_syscall_resolve_name("open");
+  if (open_number != __NR_SCMP_ERROR) {
+    check(seccomp_rule_add(filter, SCMP_ACT_ALLOW, open_number, 1, SCMP_A1(SCMP_CMP_MASKED_EQ, kFlags, O_PATH)),
+          "open(O_PATH)");
+  }
+}
+
 // ioctl(2): FIONBIO and FIONREAD only (libevent's and the splice path's), by request number.
 void allow_ioctls(scmp_filter_ctx filter) {
   for (const unsigned long request : {static_cast<unsigned long>(FIONBIO), static_cast<unsigned long>(FIONREAD)}) {
@@ -419,6 +433,7 @@ void add_confine_rules(scmp_filter_ctx filter, ConfineFilter which) {
   for (const std::string_view name : kSanitizerCalls) allow(filter, name);
 #else
   if (which == ConfineFilter::serve_rereading) allow_read_only_opens(filter);
+  if (which == ConfineFilter::bridge) allow_path_only_opens(filter);
 #endif
 }
 

@@ -225,6 +225,9 @@ struct ServeFacts {
   std::optional<std::string> token;  // --auth-token-file, on the command line or in --config
   std::optional<int> ready_fd;       // --ready-fd: serve's, and nobody else's
   std::optional<int> control_fd;     // --control-fd: serve's and the supervisor's (SPEC §14, §15)
+  // The proxy's own files, out of COMMAND's reach in the box (SPEC §14): --log-file, --audit,
+  // --config, --allow-file, --auth-token-file, --control-socket, wherever they were given.
+  std::vector<std::string> files;
 };
 
 // The serve options parsed here as serve will parse them. Throws UsageError as serve would, so a
@@ -236,7 +239,13 @@ ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   ServeOptions parsed = parse_serve_options(static_cast<int>(args.size()), argv.data());
-  return {.token = std::move(parsed.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd};
+  std::vector<std::string> files;
+  for (const std::optional<std::string>* file : {&parsed.log_file, &parsed.audit_path, &parsed.config_path,
+                                                 &parsed.allow_file, &parsed.auth_token_file, &parsed.control_socket}) {
+    if (*file) files.push_back(**file);
+  }
+  return {.token = std::move(parsed.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd,
+          .files = std::move(files)};
 }
 
 // The token of `run --socket PATH --auth-token-file FILE`, read by serve's rules. Throws
@@ -421,10 +430,11 @@ pid_t start_helper(const std::vector<std::string>& args, int* status) {
 
 // --- the box --------------------------------------------------------------------------------
 
-// What COMMAND is told about its way out.
+// What COMMAND is told about its way out, and what of the proxy's it must not change.
 struct BoxEnvironment {
   std::string socket_path;
   std::optional<std::string> token;  // the proxy wants this token
+  ProxyPaths protected_paths;        // the socket's directory, the proxy's own files
 };
 
 [[noreturn]] void exec_command(const RunOptions& options, const BoxEnvironment& environment) {
@@ -482,6 +492,11 @@ int box_init(const RunOptions& options, const BoxEnvironment& environment, Uniqu
   // With capture, names are the bridge's to answer (SPEC §16): the box's resolver is its
   // loopback, where the bridge listens, whatever the host's file says.
   if (!error && options.transparent) error = mount_box_resolv_conf(kBoxResolvConf);
+  // Before the inner user namespace, which locks these mounts: COMMAND (the caller, to the file
+  // system) cannot rename or replace the socket, nor write the proxy's files. (The bridge is held
+  // to the socket it was started with anyway, proxy/proxy_socket.h; this keeps the name true for
+  // whoever connects by it later, and the proxy's files the proxy's.)
+  if (!error) error = protect_proxy_paths(environment.protected_paths);
   if (!error) error = enter_inner_user_namespace(self_dir.get());
   self_dir.reset();
   if (error) {
@@ -628,9 +643,20 @@ std::optional<std::string> make_private_dir() {
   return path;
 }
 
+// The directory holding `path` ("." for a bare name), as the kernel resolves the name's parent.
+std::string directory_of(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 int run(const RunOptions& options, const ServeFacts& serve_facts) {
   lead_a_process_group();
-  BoxEnvironment environment{.socket_path = {}, .token = serve_facts.token};
+  BoxEnvironment environment{.socket_path = {}, .token = serve_facts.token, .protected_paths = {}};
+  // The files run knows of: with --socket only the token file (the running proxy keeps its own
+  // list of files, which run never sees).
+  environment.protected_paths.files = serve_facts.files;
+  if (options.auth_token_file) environment.protected_paths.files.push_back(*options.auth_token_file);
   std::string dir;
   pid_t serve = -1;
   if (options.socket_path) {
@@ -671,6 +697,8 @@ int run(const RunOptions& options, const ServeFacts& serve_facts) {
       return kSetupFailed;
     }
   }
+
+  environment.protected_paths.socket_directory = directory_of(environment.socket_path);
 
   const pid_t run_pid = ::getpid();
   std::fflush(nullptr);
