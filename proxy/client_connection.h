@@ -138,6 +138,7 @@ class ClientConnection {
   Next first_bytes_readable();
   Next act_on(FirstBytes check, bool client_sent_fin);
   Next release_held_bytes(bool client_sent_fin);
+  Next forward_undecided_bytes();
   Next close_mismatch(Reason reason);
   [[nodiscard]] TunnelEnd exchange_end() const noexcept;  // a plain-HTTP exchange's end= (SPEC §12)
   void release_upstream() noexcept;         // the upstream socket and its slot

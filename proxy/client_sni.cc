@@ -5,8 +5,9 @@
 // and, once its head has ended, what its target and Host say. A ClientHello naming another host
 // than the one decided (or one that cannot be read within its bound) closes the tunnel as
 // `sni mismatch`; an HTTP/1.x request naming another host or port, or none, or one that cannot be
-// read strictly within --max-head-bytes, closes it as `host mismatch`; either before any of its
-// bytes went upstream. Anything else is handed to the tunnel and relayed, untouched from then on.
+// read strictly within --max-head-bytes, closes it as `host mismatch`; either before a server
+// could act on it (a ClientHello is held whole; of a request, at most its first line's bytes before
+// its line end went up). Anything else is handed to the tunnel and relayed, untouched from then on.
 //
 // What it stops: a box allowed `good.example` dialling that name's address (a CDN, a shared host)
 // and asking the server there, in the ClientHello or in a cleartext request's Host, for a site the
@@ -49,7 +50,11 @@ ClientConnection::Next ClientConnection::start_tunnel() {
     if (check == FirstBytes::wait && client_.read_eof) {
       check = host_check_ ? judge_host(host_check_->finish(inbox_)) : FirstBytes::pass;
     }
-    if (check == FirstBytes::wait) return after(tunnel_.start());
+    if (check == FirstBytes::wait) {
+      const Tunnel::Step step = tunnel_.start();
+      if (step == Tunnel::Step::over) return after(step);
+      return forward_undecided_bytes();
+    }
     if (check != FirstBytes::pass) return act_on(check, false);  // closes before anything went up
     sni_.reset();
     host_check_.reset();
@@ -139,7 +144,7 @@ ClientConnection::Next ClientConnection::first_bytes_readable() {
 ClientConnection::Next ClientConnection::act_on(FirstBytes check, bool client_sent_fin) {
   switch (check) {
     case FirstBytes::wait:
-      return Next::keep;
+      return forward_undecided_bytes();
     case FirstBytes::pass:
       return release_held_bytes(client_sent_fin);
     case FirstBytes::sni_mismatch:
@@ -153,17 +158,28 @@ ClientConnection::Next ClientConnection::act_on(FirstBytes check, bool client_se
 // The checks let the bytes through (or the client sent FIN first): they go upstream, and from now
 // on the tunnel reads the client.
 ClientConnection::Next ClientConnection::release_held_bytes(bool client_sent_fin) {
+  const std::size_t sent = host_check_ ? host_check_->forwarded() : 0;  // went up while it waited
   sni_.reset();
   host_check_.reset();
   std::string held;
   held.swap(inbox_);
-  if (tunnel_.client_sent(held) == Tunnel::Step::over) return Next::close;
+  if (tunnel_.client_sent(std::string_view(held).substr(sent)) == Tunnel::Step::over) return Next::close;
   // A socket at EOF reads 0 again: the tunnel reads the FIN itself and passes it on after them.
   if (client_sent_fin) return after(tunnel_.readable(client_));
   return Next::keep;
 }
 
-// Closes the tunnel before any held byte went upstream. Its `sni mismatch` or `host mismatch` line
+// While the Host reader waits, the first line so far goes upstream (TunnelHostReader::
+// take_forwardable says which bytes, and why they cannot reach a site): a client that sends a
+// short message with no line end and waits for its answer (an echo's `ping`) is answered, as
+// without a host list. Nothing goes up while the SNI reader still waits: a ClientHello is held whole.
+ClientConnection::Next ClientConnection::forward_undecided_bytes() {
+  if (sni_ || !host_check_) return Next::keep;
+  if (tunnel_.client_sent(host_check_->take_forwardable(inbox_)) == Tunnel::Step::over) return Next::close;
+  return Next::keep;
+}
+
+// Closes the tunnel before any held byte a server could act on went upstream. Its `sni mismatch` or `host mismatch` line
 // takes the place of the done line (the tunnel carried nothing of the client's) and is counted as
 // a refusal. No reply: the tunnel's own went out before the client's first byte.
 ClientConnection::Next ClientConnection::close_mismatch(Reason reason) {

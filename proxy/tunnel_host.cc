@@ -108,6 +108,7 @@ TunnelHostReader::Verdict TunnelHostReader::feed(std::string_view held) {
     const auto c = static_cast<unsigned char>(held[scanned_++]);
     if (state_ != State::head) {
       if (!step_line(c)) return answer(Verdict::not_http);
+      note_forwardable(c);
     } else if (step_head(c) && parse(held) != Verdict::need_more) {
       return verdict_;
     }
@@ -125,6 +126,25 @@ TunnelHostReader::Verdict TunnelHostReader::finish(std::string_view held) {
   // Before an `HTTP/` word no server has a request line with headers: nothing to act on.
   if (state_ != State::head) return answer(Verdict::not_http);
   return answer(Verdict::other_host);  // an unfinished head: fail closed
+}
+
+// After step 1 took `c` (the byte at scanned_ - 1): the first line so far may go upstream until a
+// CR or LF past the leading empty lines (a line end to some server: RFC 9112 lets a bare CR be
+// one) or the version word, whatever the strict parser later makes of the line.
+void TunnelHostReader::note_forwardable(unsigned char c) noexcept {
+  if (line_broken_) return;
+  if (state_ == State::head || (state_ != State::leading && (c == '\r' || c == '\n'))) {
+    line_broken_ = true;
+    return;
+  }
+  forwardable_ = scanned_;
+}
+
+std::string_view TunnelHostReader::take_forwardable(std::string_view held) noexcept {
+  if (verdict_ != Verdict::need_more || forwardable_ <= forwarded_ || forwardable_ > held.size()) return {};
+  const std::size_t from = forwarded_;
+  forwarded_ = forwardable_;
+  return held.substr(from, forwarded_ - from);
 }
 
 // Step 1, one byte of the first line. Broad on purpose: whatever a lenient server could take for a

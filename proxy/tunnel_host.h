@@ -82,6 +82,16 @@ class TunnelHostReader {
 
   [[nodiscard]] Verdict verdict() const noexcept { return verdict_; }
 
+  // The bytes of `held` (as given to feed) that may go upstream while the answer is need_more, and
+  // have not been handed out before; each call hands out only what the last feed found. They are
+  // the first line up to, never including, its first CR or LF (or the `HTTP/` word's slash): no
+  // server acts on a request line that has not ended, and no head can end without a line end, so
+  // what they carry cannot reach a site. Handing them on is what lets a client that sends a short
+  // message with no line end (`ping`, a greeting) and waits for the answer be answered.
+  [[nodiscard]] std::string_view take_forwardable(std::string_view held) noexcept;
+  // How many bytes take_forwardable has handed out in all: the caller sends the rest on a pass.
+  [[nodiscard]] std::size_t forwarded() const noexcept { return forwarded_; }
+
  private:
   // Where step 1 stands (see the file's comment); `head` is step 2.
   enum class State : std::uint8_t {
@@ -98,6 +108,7 @@ class TunnelHostReader {
   Verdict parse(std::string_view held);
   bool step_line(unsigned char c) noexcept;  // false: not HTTP
   bool step_head(unsigned char c) noexcept;  // true: time to parse
+  void note_forwardable(unsigned char c) noexcept;
 
   std::string_view host_;
   std::uint16_t port_;
@@ -108,6 +119,9 @@ class TunnelHostReader {
   std::size_t version_have_ = 0;  // bytes of `HTTP/` matched in the current word
   std::size_t line_length_ = 0;   // bytes in the head's current line (0 just after a CR LF)
   bool after_cr_ = false;         // the last byte looked at was a CR
+  std::size_t forwardable_ = 0;   // leading bytes of `held` that cannot end a line (see take_forwardable)
+  bool line_broken_ = false;      // a CR or LF (or the version) was met: forwardable_ is final
+  std::size_t forwarded_ = 0;     // bytes take_forwardable handed out
 };
 
 }  // namespace boxproxy

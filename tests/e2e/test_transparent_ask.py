@@ -36,7 +36,8 @@ PY_CLIENT = textwrap.dedent("""
     out["lookup_s"] = time.monotonic() - started
     out["address"] = address[0]
     s = socket.create_connection(address, timeout=30)
-    s.sendall(b"GET / HTTP/1.0\\r\\nHost: asked.test\\r\\n\\r\\n")
+    # The Host names the port: with a host list in force the tunnel's Host check (SPEC §16) reads it.
+    s.sendall(b"GET / HTTP/1.0\\r\\nHost: asked.test:%d\\r\\n\\r\\n" % port)
     out["status"] = s.recv(12).decode()
     print(json.dumps(out))
 """)

@@ -171,3 +171,43 @@ TEST_CASE("tunnel host: at the client's FIN, an unfinished line passes, an unfin
   CHECK(read("GET / HTTP/1.1\r\nHost: good.test\r\n", 80, true) == Verdict::other_host);
   CHECK(read("GET / HTTP/1.1\r\nHost: good.test\r\n\r\n", 80, true) == Verdict::names_host);
 }
+
+// What may go upstream while the reader waits: the first line up to its first CR or LF (or the
+// version's slash), each byte once, and nothing once a head could be under way.
+std::string forwardable_after(const std::string& bytes, bool one_at_a_time) {
+  TunnelHostReader reader("good.test", 80, kMax);
+  std::string forwarded;
+  for (std::size_t i = one_at_a_time ? 1 : bytes.size(); i <= bytes.size(); ++i) {
+    const std::string_view held = std::string_view(bytes).substr(0, i);
+    if (reader.feed(held) != Verdict::need_more) break;
+    forwarded += reader.take_forwardable(held);
+  }
+  CHECK(forwarded.size() == reader.forwarded());
+  return forwarded;
+}
+
+TEST_CASE("tunnel host: while it waits, the first line goes up, never its line end nor the head") {
+  const struct {
+    const char* bytes;
+    const char* forwarded;
+  } rows[] = {
+      {"ping", "ping"},                                    // a short message that waits for its echo
+      {"hello world", "hello world"},                      // words, no line end yet
+      {"GET / HTTP", "GET / HTTP"},                        // the version's slash not yet met
+      {"GET / HTTP/1.1", "GET / HTTP"},                    // from the slash on: a head is under way
+      {"GET / HTTP/1.1\r\nHost: evil.test\r\n", "GET / HTTP"},
+      {"GET / x\r", "GET / x"},                            // a CR: some server's line end
+      {"\r\nGET /", "\r\nGET /"},                          // leading empty lines are harmless
+      {"PRI * HTTP/2", ""},                                // may still be the h2c preface: held
+  };
+  for (const auto& row : rows) {
+    CAPTURE(row.bytes);
+    CHECK(forwardable_after(row.bytes, false) == row.forwarded);
+    CHECK(forwardable_after(row.bytes, true) == row.forwarded);
+  }
+  // Once there is an answer, nothing more is handed out (the caller sends the rest itself).
+  TunnelHostReader reader("good.test", 80, kMax);
+  const std::string done = "ping\n";
+  CHECK(reader.feed(done) == Verdict::not_http);
+  CHECK(reader.take_forwardable(done).empty());
+}
