@@ -84,6 +84,8 @@ class CheckTakesServesDecisionOptions(TempFiles):
     def test_config_values_are_checked_as_serve_checks_them(self):
         cases = [
             ({"max-tunnels": 0}, ['"max-tunnels"', '"0" is not a number from 1 to 1000000']),
+            ({"max-lookups": 0}, ['"max-lookups"', '"0" is not a number from 1 to ']),
+            ({"max-lookups": "9"}, ['"max-lookups"', "is not a JSON whole number"]),
             ({"dns-timeout": 0}, ['"dns-timeout"']),
             ({"max-tunnel": 5}, ['unknown key "max-tunnel"']),
             ({"permit": ["10.0.0.1/8"]}, ['"permit"', "10.0.0.1/8"]),
