@@ -190,6 +190,16 @@ class RunKnowsServesOptions(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn(b'--max-tunnels: "5" given, but --max-tunnels was already given as "4"', r.stderr)
 
+    def test_max_lookups_is_a_serve_option_run_passes_on(self):
+        # run reads serve's options as serve will: a bad budget is named before anything starts,
+        # a good one reaches the proxy it starts.
+        r = self.box.run(["--max-lookups", "0"], ["true"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(b'--max-lookups: "0"', r.stderr)
+        r = self.box.run(["--max-lookups", "5"], ["sh", "-c", "exit 3"])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(self.box.leftovers(), [])
+
     def test_help_lists_runs_own_options_and_points_to_serves(self):
         code, out, _ = boxproxy("run", "--help")
         self.assertEqual(code, 0)
