@@ -21,7 +21,7 @@ struct Resolver::Half {
 // One name on its way through DNS, shared by every client that asks for it meanwhile.
 struct Resolver::Query {
   Resolver* resolver = nullptr;
-  std::string key;  // the name in lower case: as asked, and its place in in_flight_ and the cache
+  std::string key;  // the name in lower case: its place in in_flight_ and the cache
   Half halves[2];
   std::uint32_t ttl = std::numeric_limits<std::uint32_t>::max();  // the least TTL of the answers
   std::vector<Lookup*> waiters;
@@ -152,7 +152,7 @@ Resolver::Lookup* Resolver::start(const std::string& name, Callback callback, vo
     // The budget (SPEC §14): spent, and no query leaves for this name. What stops a box
     // flooding the host's resolver, or spelling data out in names under a listed wildcard.
     if (lookups_ >= max_lookups_) return nullptr;
-    query = begin_query(key);
+    query = begin_query(key, name);
     if (query == nullptr) {
       immediate = std::vector<IpAddress>{};  // could not be asked (a label over 63 bytes): failed
       return nullptr;
@@ -164,8 +164,9 @@ Resolver::Lookup* Resolver::start(const std::string& name, Callback callback, vo
   return lookup;
 }
 
-// Asks A and AAAA at once. nullptr when neither could be asked.
-Resolver::Query* Resolver::begin_query(const std::string& key) {
+// Asks A and AAAA of `name`, exactly as the client wrote it (SPEC §5: never rewritten), at once.
+// nullptr when neither could be asked.
+Resolver::Query* Resolver::begin_query(const std::string& key, const std::string& name) {
   auto owned = std::make_unique<Query>();
   Query* query = owned.get();
   query->resolver = this;
@@ -173,9 +174,9 @@ Resolver::Query* Resolver::begin_query(const std::string& key) {
   for (Half& half : query->halves) half.query = query;
   // DNS_QUERY_NO_SEARCH: asked exactly as given, whatever search list evdns might hold.
   query->halves[0].request =
-      evdns_base_resolve_ipv4(dns_.get(), key.c_str(), DNS_QUERY_NO_SEARCH, &Resolver::on_half, &query->halves[0]);
+      evdns_base_resolve_ipv4(dns_.get(), name.c_str(), DNS_QUERY_NO_SEARCH, &Resolver::on_half, &query->halves[0]);
   query->halves[1].request =
-      evdns_base_resolve_ipv6(dns_.get(), key.c_str(), DNS_QUERY_NO_SEARCH, &Resolver::on_half, &query->halves[1]);
+      evdns_base_resolve_ipv6(dns_.get(), name.c_str(), DNS_QUERY_NO_SEARCH, &Resolver::on_half, &query->halves[1]);
   if (!query->pending()) return nullptr;  // neither started: no callback will come
   queries_.emplace(query, std::move(owned));
   in_flight_.emplace(key, query);

@@ -78,7 +78,7 @@ class Resolver {
   };
 
   std::optional<std::vector<IpAddress>> from_hosts(const std::string& name);
-  Query* begin_query(const std::string& key);
+  Query* begin_query(const std::string& key, const std::string& name);
   void half_answered(Query& query, Half& half) noexcept;
   void finish(Query& query) noexcept;
   void abandon(Query& query) noexcept;
