@@ -973,11 +973,13 @@ class DnsServer:
     """A tiny DNS server over UDP on DNS_HOST. `records` maps a name (lower case, no trailing dot)
     to a list of address strings; A queries get the IPv4 ones, AAAA the IPv6 ones; an unknown name
     is NXDOMAIN. `silent` never answers; `delays` maps a name to seconds to wait before answering;
-    `ttl` is every answer's TTL in seconds. `queries` records (name, qtype) of everything asked."""
+    `ttl` is every answer's TTL in seconds; questions of a type in `silent_types` are never answered.
+    `queries` records (name, qtype) of everything asked."""
 
-    def __init__(self, records=None, silent=False, delays=None, host=DNS_HOST, ttl=60):
+    def __init__(self, records=None, silent=False, delays=None, host=DNS_HOST, ttl=60, silent_types=()):
         self.records = {k.lower().rstrip("."): v for k, v in (records or {}).items()}
         self.ttl = ttl
+        self.silent_types = set(silent_types)
         self.silent = silent
         self.delays = dict(delays or {})
         self.queries = []
@@ -1006,7 +1008,7 @@ class DnsServer:
             except (IndexError, struct.error, UnicodeDecodeError):
                 continue
             self.queries.append((name, qtype))
-            if self.silent:
+            if self.silent or qtype in self.silent_types:
                 continue
             answer = self._answer(data, name, qtype, question_end)
             delay = self.delays.get(name)

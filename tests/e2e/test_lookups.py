@@ -167,6 +167,19 @@ class LookupBudgetTest(ProxyTestCase):
         self.assertNotIn("over.test", dns.names_asked())
         self.assertEqual(dns.names_asked(), {"looked.test"})
 
+    def test_a_server_that_drops_aaaa_questions_costs_seconds_not_the_dns_timeout(self):
+        # Once A has answered, AAAA gets 3 s more (as evdns_getaddrinfo gave it), then the name is
+        # answered with A alone, and that answer is kept like any other.
+        dns = self.dns(["noaaaa.test"], silent_types={28})
+        p = self.proxy("--dns-timeout", "20", dns=dns)
+        started = time.monotonic()
+        self.tunnel(p, "noaaaa.test")
+        elapsed = time.monotonic() - started
+        self.assertGreater(elapsed, 2.5)
+        self.assertLess(elapsed, 10)
+        self.tunnel(p, "noaaaa.test")
+        self.assertEqual(self.a_queries(dns, "noaaaa.test"), 1)
+
     def test_a_failed_lookup_is_not_cached_and_costs_each_time(self):
         dns = DnsServer({})
         self.addCleanup(dns.close)
