@@ -62,6 +62,9 @@ ClientConnection::Next ClientConnection::follow(Decision::Step step) {
       std::optional<std::vector<IpAddress>> immediate;
       lookup_ = server_.resolver().start(target_.host, &on_resolved, this, immediate);
       if (immediate) return answers_known(std::move(*immediate));
+      // Neither answered nor asked: --max-lookups is spent (SPEC §14). Refused by name before any
+      // query leaves, so a box that floods names gets no more of them out to the resolver.
+      if (lookup_ == nullptr) return refuse(Reason::lookup_budget);
       return Next::keep;
     }
     case Decision::Step::need_local_addresses:

@@ -1,12 +1,14 @@
 // ClientConnection, part 6: a resolve-only request (SPEC §16), Tor's SOCKS5 RESOLVE (0xF0). The
 // name goes through the same decision as a CONNECT (SPEC §5 steps 1 to 4: host list, lookup,
 // address rule); an allowed one is answered with a checked address in BND.ADDR and is never
-// dialled, so it takes no tunnel slot and spends none of the budget. A refused one gets the
-// SOCKS5 refusal of its class (SPEC §6). The in-box bridge's DNS responder asks this way, so the
-// box learns an address only for a name the proxy would let it reach, and a name off the list
-// never leaves the machine (no lookup is made for it). Under --ask a name off the list is neither
-// asked about nor refused here but answered "by name" (resolve_by_name): the connection that
-// follows is asked about, once, about its own port.
+// dialled, so it takes no tunnel slot and spends none of the connection budget. Its lookup does
+// spend one of --max-lookups (SPEC §14), and its answer is kept for its TTL, so the connection
+// the box then makes to the name costs none. A refused one gets the SOCKS5 refusal of its class
+// (SPEC §6). The in-box bridge's DNS responder asks this way, so the box learns an address only
+// for a name the proxy would let it reach, and a name off the list never leaves the machine (no
+// lookup is made for it). Under --ask a name off the list is neither asked about nor refused here
+// but answered "by name" (resolve_by_name), with no lookup: the connection that follows is asked
+// about, once, about its own port.
 #include "proxy/client_connection.h"
 #include "proxy/proxy_server.h"
 

@@ -66,8 +66,9 @@ std::string ProxyServer::stats_json() const {
     if (!refused.empty()) refused.push_back(',');
     refused += fmt::format("{}:{}", json_quote(cls), count);
   }
-  return fmt::format(R"({{"event":"stats","open":{},"used":{},"clients":{},"refused":{{{}}},"up":{},"down":{}}})",
-                     stats_.open, stats_.used, stats_.clients, refused, stats_.up, stats_.down);
+  return fmt::format(
+      R"({{"event":"stats","open":{},"used":{},"lookups":{},"clients":{},"refused":{{{}}},"up":{},"down":{}}})",
+      stats_.open, stats_.used, resolver_.lookups(), stats_.clients, refused, stats_.up, stats_.down);
 }
 
 std::variant<TunnelSlot, Reason> ProxyServer::take_slot() noexcept {

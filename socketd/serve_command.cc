@@ -229,7 +229,8 @@ int serve(const ServeOptions& options) {
   daemon.libevent_messages.emplace(*daemon.log);
   if (auto warning = raise_descriptor_limit(options.max_tunnels)) daemon.log->message(*warning);
   try {
-    daemon.resolver = std::make_unique<Resolver>(daemon.base.get(), options.nameservers, options.dns_timeout);
+    daemon.resolver =
+        std::make_unique<Resolver>(daemon.base.get(), options.nameservers, options.dns_timeout, options.max_lookups);
   } catch (const std::runtime_error& error) {
     throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
   }

@@ -77,7 +77,7 @@ OptionTable make_serve_table() {
   // One row at a time: a braced list would hold every row on the stack at once (8.5 KiB), and a
   // stack page touched at start stays resident in every session (issue 12 item 4).
   std::vector<OptionSpec> rows;
-  rows.reserve(30);
+  rows.reserve(31);
   rows.push_back(
       value("socket", "PATH", "the Unix socket to create, mode 0600; its directory must exist. Required.", ""));
   rows.push_back(list("allow", "LIST",
@@ -97,6 +97,10 @@ OptionTable make_serve_table() {
                         fmt::format("{}", defaults::kMaxTunnels), 1, defaults::kMaxTunnelsMax));
   rows.push_back(number("max-connections", "N", "upstream connections in all",
                         fmt::format("{}", defaults::kMaxConnections), 1, defaults::kMaxConnectionsMax));
+  rows.push_back(number("max-lookups", "N",
+                        "names looked up in DNS in all (an answer reused within its TTL, --resolve, /etc/hosts "
+                        "and addresses cost none)",
+                        fmt::format("{}", defaults::kMaxLookups), 1, defaults::kMaxLookupsMax));
   rows.push_back(seconds("head-timeout", "seconds to finish the request head or SOCKS handshake",
                          defaults::kHeadTimeoutSeconds, false));
   rows.push_back(seconds("dns-timeout", "seconds a lookup may take", defaults::kDnsTimeoutSeconds, false));
@@ -572,6 +576,7 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   if (const RawValue* value = get(raw, "max-connections")) {
     options.max_connections = check_number("max-connections", *value);
   }
+  if (const RawValue* value = get(raw, "max-lookups")) options.max_lookups = check_number("max-lookups", *value);
   if (const RawValue* value = get(raw, "head-timeout")) options.head_timeout = check_seconds("head-timeout", *value);
   if (const RawValue* value = get(raw, "dns-timeout")) options.dns_timeout = check_seconds("dns-timeout", *value);
   if (const RawValue* value = get(raw, "connect-timeout")) options.connect_timeout = check_seconds("connect-timeout", *value);
@@ -700,6 +705,7 @@ std::string options_in_force(const ServeOptions& options) {
       {"nameserver", options.nameservers},
       {"max-tunnels", options.max_tunnels},
       {"max-connections", options.max_connections},
+      {"max-lookups", options.max_lookups},
       {"head-timeout", options.head_timeout},
       {"dns-timeout", options.dns_timeout},
       {"connect-timeout", options.connect_timeout},

@@ -25,6 +25,7 @@ struct ServeOptions {
   std::vector<std::string> nameservers;     // --nameserver ADDR[:PORT]
   std::uint32_t max_tunnels = defaults::kMaxTunnels;              // --max-tunnels
   std::uint64_t max_connections = defaults::kMaxConnections;      // --max-connections
+  std::uint64_t max_lookups = defaults::kMaxLookups;              // --max-lookups
   double head_timeout = defaults::kHeadTimeoutSeconds;            // --head-timeout, seconds
   double dns_timeout = defaults::kDnsTimeoutSeconds;              // --dns-timeout
   double connect_timeout = defaults::kConnectTimeoutSeconds;      // --connect-timeout

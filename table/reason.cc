@@ -25,6 +25,8 @@ constexpr std::array kReasons{
     ReasonInfo{Reason::this_host, "this-host", 403, 2, true},
     ReasonInfo{Reason::denied, "denied", 403, 2, true},
     ReasonInfo{Reason::name_not_resolved, "name not resolved", 502, 4, true},
+    // A budget, like the connection budget: the box is told to slow down, not that the name is bad.
+    ReasonInfo{Reason::lookup_budget, "lookup budget", 429, 2, true},
     ReasonInfo{Reason::tunnel_cap, "tunnel cap", 429, 2, true},
     ReasonInfo{Reason::connection_budget, "connection budget", 429, 2, true},
     ReasonInfo{Reason::dial_failed, "dial failed", 502, 5, true},

@@ -33,6 +33,7 @@ enum class Reason : std::uint8_t {
   denied,                 // an operator's --deny range
   // §5 step 3.
   name_not_resolved,      // no answer, a failed lookup, or none in time
+  lookup_budget,          // --max-lookups names have been looked up in DNS (SPEC §14)
   // §5 step 5.
   tunnel_cap,             // --max-tunnels upstream connections are open
   connection_budget,      // --max-connections have been used

@@ -972,11 +972,14 @@ class HttpOrigin:
 class DnsServer:
     """A tiny DNS server over UDP on DNS_HOST. `records` maps a name (lower case, no trailing dot)
     to a list of address strings; A queries get the IPv4 ones, AAAA the IPv6 ones; an unknown name
-    is NXDOMAIN. `silent` never answers; `delays` maps a name to seconds to wait before answering.
+    is NXDOMAIN. `silent` never answers; `delays` maps a name to seconds to wait before answering;
+    `ttl` is every answer's TTL in seconds; questions of a type in `silent_types` are never answered.
     `queries` records (name, qtype) of everything asked."""
 
-    def __init__(self, records=None, silent=False, delays=None, host=DNS_HOST):
+    def __init__(self, records=None, silent=False, delays=None, host=DNS_HOST, ttl=60, silent_types=()):
         self.records = {k.lower().rstrip("."): v for k, v in (records or {}).items()}
+        self.ttl = ttl
+        self.silent_types = set(silent_types)
         self.silent = silent
         self.delays = dict(delays or {})
         self.queries = []
@@ -1005,7 +1008,7 @@ class DnsServer:
             except (IndexError, struct.error, UnicodeDecodeError):
                 continue
             self.queries.append((name, qtype))
-            if self.silent:
+            if self.silent or qtype in self.silent_types:
                 continue
             answer = self._answer(data, name, qtype, question_end)
             delay = self.delays.get(name)
@@ -1050,9 +1053,9 @@ class DnsServer:
         else:
             for a in addrs:
                 if qtype == 1 and ":" not in a:
-                    rrs.append(struct.pack("!HHHIH", 0xC00C, 1, 1, 60, 4) + socket.inet_pton(socket.AF_INET, a))
+                    rrs.append(struct.pack("!HHHIH", 0xC00C, 1, 1, self.ttl, 4) + socket.inet_pton(socket.AF_INET, a))
                 elif qtype == 28 and ":" in a:
-                    rrs.append(struct.pack("!HHHIH", 0xC00C, 28, 1, 60, 16) + socket.inet_pton(socket.AF_INET6, a))
+                    rrs.append(struct.pack("!HHHIH", 0xC00C, 28, 1, self.ttl, 16) + socket.inet_pton(socket.AF_INET6, a))
         header = qid + struct.pack("!HHHHH", 0x8000 | 0x0400 | rd | 0x0080 | rcode, 1, len(rrs), 0, 0)
         return header + question + b"".join(rrs)
 

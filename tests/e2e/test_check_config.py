@@ -52,6 +52,7 @@ class CheckConfigTest(unittest.TestCase):
         self.assertEqual(in_force["auth-token-file"], token)
         self.assertEqual(in_force["socket"], socket_path)
         self.assertEqual(in_force["max-connections"], 65536)
+        self.assertEqual(in_force["max-lookups"], 65536)
         self.assertEqual(sorted(os.listdir(self.dir)), ["allow.txt", "c.json", "token"], "nothing is created")
 
     def test_what_it_prints_reads_back_as_a_config(self):

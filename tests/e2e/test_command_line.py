@@ -84,6 +84,8 @@ class CheckTakesServesDecisionOptions(TempFiles):
     def test_config_values_are_checked_as_serve_checks_them(self):
         cases = [
             ({"max-tunnels": 0}, ['"max-tunnels"', '"0" is not a number from 1 to 1000000']),
+            ({"max-lookups": 0}, ['"max-lookups"', '"0" is not a number from 1 to ']),
+            ({"max-lookups": "9"}, ['"max-lookups"', "is not a JSON whole number"]),
             ({"dns-timeout": 0}, ['"dns-timeout"']),
             ({"max-tunnel": 5}, ['unknown key "max-tunnel"']),
             ({"permit": ["10.0.0.1/8"]}, ['"permit"', "10.0.0.1/8"]),
@@ -187,6 +189,16 @@ class RunKnowsServesOptions(unittest.TestCase):
         r = self.box.run(["--max-tunnels", "4", "--max-tunnels=5"], ["true"])
         self.assertEqual(r.returncode, 2)
         self.assertIn(b'--max-tunnels: "5" given, but --max-tunnels was already given as "4"', r.stderr)
+
+    def test_max_lookups_is_a_serve_option_run_passes_on(self):
+        # run reads serve's options as serve will: a bad budget is named before anything starts,
+        # a good one reaches the proxy it starts.
+        r = self.box.run(["--max-lookups", "0"], ["true"])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(b'--max-lookups: "0"', r.stderr)
+        r = self.box.run(["--max-lookups", "5"], ["sh", "-c", "exit 3"])
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertEqual(self.box.leftovers(), [])
 
     def test_help_lists_runs_own_options_and_points_to_serves(self):
         code, out, _ = boxproxy("run", "--help")

@@ -78,7 +78,7 @@ class OpsTest(ControlTestCase):
         r = c.request("stats")
         self.assertTrue(r["ok"])
         self.assertNotIn("event", r)
-        for key in ("open", "used", "clients", "refused", "up", "down"):
+        for key in ("open", "used", "lookups", "clients", "refused", "up", "down"):
             self.assertIn(key, r)
         self.assertEqual(r["open"], 1)
         self.assertEqual(r["used"], 1)

@@ -349,7 +349,7 @@ class SignalTest(DaemonTestCase):
             return None
         obj = wait_until(stats, IO_TIMEOUT)
         self.assertIsNotNone(obj, p.stderr)
-        for key in ("open", "used", "clients", "refused", "up", "down"):
+        for key in ("open", "used", "lookups", "clients", "refused", "up", "down"):
             self.assertIn(key, obj)
         self.assertEqual(obj["refused"].get("private"), 1)
         self.assertIsNone(p.process.poll())
@@ -456,6 +456,8 @@ class UsageTest(DaemonTestCase):
             (["--max-tunnels", "ten"], "--max-tunnels", '"ten"'),
             (["--max-connections", "0"], "--max-connections", '"0"'),
             (["--max-connections", "9223372036854775809"], "--max-connections", '"9223372036854775809"'),
+            (["--max-lookups", "0"], "--max-lookups", '"0"'),
+            (["--max-lookups", "9223372036854775809"], "--max-lookups", '"9223372036854775809"'),
             (["--head-timeout", "0"], "--head-timeout", '"0"'),
             (["--dns-timeout", "-1"], "--dns-timeout", '"-1"'),
             (["--connect-timeout", "86401"], "--connect-timeout", '"86401"'),

@@ -14,10 +14,10 @@ from harness import (ORIGIN_HOST, SOCKS4_OK, SOCKS4_REFUSED, Blackhole, DnsServe
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 HTTP_STATUS = {"ok": 200, "invalid target": 400, "invalid host": 400, "not-listed": 403, "loopback": 403,
                "private": 403, "link-local": 403, "denied": 403, "name not resolved": 502, "tunnel cap": 429,
-               "connection budget": 429, "dial failed": 502, "reserved": 403, "unspecified": 403}
+               "connection budget": 429, "lookup budget": 429, "dial failed": 502, "reserved": 403, "unspecified": 403}
 SOCKS5_CODE = {"ok": 0, "invalid target": 1, "invalid host": 4, "not-listed": 2, "loopback": 2, "private": 2,
                "link-local": 2, "denied": 2, "name not resolved": 4, "tunnel cap": 2, "connection budget": 2,
-               "dial failed": 5, "reserved": 2, "unspecified": 2}
+               "lookup budget": 2, "dial failed": 5, "reserved": 2, "unspecified": 2}
 
 
 def _connected(sock):

@@ -214,8 +214,8 @@ class SchemasRefuseTest(unittest.TestCase):
                 "ip": "10.0.0.1", "class": "private"}
     DONE = {"ts": "2026-12-01T12:49:22.233Z", "id": 7, "kind": "socks", "host": "example.com", "port": 443,
             "ip": "93.184.215.14", "class": "done", "up": 517, "down": 4420, "ms": 212, "end": "client-closed"}
-    STATS = {"event": "stats", "open": 1, "used": 17, "clients": 3, "refused": {"not-listed": 2, "private": 1},
-             "up": 52311, "down": 904113}
+    STATS = {"event": "stats", "open": 1, "used": 17, "lookups": 9, "clients": 3,
+             "refused": {"not-listed": 2, "private": 1, "lookup budget": 1}, "up": 52311, "down": 904113}
 
     def check(self, name, good, breakages):
         self.assertEqual(errors(name, good), [])
@@ -259,6 +259,8 @@ class SchemasRefuseTest(unittest.TestCase):
             ("a time stamp", lambda o: o.update(ts="2026-12-01T12:49:22.233Z")),
             ("an unknown class refused", lambda o: o["refused"].update(maybe=1)),
             ("no open", lambda o: o.pop("open")),
+            ("no lookups", lambda o: o.pop("lookups")),
+            ("negative lookups", lambda o: o.update(lookups=-1)),
         ])
 
     def test_small_lines(self):

@@ -45,6 +45,7 @@ constexpr Row kHttpRows[] = {
     {Reason::this_host, 403, "this-host"},
     {Reason::denied, 403, "denied"},
     {Reason::name_not_resolved, 502, "name not resolved"},
+    {Reason::lookup_budget, 429, "lookup budget"},
     {Reason::tunnel_cap, 429, "tunnel cap"},
     {Reason::connection_budget, 429, "connection budget"},
     {Reason::dial_failed, 502, "dial failed"},
@@ -141,6 +142,7 @@ TEST_CASE("SOCKS5 replies") {
   CHECK(info(Reason::name_not_resolved).socks5_reply == 4);
   CHECK(info(Reason::tunnel_cap).socks5_reply == 2);
   CHECK(info(Reason::connection_budget).socks5_reply == 2);
+  CHECK(info(Reason::lookup_budget).socks5_reply == 2);
   CHECK(info(Reason::dial_failed).socks5_reply == 5);
   CHECK(info(Reason::dial_timed_out).socks5_reply == 4);
   CHECK(info(Reason::socks_bind).socks5_reply == 7);

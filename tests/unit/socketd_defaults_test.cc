@@ -166,6 +166,7 @@ TEST_CASE("the numbers themselves: manual, header, ProxyConfig and ServeOptions 
   const std::map<std::string, std::string> header = {
       {"max-tunnels", fmt::format("{}", defaults::kMaxTunnels)},
       {"max-connections", fmt::format("{}", defaults::kMaxConnections)},
+      {"max-lookups", fmt::format("{}", defaults::kMaxLookups)},
       {"head-timeout", fmt::format("{:g}", defaults::kHeadTimeoutSeconds)},
       {"dns-timeout", fmt::format("{:g}", defaults::kDnsTimeoutSeconds)},
       {"connect-timeout", fmt::format("{:g}", defaults::kConnectTimeoutSeconds)},
@@ -183,6 +184,7 @@ TEST_CASE("the numbers themselves: manual, header, ProxyConfig and ServeOptions 
   CHECK(options.max_tunnels == defaults::kMaxTunnels);
   CHECK(config.max_connections == defaults::kMaxConnections);
   CHECK(options.max_connections == defaults::kMaxConnections);
+  CHECK(options.max_lookups == defaults::kMaxLookups);
   CHECK(config.head_timeout == defaults::kHeadTimeoutSeconds);
   CHECK(options.head_timeout == defaults::kHeadTimeoutSeconds);
   CHECK(config.dns_timeout == defaults::kDnsTimeoutSeconds);

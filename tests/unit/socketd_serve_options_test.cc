@@ -74,6 +74,7 @@ TEST_CASE("defaults: only --socket given") {
   CHECK(options.nameservers.empty());
   CHECK(options.max_tunnels == 256);
   CHECK(options.max_connections == 65536);
+  CHECK(options.max_lookups == 65536);
   CHECK(options.head_timeout == 30);
   CHECK(options.dns_timeout == 5);
   CHECK(options.connect_timeout == 20);
@@ -113,6 +114,7 @@ TEST_CASE("every option, as --name VALUE and --name=VALUE") {
       "--nameserver", "192.0.2.1",
       "--max-tunnels", "64",
       "--max-connections=9223372036854775808",
+      "--max-lookups", "3",
       "--head-timeout", "0.5",
       "--dns-timeout=2",
       "--connect-timeout", "86400",
@@ -140,6 +142,7 @@ TEST_CASE("every option, as --name VALUE and --name=VALUE") {
   CHECK(options.nameservers == std::vector<std::string>{"127.0.0.1:5353", "[::1]:53", "192.0.2.1"});
   CHECK(options.max_tunnels == 64);
   CHECK(options.max_connections == (std::uint64_t{1} << 63));
+  CHECK(options.max_lookups == 3);
   CHECK(options.head_timeout == 0.5);
   CHECK(options.dns_timeout == 2);
   CHECK(options.connect_timeout == 86400);
@@ -161,7 +164,7 @@ TEST_CASE("--help and -h") {
   CHECK_THROWS_AS(parse({"-h"}), HelpRequested);
   const std::string help = boxproxy::serve_help_text();
   for (const char* option : {"--socket", "--allow", "--allow-file", "--allow-hint", "--permit", "--deny", "--resolve",
-                             "--nameserver", "--max-tunnels", "--max-connections", "--head-timeout", "--dns-timeout",
+                             "--nameserver", "--max-tunnels", "--max-connections", "--max-lookups", "--head-timeout", "--dns-timeout",
                              "--connect-timeout", "--idle-timeout", "--max-head-bytes", "--log", "--log-file", "--audit",
                              "--auth-token-file", "--ready-fd", "--die-with-parent", "--config"}) {
     CAPTURE(option);
@@ -200,6 +203,9 @@ TEST_CASE("every usage error names the option and the value") {
       {{"--max-connections", "0"}, "--max-connections", "\"0\""},
       {{"--max-connections", "9223372036854775809"}, "--max-connections", "\"9223372036854775809\""},
       {{"--max-connections", "99999999999999999999999"}, "--max-connections", "\"99999999999999999999999\""},
+      {{"--max-lookups", "0"}, "--max-lookups", "\"0\""},
+      {{"--max-lookups", "9223372036854775809"}, "--max-lookups", "\"9223372036854775809\""},
+      {{"--max-lookups", "-3"}, "--max-lookups", "\"-3\""},
       {{"--head-timeout", "0"}, "--head-timeout", "\"0\""},
       {{"--head-timeout", "-1"}, "--head-timeout", "\"-1\""},
       {{"--head-timeout", "86401"}, "--head-timeout", "\"86401\""},

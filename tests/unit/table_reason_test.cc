@@ -33,6 +33,7 @@ TEST_CASE("every §6 row: log class, HTTP status, SOCKS5 reply, SOCKS4") {
       {Reason::this_host, "this-host", 403, 2, true},
       {Reason::denied, "denied", 403, 2, true},
       {Reason::name_not_resolved, "name not resolved", 502, 4, true},
+      {Reason::lookup_budget, "lookup budget", 429, 2, true},
       {Reason::tunnel_cap, "tunnel cap", 429, 2, true},
       {Reason::connection_budget, "connection budget", 429, 2, true},
       {Reason::dial_failed, "dial failed", 502, 5, true},
