@@ -490,25 +490,34 @@ class StandardOutputKindsTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
 
 
 class LinkedConfigTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
-    """A --config that is a symbolic link into another directory (a store, a dotfiles checkout):
+    """A --config or --allow-file that is a symbolic link into another directory (a store, a dotfiles checkout):
     Landlock judges the file an open ends at, so the link's directory alone refused every re-read
     and the old list stayed in force. The target's directory is readable too."""
 
+    RESOLVE = ["old.example.com=127.0.0.2", "new.example.com=127.0.0.2"]
+
     def test_sighup_rereads_a_config_linked_from_another_directory(self):
+        def write(path, host):
+            with open(path, "w") as f:
+                json.dump({"allow": [f"{host}:{self.echo.port}"], "resolve": self.RESOLVE}, f)
+        self.check_linked("--config", write)
+
+    def test_sighup_rereads_an_allow_file_linked_from_another_directory(self):
+        def write(path, host):
+            with open(path, "w") as f:
+                f.write(f"{host}:{self.echo.port}\n")
+        self.check_linked("--allow-file", write, *[arg for r in self.RESOLVE for arg in ("--resolve", r)])
+
+    def check_linked(self, option, write, *args):
         here = tempfile.TemporaryDirectory(prefix="boxproxy-confine-link-")
         store = tempfile.TemporaryDirectory(prefix="boxproxy-confine-store-")
         self.addCleanup(here.cleanup)
         self.addCleanup(store.cleanup)
-        resolve = ["old.example.com=127.0.0.2", "new.example.com=127.0.0.2"]
-
-        def write(path, host):
-            with open(path, "w") as f:
-                json.dump({"allow": [f"{host}:{self.echo.port}"], "resolve": resolve}, f)
-        target = os.path.join(store.name, "config-1.json")
+        target = os.path.join(store.name, "list-1")
         write(target, "old.example.com")
-        link = os.path.join(here.name, "config.json")
+        link = os.path.join(here.name, "list")
         os.symlink(target, link)
-        p = self.proxy("--config", link)
+        p = self.proxy(option, link, *args)
         self.assert_confined(p.pid)
 
         def status_for(host):
@@ -530,7 +539,7 @@ class LinkedConfigTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
         os.rename(target + ".new", target)
         hup_until_open("old.example.com")
         # The link pointed at a new file beside the old one, as a store does.
-        second = os.path.join(store.name, "config-2.json")
+        second = os.path.join(store.name, "list-2")
         write(second, "new.example.com")
         os.symlink(second, link + ".new")
         os.rename(link + ".new", link)
