@@ -2,7 +2,6 @@
 // the host's addresses, admission, the dial, and every refusal's answer.
 #include "proxy/client_connection.h"
 
-#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -10,6 +9,7 @@
 #include <cerrno>
 #include <utility>
 
+#include "proxy/local_addresses.h"
 #include "proxy/proxy_server.h"
 #include "proxy/refusal_reply.h"
 #include "table/policy.h"
@@ -120,8 +120,9 @@ ClientConnection::Next ClientConnection::dial_next() {
     const int one = 1;
     (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     // A zone ("fe80::1%eth0") picks the interface; one that names none gives 0, and the kernel
-    // refuses a link-local dial without it.
-    const std::uint32_t scope_id = address.zone.empty() ? 0 : ::if_nametoindex(address.zone.c_str());
+    // refuses a link-local dial without it. Looked up over netlink, which the confinement allows
+    // (interface_index says why not if_nametoindex).
+    const std::uint32_t scope_id = address.zone.empty() ? 0 : interface_index(address.zone);
     const SocketAddress peer = address.to_sockaddr(target_.port, scope_id);
     if (::connect(fd, peer.get(), peer.length) == -1 && errno != EINPROGRESS) continue;
     upstream_.read_event = make_event(server_.base(), fd, EV_READ | EV_PERSIST, &on_upstream_read, this);

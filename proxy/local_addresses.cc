@@ -1,6 +1,7 @@
 #include "proxy/local_addresses.h"
 
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
@@ -25,6 +26,20 @@ std::vector<IpAddress> read_local_addresses(int* error) {
   }
   ::freeifaddrs(list);
   return out;
+}
+
+std::uint32_t interface_index(const std::string& name) {
+  struct if_nameindex* list = ::if_nameindex();
+  if (list == nullptr) return 0;
+  std::uint32_t index = 0;
+  for (const struct if_nameindex* it = list; it->if_index != 0; ++it) {  // ends with {0, NULL}
+    if (it->if_name != nullptr && name == it->if_name) {
+      index = it->if_index;
+      break;
+    }
+  }
+  ::if_freenameindex(list);
+  return index;
 }
 
 LocalAddresses::LocalAddresses() {

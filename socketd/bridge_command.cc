@@ -401,13 +401,10 @@ int bridge(const BridgeOptions& options) {
     }
   }
 
-  const std::string socket = nlohmann::json(options.socket_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // serve's own writer (write(2), not stdio: readiness.h says why it must be).
   const std::string captured = (transparent.empty() ? "" : fmt::format(",\"transparent\":{}", transparent.dump())) +
                                (dns.empty() ? "" : fmt::format(",\"dns\":{}", dns.dump()));
-  const std::string line = fmt::format("{{\"event\":\"listening\",\"socket\":{},\"listen\":{}{},\"pid\":{}}}\n", socket,
-                                       bound.dump(), captured, ::getpid());
-  std::fwrite(line.data(), 1, line.size(), stdout);
-  std::fflush(stdout);
+  announce_listening(options.socket_path, fmt::format(",\"listen\":{}{}", bound.dump(), captured));
 
   event_base_dispatch(bridge.base.get());
   bridge.server->stop();

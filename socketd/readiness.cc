@@ -59,11 +59,12 @@ std::optional<std::string> write_all(int fd, std::string_view data) {
 
 }  // namespace
 
-void announce_listening(const std::string& socket_path) {
+void announce_listening(const std::string& socket_path, std::string_view more_fields) {
   // The path is a JSON string: quotes, backslashes and control characters escaped; bytes that
   // are not UTF-8 become U+FFFD rather than making the line invalid JSON.
   const std::string socket = nlohmann::json(socket_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const std::string line = fmt::format("{{\"event\":\"listening\",\"socket\":{},\"pid\":{}}}\n", socket, ::getpid());
+  const std::string line =
+      fmt::format("{{\"event\":\"listening\",\"socket\":{}{},\"pid\":{}}}\n", socket, more_fields, ::getpid());
   // One write(2), not stdio: stdout's buffer would be 4 KiB of heap kept by every session for
   // this one line (issue 12 item 4). Unwritten is no error: the socket is listening either way.
   (void)write_all(STDOUT_FILENO, line);

@@ -260,6 +260,27 @@ void add_rule(int ruleset, const std::string& directory, std::uint64_t rights) {
   }
 }
 
+// A file SIGHUP re-reads that is a symbolic link (into /nix/store, a dotfiles checkout, a
+// ConfigMap's ..data): Landlock judges the file the open ends at, not the link, so the link's
+// directory alone would refuse every re-read. Reading the files in the directory of the target
+// as resolved now is allowed too. The directory, not the file, for the reason above: the usual
+// updates of a linked file (an editor's rename over the target; the link pointed at a new file
+// beside the old one, as a store does) make a new file there. A link pointed later into a third
+// directory is refused: the re-read fails and says so, the list in force stays, and a restart
+// follows it. What this widens: reading (never listing, writing or running) that directory's
+// files, for a process that already reads the operator's configuration; a box's files are not
+// the operator's, so the box cannot aim it. Not a link, or one that no longer resolves: nothing.
+void add_link_target_rule(int ruleset, const std::string& file) {
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) == -1 || !S_ISLNK(st.st_mode)) return;
+  char* resolved = ::realpath(file.c_str(), nullptr);
+  if (resolved == nullptr) return;
+  const std::string target(resolved);
+  std::free(resolved);
+  const std::string directory = directory_of(target);
+  if (directory != directory_of(file)) add_rule(ruleset, directory, LANDLOCK_ACCESS_FS_READ_FILE);
+}
+
 // Returns a notice when the kernel has no Landlock; throws when it has and refuses.
 std::optional<std::string> restrict_file_system(const ConfineRequest& request) {
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
@@ -279,6 +300,7 @@ std::optional<std::string> restrict_file_system(const ConfineRequest& request) {
   // or an editor replaces a file by rename(2), and a rule on the old file would refuse the new.
   for (const std::string& file : request.reread_files) {
     add_rule(ruleset_fd.get(), directory_of(file), LANDLOCK_ACCESS_FS_READ_FILE);
+    add_link_target_rule(ruleset_fd.get(), file);
   }
   // Removing (only) files in each socket's directory: the socket at exit.
   for (const std::string& socket : request.removed_sockets) {

@@ -4,19 +4,29 @@ What the kernel says of a running process (/proc/PID/status: NoNewPrivs, Seccomp
 filter than this test's own process has), that --no-confine turns it off, that SIGHUP still
 re-reads --config confined (the file rewritten in place, and replaced by rename), and, in builds
 with BOXPROXY_TEST_HOOKS (scripts/test-all's), that execve, an open of a file outside the allowed
-set and socket(AF_PACKET) fail after confinement, each refusal logged once."""
+set and socket(AF_PACKET) fail after confinement, each refusal logged once.
+
+And the rare paths that confinement once broke (issue 21 item 7), each with no "confinement refused"
+line: a dial to an IPv6 zone, whose interface index is looked up; the listening line written to a
+standard output that is /dev/null or a terminal; a --config that is a symbolic link into another
+directory, re-read on SIGHUP."""
 
 import json
 import os
+import pty
 import re
+import select
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
+import time
 import unittest
 
 from box_support import Bridge
-from harness import (OriginsMixin, ProxyTestCase, binary, http_connect, read_http_response, recv_exact, wait_until)
+from harness import (SOCKET_TIMEOUT, START_TIMEOUT, STOP_TIMEOUT, EchoServer, OriginsMixin, Proxy, ProxyTestCase, binary,
+                     free_port, http_connect, read_http_response, recv_exact, wait_until)
 
 REFUSED = re.compile(r"confinement refused system call (\d+)")
 
@@ -294,6 +304,249 @@ class BridgeConfineTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
         b = self.bridge("--no-confine")
         self.assert_not_confined(b.pid)
         self.assertEqual(b.stop(), 0)
+
+
+def ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def namespace_skip_reason():
+    """Why a network namespace of the test's own cannot be made here, or None."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return "needs root and iproute2's ip for a network namespace"
+    probe = f"boxproxy-zone-probe-{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, timeout=10)
+    if made.returncode != 0:
+        return f"cannot make a network namespace: {made.stderr.decode(errors='replace').strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=10)
+    return None
+
+
+# An echo origin for a namespace of the test's own, on the link-local address given, bound to lo's
+# index: prints its port once listening, echoes one connection, exits.
+ZONE_ORIGIN = """
+import socket, sys
+s = socket.socket(socket.AF_INET6)
+s.bind((sys.argv[1], 0, 0, socket.if_nametoindex("lo")))
+s.listen(1)
+print(s.getsockname()[1], flush=True)
+s.settimeout(20)
+c, _ = s.accept()
+while True:
+    data = c.recv(4096)
+    if not data:
+        break
+    c.sendall(data)
+"""
+
+
+class ZoneDialTest(ConfinedStatus, ProxyTestCase):
+    """A target with an IPv6 zone ("[fe80::2%lo]"): the zone's interface index is looked up at
+    dial time, confined, without a refused call (glibc's if_nametoindex is an ioctl the filter
+    refuses: the dial went out without the index, and a link-local one failed with 502)."""
+
+    def assert_echoed_through(self, p, target):
+        s, resp = http_connect(p, target)
+        self.assertEqual(resp.status, 200, p.raw_log_lines())
+        s.sendall(b"zoned")
+        self.assertEqual(recv_exact(s, 5), b"zoned")
+        s.close()
+
+    @unittest.skipUnless(ipv6_loopback(), "no IPv6 loopback here")
+    def test_a_zone_on_loopback_is_looked_up_confined(self):
+        # ::1 needs no zone, but one may be written (SPEC §5) and is looked up all the same.
+        echo = EchoServer(host="::1", family=socket.AF_INET6)
+        self.addCleanup(echo.close)
+        p = self.proxy("--permit", "::1/128")
+        self.assert_confined(p.pid)
+        self.assert_echoed_through(p, f"[::1%lo]:{echo.port}")
+        self.assert_echoed_through(p, f"[::1%25lo]:{echo.port}")
+        p.stop()
+        self.assertIsNone(REFUSED.search("\n".join(p.raw_log_lines())), p.raw_log_lines())
+
+    def test_a_link_local_zone_is_dialled_confined(self):
+        # What an operator with --permit fe80::/10 does: a link-local address needs its zone. The
+        # machine's own lo has no fe80 address, so the proxy and the origin run in a network
+        # namespace of the test's own whose lo holds fe80::2.
+        reason = namespace_skip_reason()
+        if reason:
+            self.skipTest(reason)
+        ns = f"boxproxy-zone-{os.getpid()}"
+        subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True, timeout=10)
+        self.addCleanup(subprocess.run, ["ip", "netns", "del", ns], capture_output=True, timeout=10)
+        in_ns = ["ip", "netns", "exec", ns]
+        subprocess.run(in_ns + ["ip", "link", "set", "lo", "up"], check=True, capture_output=True, timeout=10)
+        subprocess.run(in_ns + ["ip", "-6", "addr", "add", "fe80::2/64", "dev", "lo", "nodad"], check=True,
+                       capture_output=True, timeout=10)
+        origin = subprocess.Popen(in_ns + ["python3", "-c", ZONE_ORIGIN, "fe80::2"], stdout=subprocess.PIPE)
+        self.addCleanup(origin.wait, timeout=STOP_TIMEOUT)
+        self.addCleanup(origin.kill)
+        ready, _, _ = select.select([origin.stdout], [], [], START_TIMEOUT)
+        self.assertTrue(ready, "the origin in the namespace did not start")
+        port = int(origin.stdout.readline())
+        p = Proxy("--permit", "fe80::/10")
+        p.argv = in_ns + p.argv  # `ip netns exec` execs: the pid is the proxy's
+        self.addCleanup(p.cleanup)
+        p.start()
+        self._proxies.append(p)
+        self.assert_echoed_through(p, f"[fe80::2%lo]:{port}")
+        p.stop()
+        self.assertIsNone(REFUSED.search("\n".join(p.raw_log_lines())), p.raw_log_lines())
+
+
+class StandardOutputKindsTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
+    """serve and bridge write their listening line after confining themselves. Through stdio, the
+    first write to a character device asks ioctl(TCGETS) whether it is a terminal (glibc asks
+    /dev/null; it knows a pseudo-terminal by its device number): the bridge's line to /dev/null,
+    as the manual's own unshare recipe sends it, was a refused call."""
+
+    def stdout_of(self, kind):
+        """(descriptor for the child's standard output, reader of its first line or None)."""
+        if kind == "null":
+            f = open(os.devnull, "wb")
+            self.addCleanup(f.close)
+            return f.fileno(), None
+        master, slave = pty.openpty()
+        self.addCleanup(os.close, master)
+        self.addCleanup(os.close, slave)
+
+        def first_line():
+            data = b""
+            while b"\n" not in data:
+                ready, _, _ = select.select([master], [], [], START_TIMEOUT)
+                if not ready:
+                    return None
+                data += os.read(master, 4096)
+            return json.loads(data.partition(b"\n")[0].strip())
+        return slave, first_line
+
+    def finish(self, proc):
+        """SIGTERM, exit 0, and its standard error (the log) with no refused call."""
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=STOP_TIMEOUT + 5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertIsNone(REFUSED.search(err.decode(errors="replace")), err)
+
+    def test_listening_line_to_devnull_and_a_terminal(self):
+        # The bridge's line went through stdio (refused on /dev/null); serve's never did, and is
+        # held to it here too.
+        p = self.proxy()
+        for command in ("bridge", "serve"):
+            for kind in ("null", "tty"):
+                with self.subTest(command=command, stdout=kind):
+                    self.check_listening_line(command, kind, p.socket_path)
+
+    def check_listening_line(self, command, kind, proxy_socket):
+        out, first_line = self.stdout_of(kind)
+        d = tempfile.TemporaryDirectory(prefix="boxproxy-confine-")
+        self.addCleanup(d.cleanup)
+        port = free_port("127.0.0.1")
+        own_socket = os.path.join(d.name, "s.sock")
+        if command == "bridge":
+            argv = [binary(), "bridge", "--socket", proxy_socket, "--listen", f"127.0.0.1:{port}"]
+        else:
+            argv = [binary(), "serve", "--socket", own_socket, "--permit", "127.0.0.2/32"]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE)
+        try:
+            if first_line is not None:
+                self.assertEqual(first_line()["event"], "listening")
+            if command == "bridge":
+                client = self.bridge_client(port)
+            else:
+                self.assertTrue(wait_until(lambda: os.path.exists(own_socket), START_TIMEOUT))
+                client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                client.settimeout(SOCKET_TIMEOUT)
+                client.connect(own_socket)
+            # Answered only from the event loop, which runs after the listening line: the line
+            # was written by the time this echoes.
+            client.sendall(f"CONNECT 127.0.0.2:{self.echo.port} HTTP/1.1\r\n\r\n".encode())
+            self.assertEqual(read_http_response(client, method="CONNECT").status, 200)
+            client.sendall(b"line")
+            self.assertEqual(recv_exact(client, 4), b"line")
+            client.close()
+            self.assert_confined(proc.pid)
+        finally:
+            self.finish(proc)
+
+    def bridge_client(self, port):
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                return socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT)
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+
+class LinkedConfigTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
+    """A --config or --allow-file that is a symbolic link into another directory (a store, a dotfiles checkout):
+    Landlock judges the file an open ends at, so the link's directory alone refused every re-read
+    and the old list stayed in force. The target's directory is readable too."""
+
+    RESOLVE = ["old.example.com=127.0.0.2", "new.example.com=127.0.0.2"]
+
+    def test_sighup_rereads_a_config_linked_from_another_directory(self):
+        def write(path, host):
+            with open(path, "w") as f:
+                json.dump({"allow": [f"{host}:{self.echo.port}"], "resolve": self.RESOLVE}, f)
+        self.check_linked("--config", write)
+
+    def test_sighup_rereads_an_allow_file_linked_from_another_directory(self):
+        def write(path, host):
+            with open(path, "w") as f:
+                f.write(f"{host}:{self.echo.port}\n")
+        self.check_linked("--allow-file", write, *[arg for r in self.RESOLVE for arg in ("--resolve", r)])
+
+    def check_linked(self, option, write, *args):
+        here = tempfile.TemporaryDirectory(prefix="boxproxy-confine-link-")
+        store = tempfile.TemporaryDirectory(prefix="boxproxy-confine-store-")
+        self.addCleanup(here.cleanup)
+        self.addCleanup(store.cleanup)
+        target = os.path.join(store.name, "list-1")
+        write(target, "old.example.com")
+        link = os.path.join(here.name, "list")
+        os.symlink(target, link)
+        p = self.proxy(option, link, *args)
+        self.assert_confined(p.pid)
+
+        def status_for(host):
+            s, resp = http_connect(p, f"{host}:{self.echo.port}")
+            s.close()
+            return resp.status
+
+        def hup_until_open(host):
+            p.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(wait_until(lambda: status_for(host) == 200, 5, interval=0.05), p.raw_log_lines()[-5:])
+
+        self.assertEqual(status_for("new.example.com"), 403)
+        # The target rewritten in place.
+        write(target, "new.example.com")
+        hup_until_open("new.example.com")
+        self.assertEqual(status_for("old.example.com"), 403)
+        # The target replaced by rename, as an editor does: a new file in the target's directory.
+        write(target + ".new", "old.example.com")
+        os.rename(target + ".new", target)
+        hup_until_open("old.example.com")
+        # The link pointed at a new file beside the old one, as a store does.
+        second = os.path.join(store.name, "list-2")
+        write(second, "new.example.com")
+        os.symlink(second, link + ".new")
+        os.rename(link + ".new", link)
+        hup_until_open("new.example.com")
+        self.assertEqual(status_for("old.example.com"), 403)
+        self.assertFalse(any("kept the old host list" in line for line in p.raw_log_lines()), p.raw_log_lines())
+        self.assertIsNone(REFUSED.search("\n".join(p.raw_log_lines())), p.raw_log_lines())
 
 
 if __name__ == "__main__":

@@ -46,6 +46,23 @@ TEST_CASE("announce_listening prints exactly one JSON line, the path escaped") {
                     std::to_string(::getpid()) + "}\n");
 }
 
+TEST_CASE("announce_listening puts the bridge's fields before the pid") {
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) != -1);
+  std::fflush(stdout);
+  const int saved = ::dup(1);
+  REQUIRE(saved != -1);
+  REQUIRE(::dup2(pipe_fds[1], 1) != -1);
+  boxproxy::announce_listening("/run/s.sock", ",\"listen\":[\"127.0.0.1:3128\"]");
+  REQUIRE(::dup2(saved, 1) != -1);
+  ::close(saved);
+  ::close(pipe_fds[1]);
+  const std::string line = read_all(pipe_fds[0]);
+  ::close(pipe_fds[0]);
+  CHECK(line == "{\"event\":\"listening\",\"socket\":\"/run/s.sock\",\"listen\":[\"127.0.0.1:3128\"],\"pid\":" +
+                    std::to_string(::getpid()) + "}\n");
+}
+
 TEST_CASE("notify_ready_fd writes READY=1 and closes the descriptor") {
   int pipe_fds[2];
   REQUIRE(::pipe(pipe_fds) != -1);
