@@ -16,6 +16,9 @@ struct Resolver::Half {
   Query* query = nullptr;
   evdns_request* request = nullptr;  // nullptr once it has called back (or never started)
   std::vector<IpAddress> answers;
+  // It answered for certain (addresses, NXDOMAIN or no data), not a time-out, a server failure or
+  // a cancel: only an answer whose two halves both are settled is kept for its TTL.
+  bool settled = false;
 };
 
 // One name on its way through DNS, shared by every client that asks for it meanwhile.
@@ -89,8 +92,9 @@ Resolver::Resolver(event_base* base, const std::vector<std::string>& nameservers
       }
     }
   }
-  // /etc/hosts, read first either way, into the base that has no server.
-  evdns_base_load_hosts(hosts_.get(), nullptr);
+  // /etc/hosts, read first either way (SPEC §2), into the base that has no server. Named: a null
+  // file name loads only evdns' own localhost entries. A missing or unreadable file leaves those.
+  (void)evdns_base_load_hosts(hosts_.get(), "/etc/hosts");
   // And no search list whatever was read: a name is asked exactly as the client wrote it.
   evdns_base_search_clear(dns_.get());
   evdns_base_search_clear(hosts_.get());
@@ -101,6 +105,10 @@ Resolver::Resolver(event_base* base, const std::vector<std::string>& nameservers
   evdns_base_set_option(dns_.get(), "attempts:", "2");
 }
 
+// Members go in reverse order: the evdns bases first (evdns_base_free with its requests failed,
+// whose callbacks, like those of cancelled ones, are scheduled on the loop, not run here), then the
+// queries those callbacks point into. So the loop must not run again once the Resolver is gone:
+// serve and check run their finishing turns while it lives, and never run the loop after.
 Resolver::~Resolver() = default;
 
 // /etc/hosts' answers for `name`, or nullopt. The hosts base answers a name it holds at once; a
@@ -187,6 +195,9 @@ void Resolver::on_half(int result, char, int count, int ttl, void* addresses, vo
   auto* half = static_cast<Half*>(raw);
   Query& query = *half->query;
   half->request = nullptr;  // evdns frees it after this callback
+  if (!query.done) {
+    half->settled = result == DNS_ERR_NONE || result == DNS_ERR_NOTEXIST || result == DNS_ERR_NODATA;
+  }
   if (result == DNS_ERR_NONE && addresses != nullptr && count > 0 && !query.done) {
     try {
       const bool v4 = half == &query.halves[0];
@@ -206,18 +217,18 @@ void Resolver::on_half(int result, char, int count, int ttl, void* addresses, vo
       query.broken = true;
     }
   }
-  query.resolver->half_answered(query, *half);
+  query.resolver->half_answered(query);
 }
 
-void Resolver::half_answered(Query& query, Half& half) noexcept {
+void Resolver::half_answered(Query& query) noexcept {
   if (query.done) {
     forget_if_idle(query);  // a cancelled half's callback: nobody waits any more
     return;
   }
   if (query.pending()) {
-    // One family has answered: the other gets kAnswerSkewSeconds more, as evdns_getaddrinfo
-    // gives it; a failed half waits for the other without a limit of its own.
-    if (!half.answers.empty() && !query.skew) {
+    // One family has answered, or failed: the other gets kAnswerSkewSeconds more, as
+    // evdns_getaddrinfo gives it (it starts the same timer on a failure of the first).
+    if (!query.skew) {
       query.skew = make_event(base_, -1, 0, &Resolver::on_skew, &query);
       const timeval skew = to_timeval(kAnswerSkewSeconds);
       if (query.skew) event_add(query.skew.get(), &skew);
@@ -244,7 +255,13 @@ void Resolver::finish(Query& query) noexcept {
     if (!query.broken) {
       answers = std::move(query.halves[0].answers);
       answers.insert(answers.end(), query.halves[1].answers.begin(), query.halves[1].answers.end());
-      cache_.store(query.key, answers, query.ttl, LookupCache::Clock::now());
+      // Kept only when both families answered for certain. A half the skew gave up on, or one
+      // lost to a time-out or a server failure, may have held an answer the address rule would
+      // refuse: reused for a whole TTL, the partial answer would keep it out of every later
+      // decision, where one lost packet should cost one decision at most.
+      if (query.halves[0].settled && query.halves[1].settled) {
+        cache_.store(query.key, answers, query.ttl, LookupCache::Clock::now());
+      }
     }
   } catch (...) {
     answers.clear();  // out of memory: no answer rather than a part of them

@@ -79,7 +79,7 @@ class Resolver {
 
   std::optional<std::vector<IpAddress>> from_hosts(const std::string& name);
   Query* begin_query(const std::string& key, const std::string& name);
-  void half_answered(Query& query, Half& half) noexcept;
+  void half_answered(Query& query) noexcept;
   void finish(Query& query) noexcept;
   void abandon(Query& query) noexcept;
   void cancel_halves(Query& query) noexcept;

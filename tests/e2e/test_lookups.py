@@ -168,17 +168,49 @@ class LookupBudgetTest(ProxyTestCase):
         self.assertEqual(dns.names_asked(), {"looked.test"})
 
     def test_a_server_that_drops_aaaa_questions_costs_seconds_not_the_dns_timeout(self):
-        # Once A has answered, AAAA gets 3 s more (as evdns_getaddrinfo gave it), then the name is
-        # answered with A alone, and that answer is kept like any other.
+        # Once A has answered (or failed), AAAA gets 3 s more (as evdns_getaddrinfo gave it), then
+        # the name is answered with A alone. That partial answer is not kept: the AAAA it lacks
+        # might have been one the address rule refuses, so the next decision asks again.
         dns = self.dns(["noaaaa.test"], silent_types={28})
         p = self.proxy("--dns-timeout", "20", dns=dns)
+        for lookups in (1, 2):
+            started = time.monotonic()
+            self.tunnel(p, "noaaaa.test")
+            elapsed = time.monotonic() - started
+            self.assertGreater(elapsed, 2.5)
+            self.assertLess(elapsed, 10)
+            self.assertEqual(self.a_queries(dns, "noaaaa.test"), lookups)
+        # A failed A (NXDOMAIN) starts the same 3 s, not the whole --dns-timeout.
         started = time.monotonic()
-        self.tunnel(p, "noaaaa.test")
-        elapsed = time.monotonic() - started
-        self.assertGreater(elapsed, 2.5)
-        self.assertLess(elapsed, 10)
-        self.tunnel(p, "noaaaa.test")
-        self.assertEqual(self.a_queries(dns, "noaaaa.test"), 1)
+        s = p.connect()
+        s.sendall(connect_request("unknown.test:443"))
+        assert_http_refusal(self, s, 502, "name not resolved")
+        s.close()
+        self.assertLess(time.monotonic() - started, 10)
+
+    def test_names_in_etc_hosts_are_answered_there_and_cost_nothing(self):
+        # SPEC §2: /etc/hosts is read first, --nameserver or not. A name it maps to loopback is
+        # judged by that answer (loopback), and never asked of the DNS server.
+        names = []
+        try:
+            with open("/etc/hosts") as f:
+                for line in f:
+                    fields = line.split("#", 1)[0].split()
+                    if len(fields) >= 2 and fields[0].startswith("127."):
+                        names += [n for n in fields[1:] if "localhost" not in n and "." not in n.rstrip(".")]
+        except OSError:
+            pass
+        if not names:
+            self.skipTest("/etc/hosts maps no name but localhost to a loopback address here")
+        name = names[0]
+        dns = self.dns([name.lower()])  # the DNS server would say 127.0.0.2: allowed, were it asked
+        p = self.proxy("--max-lookups", "1", dns=dns)
+        s = p.connect()
+        s.sendall(connect_request(f"{name}:443"))
+        assert_http_refusal(self, s, 403, "loopback")
+        s.close()
+        self.assertNotIn(name.lower(), dns.names_asked())
+        self.assertEqual(self.stats(p)["lookups"], 0)
 
     def test_a_failed_lookup_is_not_cached_and_costs_each_time(self):
         dns = DnsServer({})
