@@ -5,7 +5,6 @@ it is closed as `host mismatch` before any of its bytes reach the origin; anythi
 The attacker is a box allowed good.test:PORT, whose address (127.0.0.2) also serves other sites:
 it opens a tunnel there and asks, in cleartext, for evil.test."""
 
-import os
 import signal
 import socket
 import sys
@@ -17,6 +16,7 @@ from harness import (ORIGIN_HOST, EchoServer, HttpOrigin, ProxyTestCase, closed_
                      read_http_response, recv_exact, socks5_connect, socks5_reply)
 
 from test_sni import client_hello
+from test_transparent import CaptureTestCase
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 
@@ -264,24 +264,11 @@ BOX_CLIENT = textwrap.dedent("""
 """)
 
 
-class TransparentHostTest(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        from test_transparent import capture_usable
-        why = capture_usable()
-        if why:
-            raise unittest.SkipTest(why)
-        cls.origin = HttpOrigin()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.origin.close()
+class TransparentHostTest(CaptureTestCase):
+    WITH_ORIGIN = True
 
     def test_a_boxed_program_asking_for_another_host_is_closed_and_the_listed_one_answered(self):
-        from box_support import BoxRun
-        box = BoxRun(self)
-        log = os.path.join(box.dir, "decisions.log")
+        box, log = self.box, self.log
         port = self.origin.port
         r = box.run(["--transparent", "--allow", f"origin.test:{port}", "--resolve", "origin.test=127.0.0.2",
                      "--resolve", "evil.test=127.0.0.2", "--log-file", log],

@@ -9,17 +9,14 @@ The run tests skip, saying why, where this system cannot make a box or lacks lib
 import ctypes.util
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
-import time
 import unittest
 
-from box_support import RUN_TIMEOUT, Bridge, BoxRun, namespaces_usable
-from harness import OriginsMixin, ProxyTestCase, binary, wait_until
+from box_support import Bridge, BoxRun, namespaces_usable
+from harness import HttpOrigin, OriginsMixin, ProxyTestCase, binary
 
 BOX_CLIENT = textwrap.dedent("""
     import json, socket, sys, time
@@ -84,16 +81,28 @@ def capture_usable():
 
 
 class CaptureTestCase(unittest.TestCase):
-    """A test of `run --transparent`: skipped where capture cannot work here; self.box runs boxes."""
+    """A test of `run --transparent`: skipped where capture cannot work here; self.box runs boxes
+    and self.log is a decision log file in its directory. With WITH_ORIGIN, cls.origin is an HTTP
+    origin on the loopback origin address for the whole class."""
+
+    WITH_ORIGIN = False
 
     @classmethod
     def setUpClass(cls):
         why = capture_usable()
         if why:
             raise unittest.SkipTest(why)
+        if cls.WITH_ORIGIN:
+            cls.origin = HttpOrigin()
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.WITH_ORIGIN:
+            cls.origin.close()
 
     def setUp(self):
         self.box = BoxRun(self)
+        self.log = os.path.join(self.box.dir, "decisions.log")
 
 
 class TransparentRunTest(CaptureTestCase):

@@ -9,18 +9,14 @@ The supervisor is a thread of the test on `run --control-fd`; the origin is the 
 libnftables."""
 
 import json
-import os
 import shutil
 import sys
 import textwrap
 import threading
-import time
 import unittest
 
-from box_support import BoxRun
 from control_support import ControlClient, control_pair
-from harness import HttpOrigin
-from test_transparent import capture_usable
+from test_transparent import CaptureTestCase
 
 # In the box: the lookup timed, then one request over the connection to the address it gave.
 PY_CLIENT = textwrap.dedent("""
@@ -86,23 +82,8 @@ class Supervisor:
         self.client.close()
 
 
-class TransparentAskTest(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        why = capture_usable()
-        if why:
-            raise unittest.SkipTest(why)
-        cls.origin = HttpOrigin()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.origin.server.shutdown()
-        cls.origin.server.server_close()
-
-    def setUp(self):
-        self.box = BoxRun(self)
-        self.log = os.path.join(self.box.dir, "decisions.log")
+class TransparentAskTest(CaptureTestCase):
+    WITH_ORIGIN = True
 
     def run_box(self, command, verdict, delay, ask_timeout=30, only_port=None):
         """`run --transparent --ask` with asked.test off the list; returns (result, supervisor)."""

@@ -10,16 +10,13 @@ installed."""
 
 import os
 import shutil
-import ssl
 import subprocess
 import sys
 import tempfile
 import textwrap
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxRun
-from harness import HttpOrigin
-from test_transparent import capture_usable
+from test_transparent import CaptureTestCase
 
 PY_CLIENT = textwrap.dedent("""
     import json, socket, sys
@@ -92,23 +89,8 @@ GO_CLIENT = textwrap.dedent("""
 """)
 
 
-class TransparentNamesTest(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        why = capture_usable()
-        if why:
-            raise unittest.SkipTest(why)
-        cls.origin = HttpOrigin()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.origin.server.shutdown()
-        cls.origin.server.server_close()
-
-    def setUp(self):
-        self.box = BoxRun(self)
-        self.log = os.path.join(self.box.dir, "decisions.log")
+class TransparentNamesTest(CaptureTestCase):
+    WITH_ORIGIN = True
 
     def run_box(self, command, extra=(), env=None):
         port = self.origin.port
