@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
 
 std::optional<AskVerdict> parse_verdict(std::string_view text) noexcept {
@@ -31,9 +33,7 @@ AskRegistry::~AskRegistry() = default;
 
 AskRegistry::Ticket AskRegistry::ask(std::string_view host, std::uint16_t port, ClientKind kind, ConnectionId id,
                                      void* waiter, OnVerdict on_verdict) {
-  std::string name(host);
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; });
+  std::string name = ascii_lower(host);
   if (!name.empty() && name.back() == '.') name.pop_back();
   auto key = std::make_pair(std::move(name), port);
   try {

@@ -6,6 +6,8 @@
 #include <new>
 #include <stdexcept>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
 namespace {
 
@@ -16,14 +18,6 @@ std::string resolve_request(std::string_view name) {
   out += static_cast<char>(name.size());
   out.append(name);
   out.append(2, '\0');
-  return out;
-}
-
-std::string lower_case(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
   return out;
 }
 
@@ -323,7 +317,7 @@ std::string DnsResponder::answer(const DnsQuestion& question, Socks5ReplyReader:
       // itself (one it asks about when the box connects, SPEC §15), the box learns no address.
       const auto family = question.type == static_cast<std::uint16_t>(DnsType::a) ? IpAddress::Family::v4
                                                                                    : IpAddress::Family::v6;
-      const IpAddress address = names_.address_for(lower_case(question.name), family);
+      const IpAddress address = names_.address_for(ascii_lower(question.name), family);
       return build_dns_reply(question, DnsRcode::no_error, std::span<const IpAddress>(&address, 1),
                              kDnsAnswerTtlSeconds);
     }

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
 namespace {
 
@@ -25,12 +27,6 @@ constexpr std::size_t kMaxTrailerBytes = 32768;
 // size line is not a place for padding).
 constexpr unsigned kMaxChunkSizeDigits = 16;
 
-std::string_view trim_ows(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 std::optional<std::uint64_t> parse_content_length(std::string_view text) noexcept {
   if (text.empty() || text.size() > kMaxContentLengthDigits) return std::nullopt;
   std::uint64_t value = 0;
@@ -39,13 +35,6 @@ std::optional<std::uint64_t> parse_content_length(std::string_view text) noexcep
     value = value * 10 + static_cast<std::uint64_t>(c - '0');
   }
   return value;
-}
-
-int hex_value(unsigned char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // What the Content-Length and Transfer-Encoding headers of one message say, shared by requests
@@ -141,7 +130,7 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
     const auto c = static_cast<unsigned char>(data[i]);
     switch (state_) {
       case State::size: {
-        const int digit = hex_value(c);
+        const int digit = hex_value(data[i]);
         if (digit >= 0) {
           if (size_digits_ == kMaxChunkSizeDigits) return fail();
           ++size_digits_;

@@ -10,6 +10,8 @@
 #include <span>
 #include <vector>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
 namespace {
 
@@ -22,12 +24,6 @@ constexpr std::string_view kHopByHop[] = {
 // A Connection header may name these, but they are never removed that way: Host is the judged
 // target, and the framing headers say where the body ends (dropping one would reframe it).
 constexpr std::string_view kNeverConnectionListed[] = {"Host", "Content-Length", "Transfer-Encoding"};
-
-std::string_view trim_ows(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool in_list(std::string_view name, std::span<const std::string_view> list) {
   return std::any_of(list.begin(), list.end(), [&](std::string_view x) { return iequals(name, x); });

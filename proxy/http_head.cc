@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
 namespace {
 
@@ -41,12 +43,6 @@ constexpr bool is_value_char(unsigned char c) noexcept { return c == '\t' || !is
 
 // A request target: visible ASCII only (no SP, no obs-text, no controls).
 constexpr bool is_target_char(unsigned char c) noexcept { return c > 0x20 && c < 0x7f; }
-
-std::string_view trim_ows(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 bool is_http1_version(std::string_view v) noexcept { return v == "HTTP/1.0" || v == "HTTP/1.1"; }
 
@@ -169,18 +165,6 @@ ParseResult<RequestHead> parse_request_head(std::string_view buffer, std::size_t
 
 ParseResult<ResponseHead> parse_response_head(std::string_view buffer, std::size_t max_head_bytes) {
   return parse_head<ResponseHead>(buffer, max_head_bytes, parse_status_line);
-}
-
-bool iequals(std::string_view a, std::string_view b) noexcept {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    auto x = static_cast<unsigned char>(a[i]);
-    auto y = static_cast<unsigned char>(b[i]);
-    if (x >= 'A' && x <= 'Z') x = static_cast<unsigned char>(x + 32);
-    if (y >= 'A' && y <= 'Z') y = static_cast<unsigned char>(y + 32);
-    if (x != y) return false;
-  }
-  return true;
 }
 
 }  // namespace boxproxy

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "proxy/parse_result.h"
+#include "table/ascii.h"  // iequals: header names compare without regard to case
 
 namespace boxproxy {
 
@@ -55,8 +56,5 @@ struct ResponseHead {
       return false;
   }
 }
-
-// Case-insensitive ASCII comparison of header names and tokens.
-[[nodiscard]] bool iequals(std::string_view a, std::string_view b) noexcept;
 
 }  // namespace boxproxy

@@ -3,18 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
-namespace {
-
-std::string lower(std::string_view name) {
-  std::string out(name);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; });
-  return out;
-}
-
-}  // namespace
-
 void LookupCache::erase(Entries::iterator it) noexcept {
   const auto [first, last] = by_expiry_.equal_range(it->second.expires);
   for (auto at = first; at != last; ++at) {
@@ -28,7 +19,7 @@ void LookupCache::erase(Entries::iterator it) noexcept {
 }
 
 std::optional<std::vector<IpAddress>> LookupCache::find(std::string_view name, Clock::time_point now) {
-  const auto it = entries_.find(lower(name));
+  const auto it = entries_.find(ascii_lower(name));
   if (it == entries_.end()) return std::nullopt;
   // At its expiry the answer is gone: it never outlives its TTL.
   if (now >= it->second.expires) {
@@ -40,7 +31,7 @@ std::optional<std::vector<IpAddress>> LookupCache::find(std::string_view name, C
 
 void LookupCache::store(std::string_view name, std::vector<IpAddress> answers, std::uint32_t ttl_seconds,
                         Clock::time_point now) {
-  std::string key = lower(name);
+  std::string key = ascii_lower(name);
   if (const auto it = entries_.find(key); it != entries_.end()) erase(it);
   if (answers.empty() || ttl_seconds == 0 || answers.size() > max_addresses_ || max_entries_ == 0) return;
   // Room first: the soonest to expire go (an expired one is always among the first).

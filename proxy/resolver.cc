@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
 
 // One of a query's two DNS questions: A (index 0) or AAAA (index 1).
@@ -57,13 +59,6 @@ std::vector<IpAddress> collect(const evutil_addrinfo* list) {
       out.push_back(std::move(found->address));
     }
   }
-  return out;
-}
-
-std::string lower(const std::string& name) {
-  std::string out = name;
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; });
   return out;
 }
 
@@ -148,7 +143,7 @@ Resolver::Lookup* Resolver::start(const std::string& name, Callback callback, vo
     immediate = std::move(*hosts);
     return nullptr;
   }
-  std::string key = lower(name);
+  std::string key = ascii_lower(name);
   if (auto cached = cache_.find(key, LookupCache::Clock::now())) {
     immediate = std::move(*cached);
     return nullptr;

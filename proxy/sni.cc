@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
 namespace {
 
@@ -150,12 +152,7 @@ SniReader::Verdict SniReader::read_client_hello() {
 
 bool sni_names_host(std::string_view sni, std::string_view host) noexcept {
   if (!sni.empty() && sni.back() == '.') sni.remove_suffix(1);
-  if (sni.empty() || sni.size() != host.size()) return false;
-  for (std::size_t i = 0; i < sni.size(); ++i) {
-    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
-    if (lower(sni[i]) != lower(host[i])) return false;
-  }
-  return true;
+  return !sni.empty() && iequals(sni, host);
 }
 
 }  // namespace boxproxy

@@ -3,6 +3,7 @@
 #include <optional>
 #include <variant>
 
+#include "table/ascii.h"
 #include "table/target.h"
 
 namespace boxproxy {
@@ -24,7 +25,6 @@ constexpr bool is_leading(unsigned char c) noexcept { return is_blank(c) || c ==
 // A byte of a word of a request line as the most lenient server reads one: anything visible,
 // obs-text included. (The strict parser later takes visible ASCII only.)
 constexpr bool is_word_char(unsigned char c) noexcept { return c > 0x20 && c != 0x7f; }
-constexpr unsigned char lower(unsigned char c) noexcept { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
 // Whether `text` parses (trailing dot dropped, port `default_port` when absent) as exactly the
 // name `host` and port `port`. An address never names a name, even the one it resolved to.
@@ -183,7 +183,7 @@ bool TunnelHostReader::step_line(unsigned char c) noexcept {
         return true;
       }
       if (!is_word_char(c)) return false;
-      if (lower(c) != static_cast<unsigned char>(kVersionPrefix[version_have_])) {
+      if (ascii_lower(static_cast<char>(c)) != kVersionPrefix[version_have_]) {
         state_ = State::word;
         return true;
       }

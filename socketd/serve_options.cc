@@ -32,6 +32,7 @@
 #include "proxy/decision_log.h"
 #include "proxy/json_nesting.h"
 #include "socketd/message_text.h"
+#include "table/ascii.h"
 #include "table/cidr.h"
 #include "table/host_list.h"
 #include "table/policy.h"
@@ -398,10 +399,8 @@ bool valid_nameserver(std::string_view text) {
 }
 
 std::string lower_without_trailing_dot(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; });
   if (!name.empty() && name.back() == '.') name.pop_back();
-  return name;
+  return ascii_lower(name);
 }
 
 // 1-based line of `item` inside `text` when the item is a view into it, else 0.

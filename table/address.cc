@@ -5,17 +5,12 @@
 
 #include <cstring>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
 namespace {
 
 constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
-
-constexpr int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // One part of an inet_aton address: decimal, "0x"/"0X" and at least one hex digit, or '0'
 // followed by octal digits. The value must stay <= `max` (the room the part has: 255 for an

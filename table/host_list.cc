@@ -5,37 +5,20 @@
 #include <fmt/format.h>
 
 #include "table/address.h"
+#include "table/ascii.h"
 #include "table/target.h"
 
 namespace boxproxy {
 namespace {
 
-constexpr char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-constexpr bool is_space(char c) noexcept {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
 constexpr bool is_name_char(char c) noexcept {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-}
-
-std::string to_lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), lower);
-  return out;
-}
-
-std::string_view trim(std::string_view text) noexcept {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
 }
 
 // A name as matched: lower-cased, one trailing dot dropped.
 std::string normalise(std::string_view name) {
   if (!name.empty() && name.back() == '.') name.remove_suffix(1);
-  return to_lower(name);
+  return ascii_lower(name);
 }
 
 }  // namespace
@@ -73,7 +56,7 @@ std::variant<HostEntry, std::string> parse_host_entry(std::string_view text) {
     host.remove_prefix(2);
   }
   if (!host.empty() && host.back() == '.') host.remove_suffix(1);
-  std::string name = to_lower(host);
+  std::string name = ascii_lower(host);
   if (name.empty()) return fmt::format("{}: has no name", shown);
   for (const char c : name) {
     if (!is_name_char(c)) {
@@ -106,7 +89,7 @@ std::vector<std::string_view> split_host_items(std::string_view text) {
   std::vector<std::string_view> items;
   std::size_t start = 0;
   for (std::size_t i = 0; i <= text.size(); ++i) {
-    if (i == text.size() || text[i] == ',' || is_space(text[i])) {
+    if (i == text.size() || text[i] == ',' || is_ascii_space(text[i])) {
       if (i > start) items.push_back(text.substr(start, i - start));
       start = i + 1;
     }
@@ -121,7 +104,7 @@ std::vector<std::string_view> split_host_file(std::string_view text) {
     std::string_view line = text.substr(0, newline);
     text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
     if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = trim(line);
+    line = trim_ascii_space(line);
     if (!line.empty()) items.push_back(line);
   }
   return items;

@@ -4,16 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
 namespace {
 
-constexpr char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
 std::string normalise_name(std::string_view name) {
   if (!name.empty() && name.back() == '.') name.remove_suffix(1);
-  std::string out(name);
-  std::transform(out.begin(), out.end(), out.begin(), lower);
-  return out;
+  return ascii_lower(name);
 }
 
 constexpr bool is_printable(char c) noexcept { return c >= 0x20 && c <= 0x7e; }
@@ -44,7 +42,7 @@ const std::vector<IpAddress>* fixed_answers_for(const Policy& policy, std::strin
   // characters (is_valid_name); a longer text names no --resolve entry.
   char lowered[253];
   if (name.size() > sizeof lowered) return nullptr;
-  std::transform(name.begin(), name.end(), lowered, lower);
+  std::transform(name.begin(), name.end(), lowered, [](char c) { return ascii_lower(c); });
   const auto it = policy.fixed_answers.find(std::string_view(lowered, name.size()));
   return it == policy.fixed_answers.end() ? nullptr : &it->second;
 }

@@ -214,11 +214,3 @@ TEST_CASE("response head: status lines") {
   CHECK(r.refusal == Reason::head_too_large);
   CHECK(parse_response_head("HTTP/1.1 200 OK\r\n", kMax).status == RStatus::need_more);
 }
-
-TEST_CASE("iequals") {
-  CHECK(iequals("Content-Length", "content-LENGTH"));
-  CHECK(iequals("", ""));
-  CHECK_FALSE(iequals("a", "ab"));
-  CHECK_FALSE(iequals("[", "{"));  // 0x5b vs 0x7b: only letters fold
-  CHECK_FALSE(iequals("\xc9", "\xe9"));
-}
