@@ -397,7 +397,6 @@ void DecisionLog::sync_audit_now() noexcept {
 
 void DecisionLog::audit_result(bool ok) {
   if (!ok) {
-    ++audit_failures_;
     // The refusal still stands (it is answered whatever happens to the audit); the failure is
     // logged once when it starts, and again when writes succeed after it.
     if (!audit_failing_) {

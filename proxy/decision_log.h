@@ -113,9 +113,6 @@ class DecisionLog {
   // The owed sync, now: for a caller whose write event may already be due in this iteration.
   void sync_audit_now() noexcept;
 
-  // How many audit writes have failed (the failure is also logged once each time it starts).
-  [[nodiscard]] std::uint64_t audit_failures() const noexcept { return audit_failures_; }
-
  private:
   // How lines reach the log without ever blocking the loop.
   enum class WriteMode : std::uint8_t {
@@ -160,7 +157,6 @@ class DecisionLog {
   EventPtr writable_event_;      // EV_WRITE on the log, added while the reader is behind
   bool flush_scheduled_ = false;
   bool audit_sync_owed_ = false;
-  std::uint64_t audit_failures_ = 0;
   bool audit_failing_ = false;
 };
 

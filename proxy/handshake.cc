@@ -124,10 +124,6 @@ std::size_t Handshake::want() const noexcept {
   return limit + 1 > buffer_.size() ? limit + 1 - buffer_.size() : 1;
 }
 
-std::string Handshake::refusal_reply() const {
-  return refusal_reply_for(protocol_, reason_.value_or(Reason::bad_request));
-}
-
 std::string Handshake::take_rest() {
   std::string rest(buffer_);  // at its size: the head's buffer (up to --max-head-bytes) goes back
   std::string().swap(buffer_);

@@ -52,7 +52,8 @@ class Handshake {
   enum class Outcome : std::uint8_t {
     need_more,         // feed more (after sending to_send(): a SOCKS5 method choice, an auth status)
     decided,           // a target: target(), kind(), take_rest(), and for plain HTTP plain()
-    refuse,            // refused before any decision: reason(), log_host()/log_port(), refusal_reply()
+    refuse,            // refused before any decision: reason(), log_host()/log_port(); the
+                       // answer is refusal_reply_for(protocol(), reason)
     answer_and_close,  // send to_send() and close once written; reason(), when set, is logged
                        // without a host (SOCKS5 with no acceptable method, or wrong credentials)
     close,             // close now: not this protocol, or more handshake bytes than the bound
@@ -85,8 +86,6 @@ class Handshake {
   // when there is none to log (not yet known, or an unauthenticated client, SPEC §11).
   [[nodiscard]] std::string_view log_host() const noexcept { return log_host_; }
   [[nodiscard]] std::uint16_t log_port() const noexcept { return log_port_; }
-  // After refuse: the protocol's answer (HTTP status, SOCKS5 reply, SOCKS4 reply; SPEC §6).
-  [[nodiscard]] std::string refusal_reply() const;
 
   // After decided: the target, parsed (SPEC §5 step 1).
   [[nodiscard]] const Target& target() const noexcept { return target_; }

@@ -1,8 +1,9 @@
 // Every refusal the proxy can give, in one table (SPEC §6).
 //
-// Each reason maps, in reason.cc and nowhere else, to its log class, its HTTP status, its SOCKS5
-// reply and whether SOCKS4 can carry it. Address classes (§5 step 4) are reasons too: a target
-// refused for being loopback is logged "class=loopback" and answered 403 / SOCKS5 2 / SOCKS4 0x5B.
+// Each reason maps, in reason.cc and nowhere else, to its log class, its HTTP status and its SOCKS5
+// reply. SOCKS4 needs no column: it has one refusal, 0x5B, whatever the reason (refusal_reply_for
+// in proxy/handshake.h). Address classes (§5 step 4) are reasons too: a target refused for being
+// loopback is logged "class=loopback" and answered 403 / SOCKS5 2 / SOCKS4 0x5B.
 #pragma once
 
 #include <cstdint>
@@ -64,7 +65,6 @@ struct ReasonInfo {
   std::string_view log_class;  // "loopback", "not-listed", "tunnel cap", ...
   std::uint16_t http_status;   // 0 where HTTP never carries it
   std::uint8_t socks5_reply;   // 0 where SOCKS5 never carries it
-  bool socks4;                 // SOCKS4 answers it with 0x5B
 };
 
 // The whole §6 table, in the order of the enum.

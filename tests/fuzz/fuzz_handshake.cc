@@ -69,7 +69,8 @@ Result drive(const HandshakeRules& rules, std::string_view payload, Piece piece)
     case Handshake::Outcome::refuse:
       result.log_host = std::string(handshake.log_host());
       result.log_port = handshake.log_port();
-      result.refusal = handshake.refusal_reply();
+      // The answer the connection sends for it (proxy/client_handshake.cc).
+      result.refusal = refusal_reply_for(handshake.protocol(), handshake.reason().value_or(Reason::bad_request));
       break;
     default:
       break;

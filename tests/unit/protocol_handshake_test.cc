@@ -61,7 +61,10 @@ Seen run(const HandshakeRules& rules, std::string_view input, const std::vector<
   seen.reason = handshake.reason();
   seen.log_host = std::string(handshake.log_host());
   seen.log_port = handshake.log_port();
-  if (seen.outcome == Outcome::refuse) seen.refusal = handshake.refusal_reply();
+  // The answer the connection sends for a refused handshake (proxy/client_handshake.cc).
+  if (seen.outcome == Outcome::refuse) {
+    seen.refusal = refusal_reply_for(handshake.protocol(), handshake.reason().value_or(Reason::bad_request));
+  }
   if (seen.outcome == Outcome::decided) {
     seen.host = handshake.target().host;
     seen.port = handshake.target().port;
@@ -264,7 +267,7 @@ TEST_CASE("bounds: a head past --max-head-bytes is refused, a SOCKS handshake pa
   CHECK(http.want() == 25);  // never more than the bound and one byte
   CHECK(http.feed(head.substr(40, 25)) == Outcome::refuse);
   CHECK(http.reason() == Reason::head_too_large);
-  CHECK(http.refusal_reply().starts_with("HTTP/1.1 431"));
+  CHECK(refusal_reply_for(http.protocol(), Reason::head_too_large).starts_with("HTTP/1.1 431"));
 
   Handshake socks(rules_for(false));
   CHECK(socks.feed(bytes({5, 1, 0})) == Outcome::need_more);

@@ -8,49 +8,48 @@
 
 using namespace boxproxy;
 
-TEST_CASE("every §6 row: log class, HTTP status, SOCKS5 reply, SOCKS4") {
+TEST_CASE("every §6 row: log class, HTTP status, SOCKS5 reply") {
   struct Row {
     Reason reason;
     const char* log_class;
     int http;
     int socks5;
-    bool socks4;
   };
   const Row rows[] = {
-      {Reason::invalid_target, "invalid target", 400, 1, true},
-      {Reason::invalid_host, "invalid host", 400, 4, true},
-      {Reason::not_listed, "not-listed", 403, 2, true},
-      {Reason::unspecified, "unspecified", 403, 2, true},
-      {Reason::loopback, "loopback", 403, 2, true},
-      {Reason::private_range, "private", 403, 2, true},
-      {Reason::metadata, "metadata", 403, 2, true},
-      {Reason::cgnat, "cgnat", 403, 2, true},
-      {Reason::link_local, "link-local", 403, 2, true},
-      {Reason::benchmarking, "benchmarking", 403, 2, true},
-      {Reason::reserved, "reserved", 403, 2, true},
-      {Reason::multicast, "multicast", 403, 2, true},
-      {Reason::broadcast, "broadcast", 403, 2, true},
-      {Reason::this_host, "this-host", 403, 2, true},
-      {Reason::denied, "denied", 403, 2, true},
-      {Reason::name_not_resolved, "name not resolved", 502, 4, true},
-      {Reason::lookup_budget, "lookup budget", 429, 2, true},
-      {Reason::tunnel_cap, "tunnel cap", 429, 2, true},
-      {Reason::connection_budget, "connection budget", 429, 2, true},
-      {Reason::dial_failed, "dial failed", 502, 5, true},
-      {Reason::dial_timed_out, "dial timed out", 504, 4, true},
-      {Reason::auth_required, "auth required", 407, 0, true},
-      {Reason::not_absolute_uri, "not an absolute URI", 400, 0, false},
-      {Reason::not_http_uri, "not an http URI", 400, 0, false},
-      {Reason::host_mismatch, "host mismatch", 400, 0, false},
-      {Reason::upgrade_not_supported, "upgrade not supported", 400, 0, false},
-      {Reason::bad_request, "bad request", 400, 0, false},
-      {Reason::bad_framing, "bad framing", 400, 0, false},
-      {Reason::head_too_large, "head too large", 431, 0, false},
-      {Reason::socks_bind, "socks bind", 0, 7, true},
-      {Reason::socks_udp_associate, "socks udp associate", 0, 7, true},
-      {Reason::socks_command, "socks command", 0, 7, true},
-      {Reason::socks_address_type, "socks address type", 0, 8, false},
-      {Reason::sni_mismatch, "sni mismatch", 0, 0, false},
+      {Reason::invalid_target, "invalid target", 400, 1},
+      {Reason::invalid_host, "invalid host", 400, 4},
+      {Reason::not_listed, "not-listed", 403, 2},
+      {Reason::unspecified, "unspecified", 403, 2},
+      {Reason::loopback, "loopback", 403, 2},
+      {Reason::private_range, "private", 403, 2},
+      {Reason::metadata, "metadata", 403, 2},
+      {Reason::cgnat, "cgnat", 403, 2},
+      {Reason::link_local, "link-local", 403, 2},
+      {Reason::benchmarking, "benchmarking", 403, 2},
+      {Reason::reserved, "reserved", 403, 2},
+      {Reason::multicast, "multicast", 403, 2},
+      {Reason::broadcast, "broadcast", 403, 2},
+      {Reason::this_host, "this-host", 403, 2},
+      {Reason::denied, "denied", 403, 2},
+      {Reason::name_not_resolved, "name not resolved", 502, 4},
+      {Reason::lookup_budget, "lookup budget", 429, 2},
+      {Reason::tunnel_cap, "tunnel cap", 429, 2},
+      {Reason::connection_budget, "connection budget", 429, 2},
+      {Reason::dial_failed, "dial failed", 502, 5},
+      {Reason::dial_timed_out, "dial timed out", 504, 4},
+      {Reason::auth_required, "auth required", 407, 0},
+      {Reason::not_absolute_uri, "not an absolute URI", 400, 0},
+      {Reason::not_http_uri, "not an http URI", 400, 0},
+      {Reason::host_mismatch, "host mismatch", 400, 0},
+      {Reason::upgrade_not_supported, "upgrade not supported", 400, 0},
+      {Reason::bad_request, "bad request", 400, 0},
+      {Reason::bad_framing, "bad framing", 400, 0},
+      {Reason::head_too_large, "head too large", 431, 0},
+      {Reason::socks_bind, "socks bind", 0, 7},
+      {Reason::socks_udp_associate, "socks udp associate", 0, 7},
+      {Reason::socks_command, "socks command", 0, 7},
+      {Reason::socks_address_type, "socks address type", 0, 8},
+      {Reason::sni_mismatch, "sni mismatch", 0, 0},
   };
   REQUIRE(reason_table().size() == std::size(rows));
   std::set<std::string_view> classes;
@@ -64,7 +63,6 @@ TEST_CASE("every §6 row: log class, HTTP status, SOCKS5 reply, SOCKS4") {
     CHECK(log_class(row.reason) == row.log_class);
     CHECK(got.http_status == row.http);
     CHECK(got.socks5_reply == row.socks5);
-    CHECK(got.socks4 == row.socks4);
     CHECK(reason_from_log_class(row.log_class) == row.reason);
     classes.insert(got.log_class);
     // Only printable ASCII, since a class goes into headers and logs.
