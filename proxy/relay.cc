@@ -13,13 +13,12 @@ namespace {
 
 bool would_block(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK; }
 
-// Whether bytes read from `from` are worth splicing: only out of a TCP socket. Measured on Linux
-// 6.x (bench/README.md, issue 12 item 2): splicing TCP into a pipe hands the received pages over
-// without a copy, and from the pipe into a Unix or TCP socket the pages are passed on again, so
-// the proxy copies nothing (0.6x the CPU per GB of read and write). Splicing out of a Unix stream
-// socket costs more than reading it: 1.3-1.6x the CPU per GB of read and write with 64 KiB reads,
-// and a third less throughput; so a Unix socket's bytes (a box's, upward; the proxy's, in the
-// bridge) are read and written.
+// Whether bytes read from `from` are worth splicing: only out of a TCP socket. As measured on
+// Linux 6.x (bench/README.md has the figures): splicing TCP into a pipe hands the received pages
+// over without a copy, and from the pipe into a Unix or TCP socket the pages are passed on again,
+// so the proxy copies nothing and spends less CPU than reading and writing. Splicing out of a Unix
+// stream socket costs more CPU than reading it and moves less; so a Unix socket's bytes (a box's,
+// upward; the proxy's, in the bridge) are read and written.
 bool splice_pays(const Endpoint& from) noexcept {
   sockaddr_storage address{};
   socklen_t length = sizeof address;

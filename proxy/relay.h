@@ -21,20 +21,20 @@ inline constexpr std::size_t kReadChunk = 16 * 1024;
 // A direction that carries bulk data (a read filled kReadChunk) and is not spliced reads this much
 // at a time. On loopback each send into TCP costs a transmit, a delivery and a wake-up of the
 // reader whatever its size, so the size of a send is what sets the CPU per byte: measured upward
-// (bench/README.md, issue 12 item 2), 64 KiB reads moved 0.65-0.7x what the reference relay's
-// 256 KiB ones do, 128 KiB 0.75-0.97x (four tunnels at the low end), 256 KiB 0.86-0.97x.
+// against the reference relay's 256 KiB reads (bench/README.md), smaller reads moved less, and
+// 256 KiB came nearest.
 // It is also the most such a direction ever holds queued: a fraction of what the kernel itself may
 // hold in the TCP socket's send buffer (tcp_wmem's largest, 4 MiB by default) for the same tunnel.
 inline constexpr std::size_t kBulkReadChunk = 256 * 1024;
 
 // A direction with bulk data that is read into the buffer (not spliced) reads again in the same
 // wake-up while each read fills kBulkReadChunk and the other end takes all of it, up to this much.
-// Measured upward with four tunnels (bench/README.md, issue 12 item 2), one read a wake-up moved
-// 0.85x what the reference relay, which reads until EAGAIN, moves; 4 MiB a wake-up 0.91x, 8 MiB
-// 0.97x, 16 MiB 1.01x, at less CPU a byte (8 MiB: 453 ms a GB against 518); the loop went to
-// epoll_wait about 500 times in 3 s instead of 5,900. The bound keeps one tunnel from holding the
-// loop for long: 8 MiB is about 4 ms of it here, against 0.13 ms for one read; memory is unchanged
-// (one read is ever queued).
+// Measured upward with four tunnels (bench/README.md), one read a wake-up moved less than the
+// reference relay, which reads until EAGAIN; reading on closed the gap as the bound grew, at less
+// CPU a byte, because the loop went back to epoll_wait far less often. The bound keeps one tunnel
+// from holding the loop for long: it is a byte bound, the same on every machine, where a time
+// bound would not be (the manual's RESOURCE BOUNDS says what it costs other connections); memory
+// is unchanged (one read is ever queued).
 inline constexpr std::size_t kBulkBytesPerWake = 8 * 1024 * 1024;
 
 // The most one splice moves into a pipe: a default pipe's capacity (16 pages).

@@ -31,8 +31,8 @@ namespace {
 //   scripts/trace-confine build/socketd/boxproxy            (and again with the sanitizer build)
 // which prints, for each command, every system call made after its listening line (the point
 // where it confines itself; the readiness writes after it are traced too) and every socket(2)'s
-// arguments. The lists below are that output, grouped, plus the calls the work of issues 13 and
-// 14 adds (said where listed) and the fallbacks of calls the vDSO or glibc usually answers. The
+// arguments. The lists below are that output, grouped, plus the calls of features added after
+// that trace (said where listed) and the fallbacks of calls the vDSO or glibc usually answers. The
 // sanitizer build's own calls were found by running its tests confined: a call missing from a
 // list shows as the log line "confinement refused system call N", and, in a thread that blocks
 // SIGSYS (LeakSanitizer's tracer), as that thread killed by SIGSYS.
@@ -40,14 +40,13 @@ namespace {
 // Both commands: the event loop, relaying, timers, signals, memory, the log. Traced in both
 // (2026-12-01, every e2e module: serve made 2.26 million calls after its listening line, the
 // bridge 4,364), except where a comment says why a call the trace did not meet is here. Traced
-// again for issue 21 (2026-12-02: the modules trace-confine takes, traced, and every e2e module
-// run confined with the kernel's log of refusals read; every manual recipe; standard output and
-// error a file, a pipe, a terminal, /dev/null and a socket): no call outside these lists but the
-// test hooks' own.
+// again (2026-12-02: the modules trace-confine takes, traced, and every e2e module run confined
+// with the kernel's log of refusals read; every manual recipe; standard output and error a file,
+// a pipe, a terminal, /dev/null and a socket): no call outside these lists but the test hooks' own.
 constexpr std::string_view kEventLoopCalls[] = {
     // epoll, and libevent's signal pipe (epoll_pwait and ppoll: aarch64 has no epoll_wait, poll)
     "epoll_wait", "epoll_pwait", "epoll_ctl", "read", "write", "close", "poll", "ppoll",
-    // libevent's own buffers read and write with these (the control channel's, issue 13)
+    // libevent's own buffers read and write with these (the control channel's)
     "readv", "writev",
     // clients and upstreams: accept on the listeners set up before, connect out. Never listen(2)
     // (a new listening socket would be a way in from outside).
@@ -85,7 +84,7 @@ constexpr std::string_view kServeCalls[] = {
     "fdatasync", "ftruncate",
     // reading a file SIGHUP re-reads
     "lseek",
-    // the socket (and issue 13's --control-socket) removed at shutdown or drain (aarch64: unlinkat)
+    // the socket (and --control-socket's) removed at shutdown or drain (aarch64: unlinkat)
     "unlink", "unlinkat",
     // getifaddrs(3) binds a netlink socket to read the interface addresses (socket(2) below
     // allows only NETLINK_ROUTE for it)

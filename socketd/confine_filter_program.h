@@ -5,10 +5,11 @@
 // socketd/confine_filter_gen, which makes each filter below into its BPF program and writes the
 // programs into a source file of the build directory (confine_filter_programs.cc, never
 // committed). At start the process loads its program as it is: nothing is built, nothing
-// allocated. Why: building the filter with libseccomp at every start cost about 84 KiB of heap,
-// 28 KiB of which stayed resident for the life of every session even after malloc_trim (issue 12:
-// 1,000 sessions a host), and about 85 microseconds of CPU. With the box's filter made the same way,
-// libseccomp is not in the binary at all (nor the assert, wide printf and gettext it brings).
+// allocated. Why: building the filter with libseccomp at every start took heap, part of which
+// stayed resident for the life of every session even after malloc_trim (and a host runs thousands
+// of sessions), and CPU at every start (bench/README.md, bench/density). With the box's filter made
+// the same way, libseccomp is not in the binary at all (nor the assert, wide printf and gettext it
+// brings).
 #pragma once
 
 #include <linux/filter.h>

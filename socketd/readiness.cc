@@ -66,7 +66,7 @@ void announce_listening(const std::string& socket_path, std::string_view more_fi
   const std::string line =
       fmt::format("{{\"event\":\"listening\",\"socket\":{}{},\"pid\":{}}}\n", socket, more_fields, ::getpid());
   // One write(2), not stdio: stdout's buffer would be 4 KiB of heap kept by every session for
-  // this one line (issue 12 item 4). Unwritten is no error: the socket is listening either way.
+  // this one line. Unwritten is no error: the socket is listening either way.
   (void)write_all(STDOUT_FILENO, line);
 }
 

@@ -75,8 +75,8 @@ OptionTable make_serve_table() {
                                   "object, and exit 0, or 2 on a usage error; nothing is bound or created",
                           .default_text = "off"};
   check_config.config_key = false;  // a question for the command line, never a setting
-  // One row at a time: a braced list would hold every row on the stack at once (8.5 KiB), and a
-  // stack page touched at start stays resident in every session (issue 12 item 4).
+  // One row at a time: a braced list would hold every row on the stack at once, and a stack page
+  // touched at start stays resident in every session, of which a host runs thousands.
   std::vector<OptionSpec> rows;
   rows.reserve(31);
   rows.push_back(
