@@ -43,7 +43,12 @@ class BannerServer(_TcpServer):
             pass
 
 
-class SniTest(ProxyTestCase):
+class CheckedTunnelCase(ProxyTestCase):
+    """Tunnels to HOST through a proxy whose host list opens HOST at the echo server's port (both
+    HOST and OTHER resolve to the origin address), and what a check of their first bytes closes as
+    MISMATCH. Shared by the SNI check's tests and the Host check's (test_sni_host)."""
+
+    HOST, OTHER, MISMATCH = "origin.test", "other.test", "sni mismatch"
 
     @classmethod
     def setUpClass(cls):
@@ -54,37 +59,48 @@ class SniTest(ProxyTestCase):
         cls.echo.close()
 
     def start(self, *args, allow=True):
-        listed = ("--allow", f"origin.test:{self.echo.port}") if allow else ()
-        return self.proxy("--resolve", "origin.test=127.0.0.2", "--resolve", "other.test=127.0.0.2", *listed, *args)
+        listed = ("--allow", f"{self.HOST}:{self.echo.port}") if allow else ()
+        return self.proxy("--resolve", f"{self.HOST}=127.0.0.2", "--resolve", f"{self.OTHER}=127.0.0.2", *listed,
+                          *args)
 
     def connect_tunnel(self, proxy, extra=b""):
         s = proxy.connect()
-        s.sendall(connect_request(f"origin.test:{self.echo.port}") + extra)
+        s.sendall(connect_request(f"{self.HOST}:{self.echo.port}") + extra)
         self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
         return s
 
     def socks_tunnel(self, proxy, extra=b""):
-        s, method, _, reply = socks5_connect(proxy, "origin.test", self.echo.port, extra=extra)
+        s, method, _, reply = socks5_connect(proxy, self.HOST, self.echo.port, extra=extra)
         self.assertEqual((method, reply), (b"\x05\x00", socks5_reply(0)))
         return s
+
+    def tunnel(self, proxy, kind="connect", extra=b""):
+        return self.socks_tunnel(proxy, extra) if kind == "socks" else self.connect_tunnel(proxy, extra)
 
     def echo_records_since(self, before):
         with self.echo.lock:
             return self.echo.connections[before:]
 
+    def assert_origin_got_nothing_to_act_on(self, data):
+        """What the origin may have got of a tunnel closed as MISMATCH: here, none of its bytes."""
+        self.assertEqual(data, b"")
+
     def assert_closed_as_mismatch(self, proxy, s, kind, before):
         self.assertTrue(closed_within(s, 5), "the tunnel was not closed")
-        (line,) = proxy.wait_log(kind=kind, cls="sni mismatch")
-        self.assertEqual((line.host, line.port, line.ip), ("origin.test", self.echo.port, ORIGIN_HOST))
-        # Its line takes the place of the done line, and the origin got none of the client's bytes.
+        (line,) = proxy.wait_log(kind=kind, cls=self.MISMATCH)
+        self.assertEqual((line.host, line.port, line.ip), (self.HOST, self.echo.port, ORIGIN_HOST))
+        # Its line takes the place of the done line, and the origin got nothing it could act on.
         time.sleep(0.2)
         self.assertEqual(proxy.find_logs(kind=kind, cls="done"), [])
         for record in self.echo_records_since(before):
-            self.assertEqual(bytes(record["data"]), b"")
+            self.assert_origin_got_nothing_to_act_on(bytes(record["data"]))
 
     def assert_passes_intact(self, s, data):
         got = recv_exact(s, len(data))
         self.assertEqual(got, data)
+
+
+class SniTest(CheckedTunnelCase):
 
     # -- another host: closed and logged
 
