@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 
 from harness import (ORIGIN_HOST, SOCKET_TIMEOUT, START_TIMEOUT, STOP_TIMEOUT, DnsServer, HttpOrigin, binary,
                      wait_until)
@@ -287,3 +288,17 @@ def time_bounded(seconds):
     """A deadline helper: returns a function giving the seconds left (at least 0.01)."""
     deadline = time.monotonic() + seconds
     return lambda: max(0.01, deadline - time.monotonic())
+
+
+class BoxTestCase(unittest.TestCase):
+    """A test that runs `boxproxy run` boxes (self.box): skipped, saying why, where this system does
+    not let boxproxy make one."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = namespaces_usable()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def setUp(self):
+        self.box = BoxRun(self)

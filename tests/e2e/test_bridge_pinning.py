@@ -18,7 +18,7 @@ import textwrap
 import threading
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxRun, Bridge, listening_unix_socket, namespaces_usable
+from box_support import RUN_TIMEOUT, BoxTestCase, Bridge, listening_unix_socket
 from harness import EchoServer, Proxy, binary, connect_request, recv_exact, wait_until
 from test_dns import parse_reply, query
 
@@ -227,17 +227,8 @@ PROBE = textwrap.dedent("""
 REFUSED = ("EROFS", "EACCES", "EPERM", "EBUSY")
 
 
-class RunPinningTest(unittest.TestCase):
+class RunPinningTest(BoxTestCase):
     """COMMAND in a real box tries to move the socket and write the proxy's files."""
-
-    @classmethod
-    def setUpClass(cls):
-        why = namespaces_usable()
-        if why:
-            raise unittest.SkipTest(why)
-
-    def setUp(self):
-        self.box = BoxRun(self)
 
     def probe(self, argv, cwd=None):
         r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=RUN_TIMEOUT,

@@ -16,7 +16,7 @@ import tempfile
 import unittest
 
 from harness import binary
-from box_support import BoxRun, namespaces_usable
+from box_support import BoxTestCase
 
 TIMEOUT = 10
 
@@ -158,16 +158,7 @@ class CheckTakesServesDecisionOptions(TempFiles):
         self.assertNotIn("--max-tunnels", out)
 
 
-class RunKnowsServesOptions(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        why = namespaces_usable()
-        if why:
-            raise unittest.SkipTest(why)
-
-    def setUp(self):
-        self.box = BoxRun(self)
+class RunKnowsServesOptions(BoxTestCase):
 
     def test_serve_flags_and_values_that_read_like_options(self):
         # --die-with-parent takes no value; --allow-hint's value "--" and --log-file's value

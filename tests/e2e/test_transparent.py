@@ -15,7 +15,7 @@ import sys
 import textwrap
 import unittest
 
-from box_support import Bridge, BoxRun, namespaces_usable
+from box_support import BoxTestCase, Bridge, namespaces_usable
 from harness import HttpOrigin, OriginsMixin, ProxyTestCase, binary
 
 BOX_CLIENT = textwrap.dedent("""
@@ -80,7 +80,7 @@ def capture_usable():
     return None
 
 
-class CaptureTestCase(unittest.TestCase):
+class CaptureTestCase(BoxTestCase):
     """A test of `run --transparent`: skipped where capture cannot work here; self.box runs boxes
     and self.log is a decision log file in its directory. With WITH_ORIGIN, cls.origin is an HTTP
     origin on the loopback origin address for the whole class."""
@@ -101,7 +101,7 @@ class CaptureTestCase(unittest.TestCase):
             cls.origin.close()
 
     def setUp(self):
-        self.box = BoxRun(self)
+        super().setUp()
         self.log = os.path.join(self.box.dir, "decisions.log")
 
 
