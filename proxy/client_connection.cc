@@ -1,22 +1,29 @@
-// ClientConnection, part 1: its life (open, trampolines, teardown), reading and writing, timers,
-// and what follows an allowed decision: the reply, then the tunnel (proxy/tunnel.h) relays. The handshakes, the decision and
-// plain HTTP are parts 2 to 4 (client_handshake.cc, client_decision.cc, client_forward.cc).
+// A client connection: its life, its handshake, its decision and dial, and the session it hands
+// its sockets to once allowed (proxy/client_connection.h).
 #include "proxy/client_connection.h"
 
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstring>
+#include <new>
+#include <utility>
 
+#include "proxy/plain_http_session.h"
 #include "proxy/proxy_server.h"
+#include "proxy/replies.h"
+#include "proxy/resolve_request.h"
+#include "proxy/tunnel_session.h"
+#include "table/policy.h"
 
 namespace boxproxy {
 namespace {
 
 // Client bytes kept while the decision and the dial are under way (data sent after the head, to
-// go upstream first). Past this, the client's reads pause until the tunnel is up.
+// go upstream first). Past this, the client's reads pause until the session starts.
 constexpr std::size_t kMaxEarlyBytes = 16 * 1024;
+
+bool transient(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
 
 // True when the peer of a Unix socket has closed its end entirely (not just shut down its writing):
 // the kernel then reports POLLHUP. A client that only half-closed still reads our reply.
@@ -37,7 +44,9 @@ ClientConnection* ClientConnection::open(ProxyServer& server, int client_fd) {
 }
 
 ClientConnection::ClientConnection(ProxyServer& server, int client_fd)
-    : server_(server), id_(server.next_connection_id()), started_(std::chrono::steady_clock::now()) {
+    : server_(server),
+      id_(server.next_connection_id()),
+      dialer_(UpstreamEvents{server.base(), &on_upstream_read, &on_upstream_write, this}) {
   client_.fd.reset(client_fd);
   client_count_ = server_.count_client();
   undecided_ = server_.mark_undecided();
@@ -58,18 +67,16 @@ bool ClientConnection::init_events() {
 ClientConnection::~ClientConnection() {
   // A pending lookup keeps its token; the callback frees it and no longer reaches us.
   Resolver::cancel(lookup_);
-  if (server_.stopping()) {
-    if (phase_ == Phase::relaying) tunnel_.end_by(TunnelEnd::shutdown);
-    if (phase_ == Phase::forwarding && !exchange_end_) exchange_end_ = TunnelEnd::shutdown;
+  if (session_) {
+    if (server_.stopping()) session_->end_by(TunnelEnd::shutdown);
+    log_done();
   }
-  if (done_owed_) log_done();
   // The tunnel slot, the undecided mark and the client count are given back by their tokens.
   server_.forget(this);
   // Events are freed (and so deleted from the base) before the descriptors they watch close:
   // members are destroyed in reverse order, but be explicit for the reader.
   timer_.reset();
-  upstream_.read_event.reset();
-  upstream_.write_event.reset();
+  dialer_.release();
   client_.read_event.reset();
   client_.write_event.reset();
 }
@@ -88,7 +95,7 @@ void ClientConnection::on_client_read(evutil_socket_t, short, void* self) noexce
 
 void ClientConnection::on_client_write(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
-  finish(c, c->side_writable(c->client_));
+  finish(c, c->client_writable());
 }
 
 void ClientConnection::on_upstream_read(evutil_socket_t, short, void* self) noexcept {
@@ -98,11 +105,7 @@ void ClientConnection::on_upstream_read(evutil_socket_t, short, void* self) noex
 
 void ClientConnection::on_upstream_write(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
-  if (c->phase_ == Phase::dialling) {
-    finish(c, c->dial_finished());
-  } else {
-    finish(c, c->side_writable(c->upstream_));
-  }
+  finish(c, c->upstream_writable());
 }
 
 void ClientConnection::on_timer(evutil_socket_t, short, void* self) noexcept {
@@ -122,7 +125,7 @@ void ClientConnection::on_resolved(void* self, std::vector<IpAddress> answers) n
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reading, writing, pausing.
+// Reading, writing, the timer.
 
 void ClientConnection::arm_timer(double seconds) {
   if (seconds <= 0) {
@@ -133,85 +136,72 @@ void ClientConnection::arm_timer(double seconds) {
   event_add(timer_.get(), &tv);
 }
 
-ClientConnection::Next ClientConnection::side_writable(Side& side) {
-  if (phase_ == Phase::relaying) return after(tunnel_.writable(side));
-  if (flush_out(side) == Next::close) return Next::close;
-  if (side.has_queued()) return Next::keep;
-  // The queue is empty: the side feeding it may read again.
-  resume(other(side), pause_peer_full);
-  switch (phase_) {
-    case Phase::replying:
-      return &side == &client_ ? Next::close : Next::keep;
-    case Phase::forwarding:
-      return &side == &client_ && exchange_ ? after(exchange_->client_drained()) : Next::keep;
-    default:
-      return Next::keep;
-  }
+ClientConnection::Next ClientConnection::client_writable() {
+  if (phase_ == Phase::session) return after(session_->writable(client_));
+  if (!flush_queued(client_)) return Next::close;
+  if (client_.has_queued()) return Next::keep;
+  // Before a session, only a handshake's answers and a final reply go to the client.
+  return phase_ == Phase::replying ? Next::close : Next::keep;
+}
+
+ClientConnection::Next ClientConnection::upstream_writable() {
+  if (phase_ == Phase::dialling) return after(dialer_.connect_finished());
+  if (phase_ == Phase::session) return after(session_->writable(dialer_.upstream()));
+  return flush_queued(dialer_.upstream()) ? Next::keep : Next::close;
+}
+
+ClientConnection::Next ClientConnection::upstream_readable() {
+  return phase_ == Phase::session ? after(session_->upstream_readable()) : Next::keep;
 }
 
 ClientConnection::Next ClientConnection::client_readable() {
-  switch (phase_) {
-    case Phase::relaying:
-      // The SNI and Host checks read the client's first bytes themselves.
-      if (sni_ || host_check_) return first_bytes_readable();
-      return after(tunnel_.readable(client_));
-    case Phase::forwarding:
-      if (!exchange_) {
-        pause(client_, pause_no_more_wanted);
-        return Next::keep;
-      }
-      return after(exchange_->client_readable());
-    case Phase::replying:
-      // Whatever a refused client still sends is read and dropped until the reply is out.
-      break;
-    default:
-      break;
-  }
+  return phase_ == Phase::session ? after(session_->client_readable()) : read_before_session();
+}
+
+// The client's bytes before a session has them: the handshake's, then (waiting on the decision or
+// the dial) early data, and after a refusal whatever it still sends, read and dropped.
+ClientConnection::Next ClientConnection::read_before_session() {
+  const bool handshaking = phase_ == Phase::sniffing || phase_ == Phase::handshake;
   std::size_t cap = kReadChunk;
-  if (phase_ == Phase::sniffing || phase_ == Phase::handshake) {
+  if (handshaking) {
     cap = handshake_->want();  // its bound: it answers once past it
-  } else if (phase_ == Phase::asking || phase_ == Phase::resolving || phase_ == Phase::dialling) {
+  } else if (phase_ != Phase::replying) {
     // What the client already holds here counts: early data, and a plain request's head rewritten
     // for the origin, so a waiting client never holds more than a handshaking one (or 16 KiB).
-    const std::size_t held = inbox_.size() + upstream_prefix_.size();
+    const std::size_t held = request_.early.size() + (request_.plain ? request_.plain->upstream_head.size() : 0);
     cap = kMaxEarlyBytes > held ? kMaxEarlyBytes - held : 0;
     if (cap == 0) {
-      pause(client_, pause_no_more_wanted);
+      pause_reading(client_, pause_no_more_wanted);
       return Next::keep;
     }
   }
   char buffer[kReadChunk];
   const ssize_t n = ::recv(client_.fd.get(), buffer, std::min(cap, sizeof buffer), 0);
-  if (n == -1) {
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Next::keep : Next::close;
-  }
-  if (n == 0) {
-    if (phase_ == Phase::replying) {
-      // A client that shut down its writing still reads its refusal: close once it is written.
-      client_.read_eof = true;
-      update_reading(client_);
-      return client_.has_queued() ? Next::keep : Next::close;
-    }
-    if (phase_ == Phase::asking || phase_ == Phase::resolving || phase_ == Phase::dialling) {
-      // The client has left, or only shut down its writing (it may still read the reply).
-      if (peer_fully_closed(client_.fd.get())) return Next::close;  // gives the slot back at once
-      client_.read_eof = true;
-      update_reading(client_);
-      return Next::keep;
-    }
-    return Next::close;
-  }
+  if (n == -1) return transient(errno) ? Next::keep : Next::close;
+  if (n == 0) return client_read_ended();
   if (phase_ == Phase::replying) return Next::keep;
   const std::string_view bytes(buffer, static_cast<std::size_t>(n));
-  if (phase_ == Phase::sniffing || phase_ == Phase::handshake) return feed_handshake(bytes);
-  append_bounded(inbox_, bytes, inbox_.size() + cap);
+  if (handshaking) return handshake_answered(handshake_->feed(bytes));
+  append_bounded(request_.early, bytes, request_.early.size() + cap);
   return Next::keep;
 }
 
-ClientConnection::Next ClientConnection::upstream_readable() {
-  if (phase_ == Phase::relaying) return after(tunnel_.readable(upstream_));
-  if (phase_ == Phase::forwarding && exchange_) return after(exchange_->upstream_readable());
-  return Next::keep;
+// The client sent FIN before a session had it.
+ClientConnection::Next ClientConnection::client_read_ended() {
+  if (phase_ == Phase::replying) {
+    // A client that shut down its writing still reads its refusal: close once it is written.
+    client_.read_eof = true;
+    update_reading(client_);
+    return client_.has_queued() ? Next::keep : Next::close;
+  }
+  if (phase_ == Phase::asking || phase_ == Phase::resolving || phase_ == Phase::dialling) {
+    // The client has left, or only shut down its writing (it may still read the reply).
+    if (peer_fully_closed(client_.fd.get())) return Next::close;  // gives the slot back at once
+    client_.read_eof = true;
+    update_reading(client_);
+    return Next::keep;
+  }
+  return Next::close;
 }
 
 ClientConnection::Next ClientConnection::timer_fired() {
@@ -227,80 +217,383 @@ ClientConnection::Next ClientConnection::timer_fired() {
       lookup_ = nullptr;
       return refuse(Reason::name_not_resolved);
     case Phase::dialling:
-      return refuse(Reason::dial_timed_out, ip_text_);
-    case Phase::relaying:
-    case Phase::forwarding: {
-      const double idle = server_.config().idle_timeout;
-      const auto last = phase_ == Phase::relaying ? tunnel_.last_activity()
-                        : exchange_                   ? exchange_->last_activity()
-                                                      : started_;
-      const auto quiet = std::chrono::duration<double>(std::chrono::steady_clock::now() - last).count();
-      if (quiet >= idle) {
-        if (phase_ == Phase::relaying) tunnel_.end_by(TunnelEnd::idle_timeout);
-        if (phase_ == Phase::forwarding && !exchange_end_) exchange_end_ = TunnelEnd::idle_timeout;
-        return Next::close;
-      }
-      arm_timer(idle - quiet);
-      return Next::keep;
-    }
+      return refuse(Reason::dial_timed_out, dialer_.address_text());
+    case Phase::session:
+      return idle_check();
   }
   return Next::close;
 }
 
+// The idle timer (--idle-timeout): it fires at the latest time the session could have gone idle,
+// and is armed again for what is left when bytes moved since.
+ClientConnection::Next ClientConnection::idle_check() {
+  const double idle = server_.config().idle_timeout;
+  const auto quiet = std::chrono::steady_clock::now() - session_->last_activity();
+  const double quiet_seconds = std::chrono::duration<double>(quiet).count();
+  if (quiet_seconds >= idle) {
+    session_->end_by(TunnelEnd::idle_timeout);
+    return Next::close;
+  }
+  arm_timer(idle - quiet_seconds);
+  return Next::keep;
+}
+
 // ---------------------------------------------------------------------------------------------
-// Allowed: the reply, then a tunnel or a plain-HTTP exchange.
+// The handshake.
+
+std::unique_ptr<Handshake> ClientConnection::new_handshake() const noexcept {
+  HandshakeRules rules;
+  rules.max_head_bytes = server_.config().max_head_bytes;
+  if (server_.config().auth_token) rules.auth_token = *server_.config().auth_token;
+  return std::unique_ptr<Handshake>(new (std::nothrow) Handshake(rules));
+}
+
+ClientConnection::Next ClientConnection::handshake_answered(Handshake::Outcome outcome) {
+  request_.protocol = handshake_->protocol();
+  request_.kind = handshake_->kind();
+  if (phase_ == Phase::sniffing && request_.protocol != ClientProtocol::unknown) phase_ = Phase::handshake;
+  // What the protocol answers on the way (SOCKS5's method choice, RFC 1929's status) goes first.
+  if (!handshake_->to_send().empty() && !send_or_queue(client_, handshake_->take_to_send())) return Next::close;
+  switch (outcome) {
+    case Handshake::Outcome::need_more:
+      return Next::keep;
+    case Handshake::Outcome::close:
+      return Next::close;
+    case Handshake::Outcome::answer_and_close:
+      return refused_before_target();
+    case Handshake::Outcome::refuse: {
+      // Logged with the host and port as sent, when the client may name one (SPEC §11, §12).
+      request_.target = Target{};
+      request_.target.host.assign(handshake_->log_host());
+      request_.target.port = handshake_->log_port();
+      const Reason reason = handshake_->reason().value_or(Reason::bad_request);
+      handshake_.reset();
+      return refuse(reason);
+    }
+    case Handshake::Outcome::decided:
+      return handshake_decided();
+  }
+  return Next::close;
+}
+
+// The handshake's own answer is the last (SOCKS5 with no method we take, or wrong credentials).
+ClientConnection::Next ClientConnection::refused_before_target() {
+  if (const auto reason = handshake_->reason()) {
+    // A client that did not prove the token: logged without a host (SPEC §11).
+    server_.count_refusal(*reason);
+    server_.log().decision({id_, request_.kind, std::nullopt, 0, "-", *reason});
+  }
+  handshake_.reset();
+  phase_ = Phase::replying;
+  undecided_.release();
+  return client_.out.empty() ? Next::close : Next::keep;
+}
+
+// A complete request: what came after it is kept (early data, or a body), the handshake and its
+// buffer are given back, and the target goes on to the decision. The client stays counted among
+// the undecided until it is allowed or refused: waiting on DNS or on a dial, it still holds a
+// descriptor and its buffers, for as long as the box makes it wait (kMaxHandshakingClients).
+ClientConnection::Next ClientConnection::handshake_decided() {
+  request_.early = handshake_->take_rest();
+  request_.plain = std::move(handshake_->plain());
+  // The rewritten head at its size: the buffer it was built in (up to --max-head-bytes) goes back.
+  // Without this, thousands of clients waiting on a silent DNS server would each hold a head's
+  // worth of memory they no longer need.
+  if (request_.plain) request_.plain->upstream_head.shrink_to_fit();
+  Target target = handshake_->target();
+  handshake_.reset();
+  return decide(std::move(target));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The decision (SPEC §5): table/'s, the same for `boxproxy check`; only the waiting is ours.
+
+ClientConnection::Next ClientConnection::decide(Target target) {
+  request_.target = std::move(target);
+  if (request_.kind == ClientKind::resolve) {
+    request_.target.port = resolve_judged_port(server_.config().policy.allow, request_.target);
+  }
+  request_.asked.reset();  // each request of a keep-alive connection is a decision of its own
+  const auto asking = server_.asks() != nullptr ? Decision::Asking::on : Decision::Asking::off;
+  return follow(decision_.start(server_.config().policy, request_.target, asking));
+}
+
+// asked= for this decision's line (SPEC §15), once: the next request of a keep-alive connection
+// starts without one.
+std::optional<std::string_view> ClientConnection::asked_text() noexcept {
+  if (!request_.asked) return std::nullopt;
+  return asked_name(*std::exchange(request_.asked, std::nullopt));
+}
+
+// The supervisor's verdict on this client's ask (or the ask's timeout, or no control client left).
+ClientConnection::Next ClientConnection::ask_verdict(AskVerdict verdict) {
+  ask_ticket_ = {};  // the registry has let go of it already
+  request_.asked = verdict;
+  return follow(decision_.asked(approves(verdict), request_.target));
+}
+
+// The lookup's answers (empty: no answer, or a failed lookup).
+ClientConnection::Next ClientConnection::answers_known(std::vector<IpAddress> answers) {
+  return follow(decision_.answers_found(std::move(answers)));
+}
+
+// Gets the decision what it asks for, until it has decided.
+ClientConnection::Next ClientConnection::follow(Decision::Step step) {
+  switch (step) {
+    case Decision::Step::need_lookup:
+      return look_up();
+    case Decision::Step::need_local_addresses:
+      // Read fresh for each decision, as the spec says, but cached until netlink reports a
+      // change (LocalAddresses); asked for only when they can change the answer.
+      return follow(decision_.local_addresses_read(server_.local_addresses().current()));
+    case Decision::Step::refuse:
+      return refuse_decided();
+    case Decision::Step::ask:
+      // A RESOLVE is never asked about: it has no port and opens no connection.
+      return request_.kind == ClientKind::resolve ? resolve_by_name() : ask_supervisor();
+    case Decision::Step::dial:
+      return request_.kind == ClientKind::resolve ? resolved() : admit_and_dial();
+  }
+  return Next::close;
+}
+
+ClientConnection::Next ClientConnection::look_up() {
+  phase_ = Phase::resolving;
+  arm_timer(server_.config().dns_timeout);
+  std::optional<std::vector<IpAddress>> immediate;
+  lookup_ = server_.resolver().start(request_.target.host, &on_resolved, this, immediate);
+  if (immediate) return answers_known(std::move(*immediate));
+  // Neither answered nor asked: --max-lookups is spent (SPEC §14). Refused by name before any
+  // query leaves, so a box that floods names gets no more of them out to the resolver.
+  if (lookup_ == nullptr) return refuse(Reason::lookup_budget);
+  return Next::keep;
+}
+
+// A name off the list, with --ask: the supervisor is asked, and this client waits (still counted
+// among the undecided, so waiting clients are bounded like every other pending one) for the
+// verdict or the ask's own timeout (--ask-timeout), not its own timer.
+ClientConnection::Next ClientConnection::ask_supervisor() {
+  phase_ = Phase::asking;
+  arm_timer(0);
+  const Target& target = request_.target;
+  ask_ticket_ = server_.asks()->ask(target.host, target.port, request_.kind, id_, this, &on_ask_verdict);
+  // Nobody to ask (no control client open): not-listed at once, and no asked= on the line.
+  if (!ask_ticket_.held()) return follow(decision_.asked(false, target));
+  return Next::keep;
+}
+
+ClientConnection::Next ClientConnection::refuse_decided() {
+  const Reason reason = decision_.reason();
+  if (reason == Reason::not_listed) {
+    const ProxyConfig& config = server_.config();
+    return refuse(reason, "-", not_listed_words(request_.target, decision_.not_listed_match(), config.allow_hint));
+  }
+  const IpAddress* refused = decision_.refused_address();
+  return refuse(reason, refused != nullptr ? refused->to_string() : "-");
+}
+
+// Step 5, then step 6: the decision's answers, all checked, in order.
+ClientConnection::Next ClientConnection::admit_and_dial() {
+  auto slot = server_.take_slot();
+  if (auto* full = std::get_if<Reason>(&slot)) return refuse(*full);
+  phase_ = Phase::dialling;
+  arm_timer(server_.config().connect_timeout);
+  return after(dialer_.start(std::move(std::get<TunnelSlot>(slot)), decision_.answers(), request_.target.port));
+}
+
+ClientConnection::Next ClientConnection::after(Dialer::Result result) {
+  switch (result) {
+    case Dialer::Result::pending:
+      return Next::keep;
+    case Dialer::Result::connected:
+      return allowed();
+    case Dialer::Result::failed:
+      return refuse(Reason::dial_failed, dialer_.address_text());
+  }
+  return Next::close;
+}
+
+ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view ip, std::string words) {
+  if (session_) {
+    // An allowed exchange refused midway (a malformed body) ends first, as an error.
+    session_->end_by(TunnelEnd::error);
+    log_done();
+  }
+  dialer_.release();
+  undecided_.release();
+  request_.plain.reset();
+  server_.count_refusal(reason);
+  // With --audit this line is on disk before the refusal is answered: one fdatasync for every
+  // refusal of this loop iteration (group commit), so the answer waits for it (send_refusal).
+  const Target& target = request_.target;
+  server_.log().decision({id_, request_.kind,
+                          target.host.empty() ? std::nullopt : std::optional<std::string_view>(target.host),
+                          target.port, ip, reason, asked_text()},
+                         AuditSync::with_turn);
+  phase_ = Phase::replying;
+  arm_timer(server_.config().head_timeout);  // a client that never reads its refusal is not kept
+  return send_refusal(refusal_reply_for(request_.protocol, reason, words));
+}
+
+ClientConnection::Next ClientConnection::send_refusal(std::string reply) {
+  if (server_.log().audit_sync_owed()) {
+    if (!client_.has_queued()) {
+      // The answer waits for the client's write event, which only the loop's next poll can fire:
+      // the log syncs the audit before that poll (DecisionLog::audit_sync_owed). Nothing holds
+      // this connection, so it may die meanwhile.
+      client_.out = std::move(reply);
+      client_.out_offset = 0;
+      event_add(client_.write_event.get(), nullptr);
+      return Next::keep;
+    }
+    server_.log().sync_audit_now();  // the write event may already be due in this iteration
+  }
+  if (!send_or_queue(client_, reply)) return Next::close;
+  return client_.out.empty() ? Next::close : Next::keep;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A RESOLVE (SPEC §16), Tor's SOCKS5 0xF0: the name goes through the same decision as a CONNECT
+// (steps 1 to 4); an allowed one is answered with a checked address and is never dialled, so it
+// takes no tunnel slot and spends none of the connection budget. Its lookup spends one of
+// --max-lookups (SPEC §14), and its answer is kept for its TTL, so the connection the box then
+// makes to the name costs none. The in-box bridge's DNS responder asks this way, so the box learns
+// an address only for a name the proxy would let it reach, and a name off the list never leaves
+// the machine.
+
+ClientConnection::Next ClientConnection::resolved() {
+  const IpAddress* chosen = resolve_answer(decision_.answers());
+  if (chosen == nullptr) return refuse(Reason::name_not_resolved);
+  const std::string address = chosen->to_string();
+  undecided_.release();
+  const Target& target = request_.target;
+  server_.log().decision({id_, request_.kind, target.host, target.port, address, std::nullopt, asked_text()});
+  return answer_and_close(socks5_resolved_reply(*chosen));
+}
+
+// A name the host list does not cover, under --ask (SPEC §15, §16): answered "by name", neither
+// asked about (a RESOLVE has no port; the box's connection that follows is asked, once, about its
+// own), nor refused, nor looked up (a name nobody approved never leaves the machine). The bridge's
+// DNS responder answers it with its stand-in address. With nobody to ask (no control client open)
+// it is not-listed at once, as a CONNECT to it would be: a stand-in would only lead to a refusal.
+ClientConnection::Next ClientConnection::resolve_by_name() {
+  if (!server_.asks()->can_ask()) return follow(decision_.asked(false, request_.target));
+  undecided_.release();
+  // Nothing is decided: port 0 (none was judged), no address, and asked=deferred, so no reader
+  // takes the line for an approval.
+  server_.log().decision({id_, request_.kind, request_.target.host, 0, "-", std::nullopt, "deferred"});
+  return answer_and_close(socks5_resolved_by_name_reply(request_.target.host));
+}
+
+// Writes a final answer; the connection closes once it is written (client_writable).
+ClientConnection::Next ClientConnection::answer_and_close(std::string_view reply) {
+  phase_ = Phase::replying;
+  arm_timer(server_.config().head_timeout);
+  if (!send_or_queue(client_, reply)) return Next::close;
+  return client_.has_queued() ? Next::keep : Next::close;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allowed: the decision's line, then a session has the sockets until it ends.
 
 ClientConnection::Next ClientConnection::allowed() {
   undecided_.release();
-  server_.log().decision({id_, kind_, target_.host, target_.port, ip_text_, std::nullopt, asked_text()});
-  done_owed_ = true;  // however the tunnel or exchange ends, its done line follows
-  started_ = std::chrono::steady_clock::now();
+  const Target& target = request_.target;
+  server_.log().decision(
+      {id_, request_.kind, target.host, target.port, dialer_.address_text(), std::nullopt, asked_text()});
+  phase_ = Phase::session;
   arm_timer(server_.config().idle_timeout);
-  resume(client_, pause_no_more_wanted);
-  up_mark_ = upstream_.written;
-  if (kind_ == ClientKind::http) {
-    phase_ = Phase::forwarding;
-    down_mark_ = client_.written + client_.queued_bytes();
-    if (queue(upstream_, upstream_prefix_) == Next::close) return Next::close;
-    std::string().swap(upstream_prefix_);
-    update_reading(upstream_);
-    std::string early;
-    early.swap(inbox_);
-    return after(exchange_->start(early));
+  resume_reading(client_, pause_no_more_wanted);
+  return request_.plain ? start_plain_exchange() : start_tunnel();
+}
+
+ClientConnection::Next ClientConnection::start_tunnel() {
+  Endpoint& upstream = dialer_.upstream();
+  auto* tunnel = new (std::nothrow) TunnelSession(client_, upstream);
+  if (tunnel == nullptr) return Next::close;
+  session_.reset(tunnel);  // however it ends, its done line follows
+  // Only a name has something to compare with an SNI or a Host. With a host list every allowed
+  // target is a name (an IP literal is not-listed), so an address is never checked; without a
+  // list nothing narrows the box's names, and any site is as good as the name it could ask for
+  // directly. --no-sni-check turns off both checks.
+  const ProxyConfig& config = server_.config();
+  std::unique_ptr<FirstBytesGate> gate;
+  if (config.sni_check && config.policy.allow.has_value() && request_.target.is_name()) {
+    gate.reset(new (std::nothrow) FirstBytesGate(request_.target.host, request_.target.port, config.max_head_bytes));
+    if (!gate) return Next::close;
   }
-  if (queue(client_, allowed_reply_for(protocol_)) == Next::close) return Next::close;
-  phase_ = Phase::relaying;
-  down_mark_ = client_.written + client_.queued_bytes();  // the reply above is not the tunnel's
-  // Bytes the client sent after its head or request go upstream first (and its FIN after them,
-  // when it half-closed while we dialled), once the SNI check, if any, has let them through.
-  return start_tunnel();
+  return after(tunnel->start(allowed_reply_for(request_.protocol), std::exchange(request_.early, {}), std::move(gate)));
 }
 
+ClientConnection::Next ClientConnection::start_plain_exchange() {
+  auto* exchange = new (std::nothrow) PlainHttpSession(client_, dialer_.upstream(), *request_.plain);
+  if (exchange == nullptr) return Next::close;
+  session_.reset(exchange);
+  const std::string head = std::move(request_.plain->upstream_head);
+  const std::string early = std::exchange(request_.early, {});
+  request_.plain.reset();
+  return after(exchange->start(head, early));
+}
+
+ClientConnection::Next ClientConnection::after(SessionNext next) {
+  switch (next) {
+    case SessionNext::keep:
+      return Next::keep;
+    case SessionNext::close:
+      return Next::close;
+    case SessionNext::sni_mismatch:
+      return close_mismatch(Reason::sni_mismatch);
+    case SessionNext::host_mismatch:
+      return close_mismatch(Reason::host_mismatch);
+    case SessionNext::refuse_bad_framing:
+      return refuse(Reason::bad_framing);
+    case SessionNext::response_read:
+      dialer_.release();  // the response is all read: the upstream and its slot go back at once
+      return after(session_->upstream_released());
+    case SessionNext::exchange_done:
+      return next_request();
+  }
+  return Next::close;
+}
+
+// The tunnel closes before any held byte a server could act on went upstream. Its `sni mismatch`
+// or `host mismatch` line takes the place of the done line (the tunnel carried nothing of the
+// client's) and is counted as a refusal. No reply: the tunnel's own went out before the client's
+// first byte.
+ClientConnection::Next ClientConnection::close_mismatch(Reason reason) {
+  session_.reset();
+  server_.count_refusal(reason);
+  const Target& target = request_.target;
+  server_.log().decision({id_, request_.kind, target.host, target.port, dialer_.address_text(), reason});
+  return Next::close;
+}
+
+// A plain response reached the client whole: its done line, then the client's next request on
+// this connection (keep-alive: a new decision, SPEC §8), or the close.
+ClientConnection::Next ClientConnection::next_request() {
+  std::optional<std::string> pipelined = session_->next_request();
+  log_done();
+  if (!pipelined) return Next::close;
+  phase_ = Phase::handshake;
+  request_ = ClientRequest{};
+  dialer_.reset();
+  undecided_ = server_.mark_undecided();
+  arm_timer(server_.config().head_timeout);
+  resume_reading(client_, pause_no_more_wanted | pause_peer_full);
+  handshake_ = new_handshake();
+  if (!handshake_) return Next::close;
+  return handshake_answered(handshake_->next_http_request(*pipelined));
+}
+
+// The session's done line (SPEC §12); the session ends with it.
 void ClientConnection::log_done() {
-  done_owed_ = false;
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
-  // What the other side was given: bytes still queued (or in a pipe) when a tunnel or an exchange
-  // ends by an error never reached anyone, and are not counted.
-  const std::uint64_t up = upstream_.written - up_mark_;
-  const std::uint64_t down = client_.written > down_mark_ ? client_.written - down_mark_ : 0;
-  server_.stats().up += up;
-  server_.stats().down += down;
-  // A tunnel knows which side ended it; one that never started (its reply could not be sent)
-  // ended by an error.
-  const TunnelEnd end = kind_ == ClientKind::http ? exchange_end() : tunnel_.end().value_or(TunnelEnd::error);
-  exchange_end_.reset();  // a keep-alive connection's next request starts afresh
-  server_.log().done(
-      {id_, kind_, target_.host, target_.port, ip_text_, up, down, static_cast<std::uint64_t>(ms.count()), end});
-}
-
-TunnelEnd ClientConnection::exchange_end() const noexcept {
-  if (exchange_end_) return *exchange_end_;
-  // Ended by one of the exchange's own steps: a side that sent FIN ended it (the client first,
-  // as for a tunnel: a client that shut down its writing after its request closed first);
-  // otherwise a read or write failed.
-  if (client_.read_eof) return TunnelEnd::client_closed;
-  if (upstream_.read_eof) return TunnelEnd::upstream_closed;
-  return TunnelEnd::error;
+  const Session::Traffic traffic = session_->traffic();
+  server_.stats().up += traffic.up;
+  server_.stats().down += traffic.down;
+  const Target& target = request_.target;
+  server_.log().done({id_, request_.kind, target.host, target.port, dialer_.address_text(), traffic.up, traffic.down,
+                      traffic.ms, session_->end()});
+  session_.reset();
 }
 
 }  // namespace boxproxy

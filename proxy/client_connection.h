@@ -1,12 +1,13 @@
 // One client of the session socket, from its first byte to its close: the handshake of whichever
-// protocol it speaks, the decision (SPEC §5), the dial, and then a tunnel or plain-HTTP exchanges.
+// protocol it speaks, the decision (SPEC §5), the dial, and then one session at a time (a tunnel,
+// or plain-HTTP exchanges: proxy/session.h). A CONNECT can be followed in this file's .cc and in
+// proxy/tunnel_session.cc.
 //
 // One owner, one way to die: the ProxyServer creates it; every libevent callback is a static
 // trampoline that calls a member, and only the trampoline deletes the object, when the member
 // returns Next::close. Members never delete `this` and never unwind an exception into libevent.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,26 +15,38 @@
 #include <vector>
 
 #include "proxy/ask_registry.h"
+#include "proxy/client_kind.h"
+#include "proxy/connection_list.h"
 #include "proxy/decision_log.h"
-#include "proxy/handshake.h"
-#include "proxy/relay.h"
+#include "proxy/dialer.h"
 #include "proxy/event_owners.h"
+#include "proxy/handshake.h"
 #include "proxy/held_count.h"
-#include "proxy/http_exchange.h"
+#include "proxy/relay.h"
 #include "proxy/resolver.h"
-#include "proxy/sni.h"
-#include "proxy/tunnel.h"
-#include "proxy/tunnel_host.h"
+#include "proxy/session.h"
 #include "table/decision.h"
-#include "table/host_list.h"
-#include "table/policy.h"
 #include "table/target.h"
 
 namespace boxproxy {
 
 class ProxyServer;
 
-class ClientConnection {
+// The client's request, from its handshake to the end of its session: a keep-alive connection
+// makes a new one for each request.
+struct ClientRequest {
+  ClientProtocol protocol = ClientProtocol::unknown;
+  ClientKind kind = ClientKind::connect;
+  Target target;
+  std::optional<AskVerdict> asked;  // this decision's ask, once answered (asked= on its line)
+  // Client bytes read after the request and before its session starts (early data, or the start
+  // of a body), at most kMaxEarlyBytes with plain->upstream_head.
+  std::string early;
+  // A plain-HTTP request (its head rewritten for the origin is plain->upstream_head).
+  std::optional<PlainRequest> plain;
+};
+
+class ClientConnection : public ListLink<ClientConnection> {
  public:
   // Takes ownership of `client_fd` (non-blocking). Returns null when libevent cannot allocate.
   static ClientConnection* open(ProxyServer& server, int client_fd);
@@ -41,29 +54,19 @@ class ClientConnection {
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
 
-  // The server's list of live connections (for shutdown).
-  ClientConnection* prev = nullptr;
-  ClientConnection* next = nullptr;
-
  private:
   // What a member asks its trampoline to do next.
   enum class Next { keep, close };
 
   enum class Phase : std::uint8_t {
-    sniffing,      // waiting for the first byte, which picks the protocol
-    handshake,     // reading the HTTP head or the SOCKS handshake (bounded bytes and time)
-    asking,        // a name off the list, waiting for the supervisor (bounded by --ask-timeout)
-    resolving,     // waiting for DNS answers (bounded by --dns-timeout)
-    dialling,      // a non-blocking connect in flight (bounded by --connect-timeout)
-    replying,      // a final reply (a refusal) is being flushed; then close
-    relaying,      // a tunnel (tunnel_): bytes both ways until both sides have closed
-    forwarding,    // plain HTTP: request body up, response back; then keep-alive or close
+    sniffing,   // waiting for the first byte, which picks the protocol
+    handshake,  // reading the HTTP head or the SOCKS handshake (bounded bytes and time)
+    asking,     // a name off the list, waiting for the supervisor (bounded by --ask-timeout)
+    resolving,  // waiting for DNS answers (bounded by --dns-timeout)
+    dialling,   // a non-blocking connect in flight (bounded by --connect-timeout)
+    replying,   // a final reply (a refusal, a RESOLVE's answer) is being flushed; then close
+    session,    // allowed: session_ has the sockets (bounded by --idle-timeout)
   };
-
-  using Protocol = Handshake::Protocol;
-
-  // One end of the connection: the client, or the upstream.
-  using Side = Endpoint;
 
   ClientConnection(ProxyServer& server, int client_fd);
   bool init_events();
@@ -78,120 +81,71 @@ class ClientConnection {
   static void on_ask_verdict(void* self, AskVerdict verdict) noexcept;
   static void finish(ClientConnection* connection, Next next) noexcept;
 
-  // Reading and writing.
+  // Reading, writing, the timer.
   Next client_readable();
+  Next read_before_session();
+  Next client_read_ended();
   Next upstream_readable();
-  Next side_writable(Side& side);
-  // Thin wrappers over proxy/relay.h that speak in Next.
-  Next queue(Side& side, std::string_view bytes) { return send_or_queue(side, bytes) ? Next::keep : Next::close; }
-  Next flush_out(Side& side) { return flush_queued(side) ? Next::keep : Next::close; }
-  static void pause(Side& side, unsigned bit) noexcept { pause_reading(side, bit); }
-  static void resume(Side& side, unsigned bit) noexcept { resume_reading(side, bit); }
+  Next client_writable();
+  Next upstream_writable();
   void arm_timer(double seconds);
   Next timer_fired();
-  Side& other(Side& side) noexcept { return &side == &client_ ? upstream_ : client_; }
-  static Next after(Tunnel::Step step) noexcept { return step == Tunnel::Step::over ? Next::close : Next::keep; }
+  Next idle_check();
 
-  // The handshake (proxy/handshake.h decides what the bytes say, these act on it).
-  std::unique_ptr<Handshake> new_handshake() const noexcept;  // null when out of memory
-  Next feed_handshake(std::string_view bytes);
+  // The handshake (proxy/handshake.h decides what the bytes say; these act on it).
+  [[nodiscard]] std::unique_ptr<Handshake> new_handshake() const noexcept;  // null when out of memory
   Next handshake_answered(Handshake::Outcome outcome);
+  Next refused_before_target();
   Next handshake_decided();
 
-  // The decision (SPEC §5): table/decision.h decides, these drive it.
-  void give_back_head_buffers();
-  Next decide_parsed(Target target);
+  // The decision (SPEC §5): table/decision.h decides, these get it what it asks for.
+  Next decide(Target target);
   Next answers_known(std::vector<IpAddress> answers);  // the lookup's answers
   Next ask_verdict(AskVerdict verdict);                // the supervisor's answer (SPEC §15)
   [[nodiscard]] std::optional<std::string_view> asked_text() noexcept;  // asked=, given once
   Next follow(Decision::Step step);
+  Next look_up();
+  Next ask_supervisor();
+  Next refuse_decided();
   Next admit_and_dial();
-  Next dial_next();
-  Next dial_finished();
+  Next after(Dialer::Result result);
   Next refuse(Reason reason, std::string_view ip = "-", std::string words = {});
-  Next allowed();
-  void widen_resolve_port();  // SOCKS5 RESOLVE (client_resolve.cc, SPEC §16)
-  Next resolved();            // RESOLVE allowed: answered with an address, never dialled
-  Next resolve_by_name();     // RESOLVE of a name that would be asked about: left to the connection
-  Next answer_resolve(std::string_view reply);  // a RESOLVE's answer, then close
+  Next send_refusal(std::string reply);
 
-  // After the decision.
-  Next after(HttpExchange::Step step);
-  Next end_exchange();
-  Next finish_exchange();
+  // A RESOLVE (SPEC §16): a decision answered, never dialled.
+  Next resolved();
+  Next resolve_by_name();
+  Next answer_and_close(std::string_view reply);
+
+  // Allowed: a session.
+  Next allowed();
+  Next start_tunnel();
+  Next start_plain_exchange();
+  Next after(SessionNext next);
+  Next close_mismatch(Reason reason);
+  Next next_request();
   void log_done();
 
-  // The SNI and Host checks (client_sni.cc, SPEC §16): a tunnel's first client bytes, held until
-  // read.
-  enum class FirstBytes : std::uint8_t {
-    wait,           // not known yet: hold the bytes, read more
-    pass,           // neither TLS nor HTTP/1.x, or naming the decided host (or, for TLS, none)
-    sni_mismatch,   // a ClientHello naming another host, or that cannot be read
-    host_mismatch,  // an HTTP/1.x request naming another host or port, none, or unreadable
-  };
-  [[nodiscard]] bool tunnel_check_applies() const noexcept;
-  Next start_tunnel();
-  [[nodiscard]] FirstBytes check_first_bytes(std::string_view fresh);
-  [[nodiscard]] FirstBytes judge_sni(SniReader::Verdict verdict) const;
-  [[nodiscard]] static FirstBytes judge_host(TunnelHostReader::Verdict verdict) noexcept;
-  [[nodiscard]] std::size_t held_bound() const noexcept;
-  Next first_bytes_readable();
-  Next act_on(FirstBytes check, bool client_sent_fin);
-  Next release_held_bytes(bool client_sent_fin);
-  Next forward_undecided_bytes();
-  Next close_mismatch(Reason reason);
-  [[nodiscard]] TunnelEnd exchange_end() const noexcept;  // a plain-HTTP exchange's end= (SPEC §12)
-  void release_upstream() noexcept;         // the upstream socket and its slot
-  void release_upstream_socket() noexcept;  // the upstream socket only (between dial attempts)
-
   ProxyServer& server_;
-  const ConnectionId id_;   // on every line of this client (SPEC §12), keep-alive requests too
-  HeldCount client_count_;  // stats().clients, for as long as this connection lives
-  Side client_;
-  Side upstream_;
-  Tunnel tunnel_{client_, upstream_};  // the relaying phase: knows which side ended it (SPEC §12)
-  // Why a plain-HTTP exchange ended, once something outside the exchange's own steps decided it
-  // (the response delivered whole, the idle timer, shutdown, a refusal midway); otherwise the
-  // done line reads it from the sides (exchange_end()).
-  std::optional<TunnelEnd> exchange_end_;
+  const ConnectionId id_;    // on every line of this client (SPEC §12), keep-alive requests too
+  HeldCount client_count_;   // stats().clients, for as long as this connection lives
+  Endpoint client_;
+  Dialer dialer_;            // the upstream socket, its slot, and the dial that makes it
   EventPtr timer_;
   Phase phase_ = Phase::sniffing;
-  Protocol protocol_ = Protocol::unknown;
-  ClientKind kind_ = ClientKind::connect;
-  bool done_owed_ = false;             // allowed: a done line is owed when the tunnel/exchange ends
   // Counted in stats().undecided (kMaxHandshakingClients) from the accept (and from each further
   // request on a keep-alive connection) until allowed or refused.
   UndecidedMark undecided_;
-  TunnelSlot slot_;  // held from admission until the upstream connection closes
-  // While asking: this client's place in the ask (SPEC §15); it leaves the ask when it dies.
-  AskRegistry::Ticket ask_ticket_;
-  std::optional<AskVerdict> asked_;  // this decision's ask, once answered (asked= on its line)
-
+  ClientRequest request_;
+  Decision decision_;  // steps 2-4 for request_.target; its answers are then dialled in order
+  Resolver::Lookup* lookup_ = nullptr;  // while resolving (a token: see Resolver)
+  AskRegistry::Ticket ask_ticket_;      // while asking: this client's place in the ask (SPEC §15)
   // The handshake under way (sniffing, handshake): it holds the bytes read so far. Made for each
-  // request and freed once it has answered, so a tunnel does not carry it.
+  // request and freed once it has answered, so a session does not carry it.
   std::unique_ptr<Handshake> handshake_;
-  // Client bytes read after the request and before the tunnel or exchange starts (early data, or
-  // the start of a body), at most kMaxEarlyBytes with upstream_prefix_.
-  std::string inbox_;
-  Target target_;
-  std::string ip_text_ = "-";
-  Decision decision_;            // steps 2-4 for target_; after dial, its answers are dialled in order
-  std::size_t next_answer_ = 0;  // the next of decision_.answers() to dial
-  Resolver::Lookup* lookup_ = nullptr;
-  std::string upstream_prefix_;  // what goes upstream before anything else (a rewritten request head)
-  // The plain-HTTP exchange in progress: made for each request, so a tunnel does not carry it.
-  std::unique_ptr<HttpExchange> exchange_;
-  // The SNI check's and the Host check's readers while they wait (the held bytes are in inbox_);
-  // null otherwise, so a tunnel that is not checked, or no longer, carries nothing of them.
-  std::unique_ptr<SniReader> sni_;
-  std::unique_ptr<TunnelHostReader> host_check_;
-
-  std::chrono::steady_clock::time_point started_;
-  // Where the done line's counts start: upstream_.written and client_.written (plus what was
-  // queued for the client before: the reply to a CONNECT or SOCKS request) when it was allowed.
-  // The line counts what was written to the other side since, never what was read or queued.
-  std::uint64_t up_mark_ = 0;
-  std::uint64_t down_mark_ = 0;
+  // Allowed: the session that has the sockets; a done line is owed while it lives. Declared after
+  // the Endpoints it refers to, so it dies first.
+  std::unique_ptr<Session> session_;
 };
 
 }  // namespace boxproxy

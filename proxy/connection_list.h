@@ -4,8 +4,16 @@
 
 namespace boxproxy {
 
-// `Connection` has public `Connection* prev` and `Connection* next`, and its destructor calls
-// remove(this): so delete_all() ends with an empty list, and no entry ever outlives its object.
+// The links a listed connection carries: derive from ListLink<Connection>.
+template <typename Connection>
+struct ListLink {
+  Connection* prev = nullptr;
+  Connection* next = nullptr;
+};
+
+// `Connection` has public `Connection* prev` and `Connection* next` (its ListLink), and its
+// destructor calls remove(this): so delete_all() ends with an empty list, and no entry ever
+// outlives its object.
 template <typename Connection>
 class ConnectionList {
  public:

@@ -17,16 +17,12 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/client_kind.h"
 #include "proxy/event_owners.h"
 #include "proxy/tunnel.h"
 #include "table/reason.h"
 
 namespace boxproxy {
-
-// Which protocol a decision came through: the <kind> of a log line.
-// resolve: a SOCKS5 RESOLVE (SPEC §16), answered with an address, never dialled.
-enum class ClientKind : std::uint8_t { connect, http, socks, socks4, resolve };
-[[nodiscard]] std::string_view kind_name(ClientKind kind) noexcept;
 
 // The number of a client connection, unique for the life of the process (SPEC §12 `id=`): the
 // ok, refusal and done lines of one client carry the same one, so a reader can join them.

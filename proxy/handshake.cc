@@ -5,22 +5,15 @@
 #include "proxy/http_forward.h"
 #include "proxy/http_head.h"
 #include "proxy/proxy_auth.h"
-#include "proxy/refusal_reply.h"
+#include "proxy/replies.h"
+#include "proxy/socks_wire.h"
 #include "proxy/socks4.h"
 #include "proxy/socks5.h"
 
 namespace boxproxy {
 namespace {
 
-constexpr char kSocks5Version = 5;
-constexpr char kMethodNoAuth = 0;
-constexpr char kMethodUserPass = 2;
-constexpr char kNoAcceptableMethod = static_cast<char>(0xFF);
-constexpr char kAuthVersion = 1;  // RFC 1929's sub-negotiation version, echoed in its status
-constexpr char kAuthOk = 0;
-constexpr char kAuthFailed = 1;
-// Tor's SOCKS extension RESOLVE (doc/socks/socks-extensions.txt): a name in, an address out.
-constexpr std::uint8_t kSocks5Resolve = 0xF0;
+// A RESOLVE carries no meaningful port: it is judged at this one (SPEC §16).
 constexpr std::uint16_t kResolvePort = 443;
 
 // The host and port an absolute-form request target ("scheme://authority/path") names as sent,
@@ -65,32 +58,6 @@ void append_bounded(std::string& to, std::string_view bytes, std::size_t limit) 
   to.append(bytes);
 }
 
-std::string refusal_reply_for(Handshake::Protocol protocol, Reason reason, std::string_view words) {
-  switch (protocol) {
-    case Handshake::Protocol::socks5: {
-      const std::uint8_t code = info(reason).socks5_reply != 0 ? info(reason).socks5_reply : 1;
-      const auto bytes = socks5_reply(code);
-      return {bytes.begin(), bytes.end()};
-    }
-    case Handshake::Protocol::socks4: {
-      const auto bytes = socks4_reply(false);
-      return {bytes.begin(), bytes.end()};
-    }
-    default:
-      return http_refusal(reason, words.empty() ? refusal_words(reason) : std::string(words));
-  }
-}
-
-std::string_view allowed_reply_for(Handshake::Protocol protocol) noexcept {
-  static constexpr char kSocks5Granted[] = {0x05, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0};
-  static constexpr char kSocks4Granted[] = {0x00, 0x5A, 0, 0, 0, 0, 0, 0};
-  switch (protocol) {
-    case Handshake::Protocol::socks5: return {kSocks5Granted, sizeof kSocks5Granted};
-    case Handshake::Protocol::socks4: return {kSocks4Granted, sizeof kSocks4Granted};
-    default: return http_connect_established();
-  }
-}
-
 Handshake::Outcome Handshake::feed(std::string_view bytes) {
   const bool reading_head = protocol_ == Protocol::http;
   append_bounded(buffer_, bytes, buffer_.size() + want());
@@ -106,7 +73,7 @@ Handshake::Outcome Handshake::feed(std::string_view bytes) {
 
 Handshake::Outcome Handshake::next_http_request(std::string_view pipelined) {
   protocol_ = Protocol::http;
-  kind_ = Kind::http;
+  kind_ = ClientKind::http;
   buffer_.assign(pipelined);
   to_send_.clear();
   reason_.reset();
@@ -134,8 +101,8 @@ Handshake::Outcome Handshake::advance() {
   if (protocol_ == Protocol::unknown) {
     if (buffer_.empty()) return Outcome::need_more;
     const auto first = static_cast<std::uint8_t>(buffer_[0]);
-    protocol_ = first == 0x05 ? Protocol::socks5 : first == 0x04 ? Protocol::socks4 : Protocol::http;
-    kind_ = protocol_ == Protocol::socks5 ? Kind::socks : protocol_ == Protocol::socks4 ? Kind::socks4 : Kind::connect;
+    protocol_ = first == socks::kVersion5 ? Protocol::socks5 : first == socks::kVersion4 ? Protocol::socks4 : Protocol::http;
+    kind_ = protocol_ == Protocol::socks5 ? ClientKind::socks : protocol_ == Protocol::socks4 ? ClientKind::socks4 : ClientKind::connect;
   }
   switch (protocol_) {
     case Protocol::socks5: return advance_socks5();
@@ -161,7 +128,7 @@ Handshake::Outcome Handshake::decide(TargetResult parsed, std::string_view host,
 Handshake::Outcome Handshake::advance_http_head() {
   const std::size_t max_head = rules_.max_head_bytes;
   auto parsed = parse_request_head(buffer_, max_head);
-  kind_ = buffer_.starts_with("CONNECT ") ? Kind::connect : Kind::http;
+  kind_ = buffer_.starts_with("CONNECT ") ? ClientKind::connect : ClientKind::http;
   if (parsed.status == ParseResult<RequestHead>::Status::need_more) {
     if (buffer_.size() > max_head) return refuse(Reason::head_too_large);
     return Outcome::need_more;
@@ -169,7 +136,7 @@ Handshake::Outcome Handshake::advance_http_head() {
   if (parsed.status == ParseResult<RequestHead>::Status::refused) {
     Reason reason = parsed.refusal.value_or(Reason::bad_request);
     // SPEC §7: anything but "CONNECT <authority> HTTP/1.x" in a CONNECT line is invalid target.
-    if (kind_ == Kind::connect && reason == Reason::bad_request && !is_connect_line(buffer_)) {
+    if (kind_ == ClientKind::connect && reason == Reason::bad_request && !is_connect_line(buffer_)) {
       reason = Reason::invalid_target;
     }
     return refuse(reason);
@@ -179,7 +146,7 @@ Handshake::Outcome Handshake::advance_http_head() {
   // unauthenticated peer never puts a host name into the log.
   if (rules_.auth_token && !http_proxy_authorized(head, *rules_.auth_token)) return refuse(Reason::auth_required);
   if (head.method == "CONNECT") {
-    kind_ = Kind::connect;
+    kind_ = ClientKind::connect;
     // For the log line when the target is refused: the host and port as sent, as far as they
     // split (the client has proved its token by now, SPEC §11).
     const AuthorityText sent = split_authority_text(head.target, std::nullopt);
@@ -187,7 +154,7 @@ Handshake::Outcome Handshake::advance_http_head() {
     consume(parsed.consumed);  // what is left is early data, to go upstream first
     return outcome;
   }
-  kind_ = Kind::http;
+  kind_ = ClientKind::http;
   auto forward = prepare_forward_request(head);
   if (auto* reason = std::get_if<Reason>(&forward)) {
     // The log line names the host as sent when the target has one (SPEC §12), also when the host
@@ -232,10 +199,10 @@ Handshake::Outcome Handshake::advance_socks5() {
         if (!offered) {
           // 05 FF: no acceptable method. With a token this is a client that did not prove it.
           if (token) reason_ = Reason::auth_required;
-          to_send_ += {kSocks5Version, kNoAcceptableMethod};
+          to_send_ += {char(socks::kVersion5), char(socks::kNoAcceptableMethod)};
           return Outcome::answer_and_close;
         }
-        to_send_ += {kSocks5Version, token ? kMethodUserPass : kMethodNoAuth};
+        to_send_ += {char(socks::kVersion5), char(token ? socks::kMethodUserPass : socks::kMethodNoAuth)};
         socks5_step_ = token ? Socks5Step::credentials : Socks5Step::request;
         break;
       }
@@ -247,10 +214,10 @@ Handshake::Outcome Handshake::advance_socks5() {
         consume(r.consumed);
         if (!token_matches(*token, r.value->password)) {
           reason_ = Reason::auth_required;
-          to_send_ += {kAuthVersion, kAuthFailed};
+          to_send_ += {char(socks::kAuthVersion), char(socks::kAuthFailed)};
           return Outcome::answer_and_close;
         }
-        to_send_ += {kAuthVersion, kAuthOk};
+        to_send_ += {char(socks::kAuthVersion), char(socks::kAuthOk)};
         socks5_step_ = Socks5Step::request;
         break;
       }
@@ -262,11 +229,11 @@ Handshake::Outcome Handshake::advance_socks5() {
         }
         consume(r.consumed);  // what is left is early data
         const Socks5Request& request = *r.value;
-        if (request.command == kSocks5Resolve) {
+        if (request.command == socks::kCommandResolve) {
           // Tor's RESOLVE: its port is meaningless (Tor sends 0); the name is judged at 443, the
           // port a bare target is judged at (SPEC §13), and the connection widens that to any port
           // the host list opens for the name (ClientConnection::decide_parsed).
-          kind_ = Kind::resolve;
+          kind_ = ClientKind::resolve;
           return decide(parse_host(request.host, kResolvePort), request.host, kResolvePort);
         }
         if (request.command != 1) return refuse(socks5_command_refusal(request.command), request.host, request.port);

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <utility>
 
+#include "proxy/client_kind.h"
 #include "proxy/http_body.h"
 #include "table/reason.h"
 #include "table/target.h"
@@ -43,17 +44,13 @@ struct PlainRequest {
 
 class Handshake {
  public:
-  enum class Protocol : std::uint8_t { unknown, http, socks5, socks4 };
-
-  // What the client asked for, as the log names it (ClientKind): connect, http, socks, socks4,
-  // and resolve (SOCKS5 RESOLVE, SPEC §16: a decision answered with an address, never dialled).
-  enum class Kind : std::uint8_t { connect, http, socks, socks4, resolve };
+  using Protocol = ClientProtocol;
 
   enum class Outcome : std::uint8_t {
     need_more,         // feed more (after sending to_send(): a SOCKS5 method choice, an auth status)
     decided,           // a target: target(), kind(), take_rest(), and for plain HTTP plain()
     refuse,            // refused before any decision: reason(), log_host()/log_port(); the
-                       // answer is refusal_reply_for(protocol(), reason)
+                       // answer is refusal_reply_for(protocol(), reason) (proxy/replies.h)
     answer_and_close,  // send to_send() and close once written; reason(), when set, is logged
                        // without a host (SOCKS5 with no acceptable method, or wrong credentials)
     close,             // close now: not this protocol, or more handshake bytes than the bound
@@ -77,7 +74,7 @@ class Handshake {
   [[nodiscard]] std::string take_to_send() noexcept { return std::exchange(to_send_, {}); }
 
   [[nodiscard]] Protocol protocol() const noexcept { return protocol_; }
-  [[nodiscard]] Kind kind() const noexcept { return kind_; }
+  [[nodiscard]] ClientKind kind() const noexcept { return kind_; }
 
   // After refuse: why. After answer_and_close: the refusal to count and log, when there is one
   // (with a token, SPEC §11); none for a client that offered no method we take.
@@ -109,7 +106,7 @@ class Handshake {
 
   HandshakeRules rules_;
   Protocol protocol_ = Protocol::unknown;
-  Kind kind_ = Kind::connect;
+  ClientKind kind_ = ClientKind::connect;
   Socks5Step socks5_step_ = Socks5Step::greeting;
   std::string buffer_;                  // bytes fed and not yet consumed
   std::size_t socks_consumed_ = 0;      // SOCKS handshake bytes already parsed (bounded in all)
@@ -125,12 +122,5 @@ class Handshake {
 // std::string doubles its capacity, which would let a head just over half the limit hold twice
 // the memory the man page promises for a handshaking client.
 void append_bounded(std::string& to, std::string_view bytes, std::size_t limit);
-
-// The answer to a refusal, in the protocol the client spoke (SPEC §6): an HTTP refusal with
-// `words` (the reason's own when empty), SOCKS5 reply 05 <code> (1 for a reason without a SOCKS5
-// code), or SOCKS4's 00 5B.
-[[nodiscard]] std::string refusal_reply_for(Handshake::Protocol protocol, Reason reason, std::string_view words = {});
-// The answer to an allowed CONNECT or SOCKS request (SPEC §7, §9, §10).
-[[nodiscard]] std::string_view allowed_reply_for(Handshake::Protocol protocol) noexcept;
 
 }  // namespace boxproxy

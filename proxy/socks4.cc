@@ -9,20 +9,21 @@
 #include <algorithm>
 #include <string>
 
+#include "proxy/socks_wire.h"
+
 namespace boxproxy {
 namespace {
 
-constexpr std::uint8_t kVersion = 4;
-constexpr std::size_t kFixedBytes = 8;
-
-std::uint8_t byte_at(std::string_view bytes, std::size_t i) noexcept { return static_cast<std::uint8_t>(bytes[i]); }
+constexpr std::size_t kFixedBytes = 8;  // VN CD DSTPORT DSTIP
 
 }  // namespace
+
+using socks::byte_at;
 
 ParseResult<Socks4Request> parse_socks4_request(std::string_view bytes) {
   using Result = ParseResult<Socks4Request>;
   if (bytes.empty()) return Result::need_more();
-  if (byte_at(bytes, 0) != kVersion) return Result::refuse(std::nullopt);
+  if (byte_at(bytes, 0) != socks::kVersion4) return Result::refuse(std::nullopt);
   // Only the first socks4_max_request_bytes may hold the request; bytes past them (early data, or
   // more of an endless user id) are never looked at.
   const std::string_view window = bytes.substr(0, std::min(bytes.size(), socks4_max_request_bytes));

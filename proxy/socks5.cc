@@ -9,32 +9,24 @@
 
 #include <array>
 
+#include "proxy/socks_wire.h"
+
 namespace boxproxy {
-namespace {
 
-constexpr std::uint8_t kVersion = 5;
-constexpr std::uint8_t kAuthVersion = 1;  // RFC 1929's sub-negotiation version
-
-constexpr std::uint8_t kAtypIpv4 = 1;
-constexpr std::uint8_t kAtypDomain = 3;
-constexpr std::uint8_t kAtypIpv6 = 4;
-
-std::uint8_t byte_at(std::string_view bytes, std::size_t i) noexcept { return static_cast<std::uint8_t>(bytes[i]); }
-
-}  // namespace
+using socks::byte_at;
 
 ParseResult<Socks5Greeting> parse_socks5_greeting(std::string_view bytes) {
   using Result = ParseResult<Socks5Greeting>;
   if (bytes.empty()) return Result::need_more();
-  if (byte_at(bytes, 0) != kVersion) return Result::refuse(std::nullopt);
+  if (byte_at(bytes, 0) != socks::kVersion5) return Result::refuse(std::nullopt);
   if (bytes.size() < 2) return Result::need_more();
   const std::size_t count = byte_at(bytes, 1);
   const std::size_t total = 2 + count;
   if (bytes.size() < total) return Result::need_more();
   Socks5Greeting greeting;
   for (std::size_t i = 2; i < total; ++i) {
-    if (byte_at(bytes, i) == 0) greeting.offers_no_auth = true;
-    if (byte_at(bytes, i) == 2) greeting.offers_user_pass = true;
+    if (byte_at(bytes, i) == socks::kMethodNoAuth) greeting.offers_no_auth = true;
+    if (byte_at(bytes, i) == socks::kMethodUserPass) greeting.offers_user_pass = true;
   }
   return Result::done(greeting, total);
 }
@@ -42,7 +34,7 @@ ParseResult<Socks5Greeting> parse_socks5_greeting(std::string_view bytes) {
 ParseResult<Socks5Credentials> parse_socks5_credentials(std::string_view bytes) {
   using Result = ParseResult<Socks5Credentials>;
   if (bytes.empty()) return Result::need_more();
-  if (byte_at(bytes, 0) != kAuthVersion) return Result::refuse(std::nullopt);
+  if (byte_at(bytes, 0) != socks::kAuthVersion) return Result::refuse(std::nullopt);
   if (bytes.size() < 2) return Result::need_more();
   const std::size_t user_length = byte_at(bytes, 1);
   if (bytes.size() < 2 + user_length + 1) return Result::need_more();
@@ -58,7 +50,7 @@ ParseResult<Socks5Credentials> parse_socks5_credentials(std::string_view bytes) 
 ParseResult<Socks5Request> parse_socks5_request(std::string_view bytes) {
   using Result = ParseResult<Socks5Request>;
   if (bytes.empty()) return Result::need_more();
-  if (byte_at(bytes, 0) != kVersion) return Result::refuse(std::nullopt);
+  if (byte_at(bytes, 0) != socks::kVersion5) return Result::refuse(std::nullopt);
   // VER CMD RSV ATYP: the address type decides how long the rest is, so it is judged as soon as it
   // arrives (an unknown one cannot be skipped: reply 8 and close). RSV is not judged.
   if (bytes.size() < 4) return Result::need_more();
@@ -66,19 +58,19 @@ ParseResult<Socks5Request> parse_socks5_request(std::string_view bytes) {
   Socks5Request request;
   request.command = byte_at(bytes, 1);
   std::size_t address_end = 0;
-  if (atyp == kAtypIpv4) {
+  if (atyp == socks::kAtypIpv4) {
     address_end = 4 + 4;
     if (bytes.size() < address_end + 2) return Result::need_more();
     char text[INET_ADDRSTRLEN];
     if (inet_ntop(AF_INET, bytes.data() + 4, text, sizeof text) == nullptr) return Result::refuse(std::nullopt);
     request.host = text;
-  } else if (atyp == kAtypIpv6) {
+  } else if (atyp == socks::kAtypIpv6) {
     address_end = 4 + 16;
     if (bytes.size() < address_end + 2) return Result::need_more();
     char text[INET6_ADDRSTRLEN];
     if (inet_ntop(AF_INET6, bytes.data() + 4, text, sizeof text) == nullptr) return Result::refuse(std::nullopt);
     request.host = text;
-  } else if (atyp == kAtypDomain) {
+  } else if (atyp == socks::kAtypDomain) {
     if (bytes.size() < 5) return Result::need_more();
     const std::size_t length = byte_at(bytes, 4);
     address_end = 5 + length;

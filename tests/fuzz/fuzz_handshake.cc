@@ -17,6 +17,7 @@
 #include <string>
 
 #include "proxy/handshake.h"
+#include "proxy/replies.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;
@@ -28,7 +29,7 @@ constexpr std::string_view kToken = "fuzz-token";
 struct Result {
   Handshake::Outcome outcome = Handshake::Outcome::need_more;
   Handshake::Protocol protocol = Handshake::Protocol::unknown;
-  Handshake::Kind kind = Handshake::Kind::connect;
+  ClientKind kind = ClientKind::connect;
   std::string sent;
   std::optional<Reason> reason;
   std::string log_host;

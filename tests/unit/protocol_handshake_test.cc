@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "proxy/handshake.h"
+#include "proxy/replies.h"
 #include "proxy/socks4.h"
 #include "proxy/socks5.h"
 
@@ -14,7 +15,7 @@ namespace boxproxy {
 namespace {
 
 using Outcome = Handshake::Outcome;
-using Kind = Handshake::Kind;
+using Kind = ClientKind;
 using Protocol = Handshake::Protocol;
 
 constexpr std::string_view kToken = "s3cret-token";

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "proxy/refusal_reply.h"
+#include "proxy/replies.h"
 
 using namespace boxproxy;
 using namespace std::string_literals;

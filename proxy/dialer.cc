@@ -1,0 +1,74 @@
+// The dial (proxy/dialer.h).
+#include "proxy/dialer.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "proxy/local_addresses.h"
+
+namespace boxproxy {
+
+Dialer::Result Dialer::start(TunnelSlot slot, std::span<const IpAddress> answers, std::uint16_t port) {
+  slot_ = std::move(slot);
+  answers_ = answers;
+  next_answer_ = 0;
+  port_ = port;
+  return dial_next();
+}
+
+Dialer::Result Dialer::dial_next() {
+  while (next_answer_ < answers_.size()) {
+    const IpAddress& address = answers_[next_answer_++];
+    address_text_ = address.to_string();
+    upstream_.reset();
+    if (connect_to(address)) return Result::pending;
+  }
+  return Result::failed;
+}
+
+// A non-blocking connect to `address` in flight, with the socket's events made and its write event
+// added (writable: the connect has finished). False when this address cannot be tried.
+bool Dialer::connect_to(const IpAddress& address) {
+  const int fd = ::socket(address.is_v4() ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd == -1) return false;
+  upstream_.fd.reset(fd);
+  const int one = 1;
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // A zone ("fe80::1%eth0") picks the interface; one that names none gives 0, and the kernel
+  // refuses a link-local dial without it. Looked up over netlink, which the confinement allows
+  // (interface_index says why not if_nametoindex).
+  const std::uint32_t scope_id = address.zone.empty() ? 0 : interface_index(address.zone);
+  const SocketAddress peer = address.to_sockaddr(port_, scope_id);
+  if (::connect(fd, peer.get(), peer.length) == -1 && errno != EINPROGRESS) return false;
+  upstream_.read_event = make_event(events_.base, fd, EV_READ | EV_PERSIST, events_.on_read, events_.arg);
+  upstream_.write_event = make_event(events_.base, fd, EV_WRITE | EV_PERSIST, events_.on_write, events_.arg);
+  if (!upstream_.read_event || !upstream_.write_event) return false;
+  event_add(upstream_.write_event.get(), nullptr);
+  return true;
+}
+
+Dialer::Result Dialer::connect_finished() {
+  int error = 0;
+  socklen_t length = sizeof error;
+  if (::getsockopt(upstream_.fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) == -1) error = errno;
+  if (error != 0) return dial_next();
+  event_del(upstream_.write_event.get());
+  return Result::connected;
+}
+
+void Dialer::release() noexcept {
+  upstream_.reset();
+  slot_.release();
+}
+
+void Dialer::reset() noexcept {
+  release();
+  answers_ = {};
+  address_text_.assign(1, '-');  // (not = "-": GCC 12 warns falsely there, bug 105329)
+}
+
+}  // namespace boxproxy

@@ -1,0 +1,69 @@
+// The upstream side of a client connection: the dial (SPEC §5 step 6) and the socket it makes,
+// with the tunnel slot (step 5) it holds until that socket closes. The decision's answers, all
+// checked, are tried in order: a non-blocking connect to each until one is in flight; when it
+// finishes, the connection is made or the next answer is tried.
+//
+// The upstream Endpoint lives here for the whole client connection (a keep-alive connection dials
+// again for each request); its events call the owner's trampolines. The Dialer never deletes its
+// owner and never blocks: the owner's timer bounds the whole dial (--connect-timeout).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "proxy/held_count.h"
+#include "proxy/relay.h"
+#include "table/address.h"
+
+namespace boxproxy {
+
+// Where the upstream socket's events go: the owner's trampolines, with `arg` as their argument.
+struct UpstreamEvents {
+  event_base* base = nullptr;
+  event_callback_fn on_read = nullptr;
+  event_callback_fn on_write = nullptr;  // also fires once when a connect in flight finishes
+  void* arg = nullptr;
+};
+
+class Dialer {
+ public:
+  enum class Result : std::uint8_t {
+    pending,    // a connect is in flight: wait for the write event, then call connect_finished()
+    connected,  // the upstream socket is connected; its write event is no longer added
+    failed,     // every answer failed (address_text() names the last one tried)
+  };
+
+  explicit Dialer(UpstreamEvents events) noexcept : events_(events) {}
+  Dialer(const Dialer&) = delete;
+  Dialer& operator=(const Dialer&) = delete;
+
+  // Holds `slot` (SPEC §5 step 5) and dials the first of `answers` at `port`. `answers` must stay
+  // valid until the dial has ended (the owner's Decision keeps them).
+  [[nodiscard]] Result start(TunnelSlot slot, std::span<const IpAddress> answers, std::uint16_t port);
+  // The write event fired while pending: connected, or the next answer (pending or failed).
+  [[nodiscard]] Result connect_finished();
+  // Closes the upstream socket and gives the slot back (the response was read; the client left).
+  void release() noexcept;
+  // Forgets the address too: a keep-alive connection's next request starts afresh.
+  void reset() noexcept;
+
+  [[nodiscard]] Endpoint& upstream() noexcept { return upstream_; }
+  // The address dialled (or tried last), as the log writes it; "-" before any.
+  [[nodiscard]] const std::string& address_text() const noexcept { return address_text_; }
+
+ private:
+  [[nodiscard]] Result dial_next();
+  [[nodiscard]] bool connect_to(const IpAddress& address);
+
+  UpstreamEvents events_;
+  Endpoint upstream_;
+  TunnelSlot slot_;
+  std::span<const IpAddress> answers_;
+  std::size_t next_answer_ = 0;
+  std::uint16_t port_ = 0;
+  std::string address_text_ = "-";
+};
+
+}  // namespace boxproxy
