@@ -110,14 +110,7 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
   // Where the trailer section starts within `data`: nothing of it is passed on.
   std::size_t trailers_from = in_trailer_section() ? 0 : std::string_view::npos;
   const bool ended_before = state_ == State::done;
-  auto fail = [&]() noexcept {
-    state_ = State::malformed;
-    step.consumed = i;
-    step.malformed = true;
-    return step;
-  };
-  if (state_ == State::malformed) return fail();
-  while (i < data.size() && state_ != State::done) {
+  while (i < data.size() && state_ != State::done && state_ != State::malformed) {
     if (state_ == State::data) {
       // The bulk of the body: skip it without looking.
       const std::size_t take =
@@ -127,114 +120,127 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
       if (remaining_ == 0) state_ = State::data_cr;
       continue;
     }
-    const auto c = static_cast<unsigned char>(data[i]);
-    switch (state_) {
-      case State::size: {
-        const int digit = hex_value(data[i]);
-        if (digit >= 0) {
-          if (size_digits_ == kMaxChunkSizeDigits) return fail();
-          ++size_digits_;
-          remaining_ = (remaining_ << 4) | static_cast<std::uint64_t>(digit);
-        } else if (size_digits_ == 0) {
-          return fail();  // no digits: "", "-1", " 5", "0x5" all end here
-        } else if (c == ';') {
-          // No white space before ';' (BWS): "5 ;x" is read differently by different parsers.
-          state_ = State::extension;
-          line_length_ = 1;
-          previous_ = ';';
-          in_value_ = false;
-        } else if (c == '\r') {
-          state_ = State::size_lf;
-        } else {
-          return fail();
-        }
-        break;
-      }
-      case State::extension: {
-        // A strict subset of RFC 9112's chunk-ext: (";" token ["=" token])*, no white space and
-        // no quoted strings, so that no CR, LF or quote can hide in it.
-        if (++line_length_ > kMaxChunkExtensionBytes) return fail();
-        if (previous_ == ';' || previous_ == '=') {
-          if (!is_token_char(c)) return fail();
-        } else if (c == ';') {
-          in_value_ = false;
-        } else if (c == '=') {
-          if (in_value_) return fail();
-          in_value_ = true;
-        } else if (c == '\r') {
-          state_ = State::size_lf;
-        } else if (!is_token_char(c)) {
-          return fail();
-        }
-        previous_ = static_cast<char>(c);
-        break;
-      }
-      case State::size_lf:
-        if (c != '\n') return fail();
-        size_digits_ = 0;
-        line_length_ = 0;
-        if (remaining_ == 0) {
-          state_ = State::trailer_start;  // the last chunk: what follows is the trailer section
-          trailers_from = i + 1;
-        } else {
-          state_ = State::data;
-        }
-        break;
-      case State::data_cr:
-        if (c != '\r') return fail();
-        state_ = State::data_lf;
-        break;
-      case State::data_lf:
-        if (c != '\n') return fail();
-        state_ = State::size;
-        break;
-      case State::trailer_start:
-        if (c == '\r') {
-          state_ = State::final_lf;
-          break;
-        }
-        // A trailer line: a token name directly followed by ':'. A leading SP or HTAB (a fold)
-        // or ':' (no name) fails here.
-        if (!is_token_char(c)) return fail();
-        if (++line_length_ > kMaxTrailerBytes) return fail();
-        in_value_ = false;
-        state_ = State::trailer_line;
-        break;
-      case State::trailer_line:
-        if (++line_length_ > kMaxTrailerBytes) return fail();
-        if (!in_value_) {
-          if (c == ':') {
-            in_value_ = true;
-          } else if (!is_token_char(c)) {
-            return fail();  // white space before ':', a control char, a line with no ':'
-          }
-        } else if (c == '\r') {
-          state_ = State::trailer_lf;
-        } else if (c != '\t' && (c < 0x20 || c == 0x7f)) {
-          return fail();  // bare LF, NUL, other controls
-        }
-        break;
-      case State::trailer_lf:
-        if (c != '\n') return fail();
-        state_ = State::trailer_start;
-        break;
-      case State::final_lf:
-        if (c != '\n') return fail();
-        state_ = State::done;
-        break;
-      case State::data:
-      case State::done:
-      case State::malformed:
-        break;  // handled above
+    if (!take_line_byte(static_cast<unsigned char>(data[i]))) {
+      state_ = State::malformed;
+      break;
     }
     ++i;
+    if (state_ == State::trailer_start && trailers_from == std::string_view::npos) trailers_from = i;
   }
   step.consumed = i;
+  if (state_ == State::malformed) {
+    step.malformed = true;
+    return step;
+  }
   step.passed = std::min(i, trailers_from);
   step.finished = state_ == State::done;
   // The closing CRLF once, in the feed that ends the body (the section's own end is dropped with it).
   if (step.finished && !ended_before) step.ending = "\r\n";
   return step;
+}
+
+bool ChunkedScanner::take_line_byte(unsigned char c) noexcept {
+  switch (state_) {
+    case State::size:
+      return take_size_byte(c);
+    case State::extension:
+      return take_extension_byte(c);
+    case State::size_lf:
+      if (c != '\n') return false;
+      size_digits_ = 0;
+      line_length_ = 0;
+      // The last chunk (size 0): what follows is the trailer section.
+      state_ = remaining_ == 0 ? State::trailer_start : State::data;
+      return true;
+    case State::data_cr:
+      state_ = State::data_lf;
+      return c == '\r';
+    case State::data_lf:
+      state_ = State::size;
+      return c == '\n';
+    case State::trailer_start:
+    case State::trailer_line:
+      return take_trailer_byte(c);
+    case State::trailer_lf:
+      state_ = State::trailer_start;
+      return c == '\n';
+    case State::final_lf:
+      state_ = State::done;
+      return c == '\n';
+    case State::data:
+    case State::done:
+    case State::malformed:
+      break;  // never here: feed handles them
+  }
+  return false;
+}
+
+bool ChunkedScanner::take_size_byte(unsigned char c) noexcept {
+  const int digit = hex_value(static_cast<char>(c));
+  if (digit >= 0) {
+    if (size_digits_ == kMaxChunkSizeDigits) return false;
+    ++size_digits_;
+    remaining_ = (remaining_ << 4) | static_cast<std::uint64_t>(digit);
+    return true;
+  }
+  if (size_digits_ == 0) return false;  // no digits: "", "-1", " 5", "0x5" all end here
+  if (c == ';') {
+    // No white space before ';' (BWS): "5 ;x" is read differently by different parsers.
+    state_ = State::extension;
+    line_length_ = 1;
+    previous_ = ';';
+    in_value_ = false;
+    return true;
+  }
+  if (c != '\r') return false;
+  state_ = State::size_lf;
+  return true;
+}
+
+// A strict subset of RFC 9112's chunk-ext: (";" token ["=" token])*, no white space and no quoted
+// strings, so that no CR, LF or quote can hide in it.
+bool ChunkedScanner::take_extension_byte(unsigned char c) noexcept {
+  if (++line_length_ > kMaxChunkExtensionBytes) return false;
+  if (previous_ == ';' || previous_ == '=') {
+    if (!is_token_char(c)) return false;
+  } else if (c == ';') {
+    in_value_ = false;
+  } else if (c == '=') {
+    if (in_value_) return false;
+    in_value_ = true;
+  } else if (c == '\r') {
+    state_ = State::size_lf;
+  } else if (!is_token_char(c)) {
+    return false;
+  }
+  previous_ = static_cast<char>(c);
+  return true;
+}
+
+// A trailer line: a token name directly followed by ':', then a value of visible characters and
+// tabs, then CRLF; an empty line ends the section.
+bool ChunkedScanner::take_trailer_byte(unsigned char c) noexcept {
+  if (state_ == State::trailer_start) {
+    if (c == '\r') {
+      state_ = State::final_lf;
+      return true;
+    }
+    // A leading SP or HTAB (a fold) or ':' (no name) fails here.
+    if (!is_token_char(c) || ++line_length_ > kMaxTrailerBytes) return false;
+    in_value_ = false;
+    state_ = State::trailer_line;
+    return true;
+  }
+  if (++line_length_ > kMaxTrailerBytes) return false;
+  if (!in_value_) {
+    if (c == ':') in_value_ = true;
+    return c == ':' || is_token_char(c);  // white space before ':', a control char, no ':'
+  }
+  if (c == '\r') {
+    state_ = State::trailer_lf;
+    return true;
+  }
+  return c == '\t' || (c >= 0x20 && c != 0x7f);  // bare LF, NUL, other controls fail
 }
 
 }  // namespace boxproxy

@@ -60,6 +60,11 @@ class ChunkedScanner {
 
  private:
   [[nodiscard]] bool in_trailer_section() const noexcept;
+  // One byte of a line (a chunk size, an extension, a line end, a trailer); false: malformed.
+  [[nodiscard]] bool take_line_byte(unsigned char c) noexcept;
+  [[nodiscard]] bool take_size_byte(unsigned char c) noexcept;
+  [[nodiscard]] bool take_extension_byte(unsigned char c) noexcept;
+  [[nodiscard]] bool take_trailer_byte(unsigned char c) noexcept;
   enum class State : std::uint8_t {
     size,             // reading hex digits of a chunk size
     extension,        // reading a chunk extension after ';'
