@@ -46,7 +46,8 @@ ClientConnection* ClientConnection::open(ProxyServer& server, int client_fd) {
 ClientConnection::ClientConnection(ProxyServer& server, int client_fd)
     : server_(server),
       id_(server.next_connection_id()),
-      dialer_(UpstreamEvents{server.base(), &on_upstream_read, &on_upstream_write, this}) {
+      dialer_(UpstreamEvents{server.base(), &on_event<&ClientConnection::upstream_readable>,
+                             &on_event<&ClientConnection::upstream_writable>, this}) {
   client_.fd.reset(client_fd);
   client_count_ = server_.count_client();
   undecided_ = server_.mark_undecided();
@@ -54,9 +55,9 @@ ClientConnection::ClientConnection(ProxyServer& server, int client_fd)
 
 bool ClientConnection::init_events() {
   event_base* base = server_.base();
-  client_.read_event = make_event(base, client_.fd.get(), EV_READ | EV_PERSIST, &on_client_read, this);
-  client_.write_event = make_event(base, client_.fd.get(), EV_WRITE | EV_PERSIST, &on_client_write, this);
-  timer_ = make_event(base, -1, 0, &on_timer, this);
+  client_.read_event = make_event(base, client_.fd.get(), EV_READ | EV_PERSIST, &on_event<&ClientConnection::client_readable>, this);
+  client_.write_event = make_event(base, client_.fd.get(), EV_WRITE | EV_PERSIST, &on_event<&ClientConnection::client_writable>, this);
+  timer_ = make_event(base, -1, 0, &on_event<&ClientConnection::timer_fired>, this);
   handshake_ = new_handshake();
   if (!client_.read_event || !client_.write_event || !timer_ || !handshake_) return false;
   update_reading(client_);
@@ -88,29 +89,10 @@ void ClientConnection::finish(ClientConnection* connection, Next next) noexcept 
   if (next == Next::close) delete connection;
 }
 
-void ClientConnection::on_client_read(evutil_socket_t, short, void* self) noexcept {
+template <ClientConnection::Next (ClientConnection::*kMember)()>
+void ClientConnection::on_event(evutil_socket_t, short, void* self) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
-  finish(c, c->client_readable());
-}
-
-void ClientConnection::on_client_write(evutil_socket_t, short, void* self) noexcept {
-  auto* c = static_cast<ClientConnection*>(self);
-  finish(c, c->client_writable());
-}
-
-void ClientConnection::on_upstream_read(evutil_socket_t, short, void* self) noexcept {
-  auto* c = static_cast<ClientConnection*>(self);
-  finish(c, c->upstream_readable());
-}
-
-void ClientConnection::on_upstream_write(evutil_socket_t, short, void* self) noexcept {
-  auto* c = static_cast<ClientConnection*>(self);
-  finish(c, c->upstream_writable());
-}
-
-void ClientConnection::on_timer(evutil_socket_t, short, void* self) noexcept {
-  auto* c = static_cast<ClientConnection*>(self);
-  finish(c, c->timer_fired());
+  finish(c, (c->*kMember)());
 }
 
 void ClientConnection::on_ask_verdict(void* self, AskVerdict verdict) noexcept {

@@ -71,12 +71,10 @@ class ClientConnection : public ListLink<ClientConnection> {
   ClientConnection(ProxyServer& server, int client_fd);
   bool init_events();
 
-  // Trampolines: the only places that delete a connection.
-  static void on_client_read(evutil_socket_t, short, void* self) noexcept;
-  static void on_client_write(evutil_socket_t, short, void* self) noexcept;
-  static void on_upstream_read(evutil_socket_t, short, void* self) noexcept;
-  static void on_upstream_write(evutil_socket_t, short, void* self) noexcept;
-  static void on_timer(evutil_socket_t, short, void* self) noexcept;
+  // Trampolines: the only places that delete a connection. on_event<&member> calls the member
+  // for a socket's or the timer's event.
+  template <Next (ClientConnection::*kMember)()>
+  static void on_event(evutil_socket_t, short, void* self) noexcept;
   static void on_resolved(void* self, std::vector<IpAddress> answers) noexcept;
   static void on_ask_verdict(void* self, AskVerdict verdict) noexcept;
   static void finish(ClientConnection* connection, Next next) noexcept;

@@ -10,6 +10,19 @@
 namespace boxproxy {
 namespace {
 
+// The address and port of a sockaddr_in (In) or sockaddr_in6, copied out of `address` whole into
+// the family's own struct first: no field is read through a cast.
+template <typename In, auto kAddressField, auto kPortField>
+IpAddressAndPort read_sockaddr(const sockaddr& address, IpAddress::Family family) noexcept {
+  In in{};
+  std::memcpy(&in, &address, sizeof in);
+  IpAddressAndPort out;
+  out.address.family = family;
+  std::memcpy(out.address.bytes.data(), &(in.*kAddressField), sizeof(in.*kAddressField));
+  out.port = ntohs(in.*kPortField);
+  return out;
+}
+
 constexpr bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
 // One part of an inet_aton address: decimal, "0x"/"0X" and at least one hex digit, or '0'
@@ -116,22 +129,11 @@ SocketAddress IpAddress::to_sockaddr(std::uint16_t port, std::uint32_t scope_id)
 }
 
 std::optional<IpAddressAndPort> IpAddress::from_sockaddr(const sockaddr& address, socklen_t length) noexcept {
-  IpAddressAndPort out;
   if (address.sa_family == AF_INET && length >= sizeof(sockaddr_in)) {
-    sockaddr_in sin{};
-    std::memcpy(&sin, &address, sizeof sin);
-    out.address.family = Family::v4;
-    std::memcpy(out.address.bytes.data(), &sin.sin_addr, 4);
-    out.port = ntohs(sin.sin_port);
-    return out;
+    return read_sockaddr<sockaddr_in, &sockaddr_in::sin_addr, &sockaddr_in::sin_port>(address, Family::v4);
   }
   if (address.sa_family == AF_INET6 && length >= sizeof(sockaddr_in6)) {
-    sockaddr_in6 sin6{};
-    std::memcpy(&sin6, &address, sizeof sin6);
-    out.address.family = Family::v6;
-    std::memcpy(out.address.bytes.data(), &sin6.sin6_addr, 16);
-    out.port = ntohs(sin6.sin6_port);
-    return out;
+    return read_sockaddr<sockaddr_in6, &sockaddr_in6::sin6_addr, &sockaddr_in6::sin6_port>(address, Family::v6);
   }
   return std::nullopt;
 }

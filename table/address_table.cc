@@ -46,24 +46,24 @@ using R = Reason;
 // inside a later, wider row come first on purpose (the metadata address inside cgnat, broadcast
 // inside 240/4, the EC2 metadata range inside fc00::/7).
 constexpr std::array kRows{
-    v4(0, 0, 0, 0, 8, R::unspecified),
-    v4(127, 0, 0, 0, 8, R::loopback),
-    v4(10, 0, 0, 0, 8, R::private_range),
-    v4(172, 16, 0, 0, 12, R::private_range),
-    v4(192, 168, 0, 0, 16, R::private_range),
-    v4(192, 0, 0, 0, 24, R::private_range),
+    v4(0, 0, 0, 0, 8, R::unspecified),           // "this network" (RFC 791)
+    v4(127, 0, 0, 0, 8, R::loopback),            // RFC 1122
+    v4(10, 0, 0, 0, 8, R::private_range),        // RFC 1918
+    v4(172, 16, 0, 0, 12, R::private_range),     // RFC 1918
+    v4(192, 168, 0, 0, 16, R::private_range),    // RFC 1918
+    v4(192, 0, 0, 0, 24, R::private_range),      // IETF protocol assignments (RFC 6890)
     v4(100, 100, 100, 200, 32, R::metadata),  // Alibaba Cloud metadata, inside 100.64/10
-    v4(100, 64, 0, 0, 10, R::cgnat),
+    v4(100, 64, 0, 0, 10, R::cgnat),             // shared address space (RFC 6598)
     v4(168, 63, 129, 16, 32, R::metadata),  // Azure wire server
     v4(169, 254, 0, 0, 16, R::link_local),   // also AWS/GCP/Azure metadata 169.254.169.254
-    v4(198, 18, 0, 0, 15, R::benchmarking),
-    v4(192, 0, 2, 0, 24, R::reserved),
-    v4(198, 51, 100, 0, 24, R::reserved),
-    v4(203, 0, 113, 0, 24, R::reserved),
-    v4(192, 88, 99, 0, 24, R::reserved),
-    v4(224, 0, 0, 0, 4, R::multicast),
-    v4(255, 255, 255, 255, 32, R::broadcast),
-    v4(240, 0, 0, 0, 4, R::reserved),
+    v4(198, 18, 0, 0, 15, R::benchmarking),      // RFC 2544
+    v4(192, 0, 2, 0, 24, R::reserved),           // TEST-NET-1 (RFC 5737)
+    v4(198, 51, 100, 0, 24, R::reserved),        // TEST-NET-2 (RFC 5737)
+    v4(203, 0, 113, 0, 24, R::reserved),         // TEST-NET-3 (RFC 5737)
+    v4(192, 88, 99, 0, 24, R::reserved),         // 6to4 relay anycast (RFC 7526)
+    v4(224, 0, 0, 0, 4, R::multicast),           // RFC 5771
+    v4(255, 255, 255, 255, 32, R::broadcast),    // limited broadcast (RFC 919)
+    v4(240, 0, 0, 0, 4, R::reserved),            // RFC 1112
     v6(groups({0, 0, 0, 0, 0, 0, 0, 1}), 128, R::loopback),  // ::1
     v6(groups({0, 0, 0, 0}), 128, R::unspecified),  // ::
     // ::ffff:0:0/96 and 64:ff9b::/96 carry an IPv4 address in their last four bytes: a client
