@@ -28,39 +28,26 @@ ControlChannel::~ControlChannel() {
 }
 
 bool ControlChannel::start() noexcept {
-  read_event_ = make_event(hub_.base(), fd_.get(), EV_READ | EV_PERSIST, &on_readable, this);
-  write_event_ = make_event(hub_.base(), fd_.get(), EV_WRITE | EV_PERSIST, &on_writable, this);
+  read_event_ = make_event(hub_.base(), fd_.get(), EV_READ | EV_PERSIST, &on_ready<&ControlChannel::readable>, this);
+  write_event_ = make_event(hub_.base(), fd_.get(), EV_WRITE | EV_PERSIST, &on_ready<&ControlChannel::writable>, this);
   if (!read_event_ || !write_event_) return false;
   update_events();
   return true;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Trampolines: the only places a channel ends.
+// The trampoline: the only place a channel ends.
 
-void ControlChannel::finish(ControlChannel* channel, Next next) noexcept {
-  if (next == Next::close) channel->hub_.channel_ended(channel);  // deletes it
-}
-
-void ControlChannel::on_readable(evutil_socket_t, short, void* self) noexcept {
+template <ControlChannel::Next (ControlChannel::*step)()>
+void ControlChannel::on_ready(evutil_socket_t, short, void* self) noexcept {
   auto* channel = static_cast<ControlChannel*>(self);
   Next next = Next::close;
   try {
-    next = channel->readable();
+    next = (channel->*step)();
   } catch (...) {
     // No exception through libevent: a channel that cannot allocate is closed.
   }
-  finish(channel, next);
-}
-
-void ControlChannel::on_writable(evutil_socket_t, short, void* self) noexcept {
-  auto* channel = static_cast<ControlChannel*>(self);
-  Next next = Next::close;
-  try {
-    next = channel->writable();
-  } catch (...) {
-  }
-  finish(channel, next);
+  if (next == Next::close) channel->hub_.channel_ended(channel);  // deletes it
 }
 
 // ---------------------------------------------------------------------------------------------

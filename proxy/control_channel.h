@@ -62,9 +62,10 @@ class ControlChannel {
  private:
   enum class Next { keep, close };
 
-  static void on_readable(evutil_socket_t, short, void* self) noexcept;
-  static void on_writable(evutil_socket_t, short, void* self) noexcept;
-  static void finish(ControlChannel* channel, Next next) noexcept;
+  // The one trampoline, for reading (`step` readable) and writing (writable): the only place a
+  // channel ends.
+  template <Next (ControlChannel::*step)()>
+  static void on_ready(evutil_socket_t, short, void* self) noexcept;
 
   Next readable();
   Next writable();

@@ -8,13 +8,14 @@
 
 #include "proxy/ask_registry.h"
 #include "proxy/control_ops.h"
-#include "proxy/proxy_server.h"
+#include "proxy/decision_log.h"
 
 namespace boxproxy {
 
-ControlHub::ControlHub(event_base* base, ProxyServer& server, DecisionLog& log, Hooks hooks)
-    : base_(base), server_(server), log_(log), hooks_(std::move(hooks)) {
-  if (AskRegistry* asks = server_.asks()) {
+ControlHub::ControlHub(event_base* base, std::unique_ptr<SessionControl> session, DecisionLog& log,
+                       ShutDown shut_down)
+    : base_(base), session_(std::move(session)), log_(log), shut_down_(std::move(shut_down)) {
+  if (AskRegistry* asks = session_->asks()) {
     asks->set_publisher([this](std::string_view line) { return publish_to_all(line); },
                         [this] { return channels_.size(); });
   }
@@ -22,7 +23,7 @@ ControlHub::ControlHub(event_base* base, ProxyServer& server, DecisionLog& log, 
 
 ControlHub::~ControlHub() {
   log_.set_observer(nullptr);
-  if (AskRegistry* asks = server_.asks()) asks->set_publisher(nullptr, nullptr);
+  if (AskRegistry* asks = session_->asks()) asks->set_publisher(nullptr, nullptr);
   acceptor_.reset();
   channels_.clear();
 }
@@ -52,7 +53,7 @@ ControlChannel* ControlHub::add_channel(int fd, ControlChannel::Origin origin) {
     if (origin == ControlChannel::Origin::control_socket) ++socket_clients_;
     // A supervisor that connects while asks are pending is asked too: it may be the one that
     // answers (the first one may have gone).
-    if (AskRegistry* asks = server_.asks()) {
+    if (AskRegistry* asks = session_->asks()) {
       for (const std::string& line : asks->pending_events()) added->event(line);
     }
     return added;
@@ -86,8 +87,10 @@ std::size_t ControlHub::publish_to_all(std::string_view event_line) {
 }
 
 void ControlHub::handle_line(ControlChannel& channel, std::string_view line) {
-  ControlContext context{server_, channel, hooks_.drain};
-  channel.reply(control_reply(line, context));
+  ControlContext context{*session_};
+  std::string reply = control_reply(line, context);
+  if (context.subscribe) channel.subscribe();
+  channel.reply(reply);
   if (channel.subscribed()) watch_decisions();
 }
 
@@ -115,18 +118,18 @@ void ControlHub::channel_ended(ControlChannel* channel) noexcept {
   if (!supervisor_gone) --socket_clients_;
   channels_.remove_if([channel](const std::unique_ptr<ControlChannel>& owned) { return owned.get() == channel; });
   stop_watching_decisions_if_unwanted();
-  if (supervisor_gone && hooks_.shut_down) {
+  if (supervisor_gone && shut_down_) {
     // The supervisor's end of the pair is gone: it died or let go, and a proxy nobody supervises
     // must not go on (SPEC §15: as on SIGTERM; clients waiting on an ask close unanswered).
     try {
-      hooks_.shut_down();
+      shut_down_();
     } catch (...) {
     }
     return;
   }
   // Nobody is left to answer: every pending ask is refused now rather than at its timeout.
   if (channels_.empty()) {
-    if (AskRegistry* asks = server_.asks()) asks->channels_closed();
+    if (AskRegistry* asks = session_->asks()) asks->channels_closed();
   }
 }
 

@@ -12,11 +12,11 @@
 #include "proxy/acceptor.h"
 #include "proxy/control_channel.h"
 #include "proxy/event_owners.h"
+#include "proxy/session_control.h"
 
 namespace boxproxy {
 
 class DecisionLog;
-class ProxyServer;
 
 // Clients of --control-socket open at once; one more is told so and closed. A supervisor needs
 // one or two (itself, an operator's look); each may hold up to kControlQueueBytes of events, so
@@ -25,13 +25,12 @@ inline constexpr std::size_t kMaxControlClients = 8;
 
 class ControlHub {
  public:
-  struct Hooks {
-    std::function<void()> shut_down;  // --control-fd reached EOF: exit as on SIGTERM
-    std::function<void()> drain;      // a client asked for "drain"
-  };
+  // --control-fd reached EOF: exit as on SIGTERM.
+  using ShutDown = std::function<void()>;
 
-  // Every decision and done line of `log` goes to the subscribers, while there are any.
-  ControlHub(event_base* base, ProxyServer& server, DecisionLog& log, Hooks hooks);
+  // Requests act on `session` (owned here from now on); every decision and done line of `log`
+  // goes to the subscribers, while there are any.
+  ControlHub(event_base* base, std::unique_ptr<SessionControl> session, DecisionLog& log, ShutDown shut_down);
   ~ControlHub();
   ControlHub(const ControlHub&) = delete;
   ControlHub& operator=(const ControlHub&) = delete;
@@ -67,9 +66,9 @@ class ControlHub {
   void stop_watching_decisions_if_unwanted() noexcept;
 
   event_base* base_;
-  ProxyServer& server_;
+  std::unique_ptr<SessionControl> session_;
   DecisionLog& log_;
-  Hooks hooks_;
+  ShutDown shut_down_;
   std::size_t socket_clients_ = 0;
   bool watching_decisions_ = false;  // the log's observer is ours
   std::list<std::unique_ptr<ControlChannel>> channels_;

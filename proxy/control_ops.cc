@@ -13,7 +13,6 @@
 #include "proxy/ask_registry.h"
 #include "proxy/control_channel.h"
 #include "proxy/json_nesting.h"
-#include "proxy/proxy_server.h"
 #include "table/host_list.h"
 
 namespace boxproxy {
@@ -96,16 +95,19 @@ OrderedJson hello(const Json& id) {
   return reply;
 }
 
-// The SIGUSR1 stats object (SPEC §12), from the code that writes it to the log, as a reply: its
-// keys after "id" and "ok", without "event" (a reply is not an event).
-OrderedJson stats(const Json& id, const ProxyServer& server) {
+// The SIGUSR1 stats object (SPEC §12) as a reply: its keys, in its order, after "id" and "ok",
+// without "event" (a reply is not an event).
+OrderedJson stats(const Json& id, const SessionStats& counters) {
   OrderedJson reply = reply_head(id, true);
-  const OrderedJson object = OrderedJson::parse(server.stats_json(), nullptr, /*allow_exceptions=*/false);
-  if (object.is_object()) {
-    for (const auto& [key, value] : object.items()) {
-      if (key != "event") reply[key] = value;
-    }
-  }
+  reply["open"] = counters.open;
+  reply["used"] = counters.used;
+  reply["lookups"] = counters.lookups;
+  reply["clients"] = counters.clients;
+  OrderedJson refused = OrderedJson::object();
+  for (const auto& [cls, count] : counters.refused) refused[cls] = count;
+  reply["refused"] = std::move(refused);
+  reply["up"] = counters.up;
+  reply["down"] = counters.down;
   return reply;
 }
 
@@ -138,8 +140,7 @@ Result<std::vector<HostEntry>> entries_of(const Json& value, std::string_view ke
 HostList list_of(const std::vector<HostEntry>& entries) {
   HostList list;
   for (const HostEntry& entry : entries) {
-    // Canonical already: it reads back to itself (repeats are dropped by add).
-    (void)list.add(entry_text(entry));
+    list.add(entry);  // repeats are dropped
   }
   return list;
 }
@@ -179,22 +180,22 @@ Result<std::optional<HostList>> edited_list(const Json& request, const std::opti
   return std::optional<HostList>(list_of(result));
 }
 
-Result<OrderedJson> allow(const Json& id, const Json& request, ProxyServer& server) {
+Result<OrderedJson> allow(const Json& id, const Json& request, SessionControl& session) {
   if (auto failure = only_keys(request, "allow", {"add", "remove", "set"})) return *failure;
-  auto edited = edited_list(request, server.config().policy.allow);
+  auto edited = edited_list(request, session.host_list());
   if (const Failure* failure = failed(edited)) return *failure;
   std::optional<HostList>& list = std::get<0>(edited);
   OrderedJson reply = reply_head(id, true);
   reply["list"] = list ? OrderedJson(entry_texts(*list)) : OrderedJson(nullptr);
   // As SIGHUP does: tunnels already open are not touched, and every later decision reads the new
   // list (a decision reads the list once, at its start).
-  server.replace_host_list(std::move(list));
+  session.replace_host_list(std::move(list));
   return reply;
 }
 
 // ---- answer ----------------------------------------------------------------------------------
 
-Result<OrderedJson> answer(const Json& id, const Json& request, ProxyServer& server) {
+Result<OrderedJson> answer(const Json& id, const Json& request, SessionControl& session) {
   if (auto failure = only_keys(request, "answer", {"ask", "verdict"})) return *failure;
   if (!request.contains("ask") || !request["ask"].is_number_unsigned()) {
     return Failure{"answer: \"ask\" must be the number of an ask"};
@@ -206,7 +207,7 @@ Result<OrderedJson> answer(const Json& id, const Json& request, ProxyServer& ser
   if (!verdict) {
     return Failure{fmt::format("answer: verdict {} is not \"once\", \"always\" or \"deny\"", shown(request["verdict"]))};
   }
-  AskRegistry* asks = server.asks();
+  AskRegistry* asks = session.asks();
   const auto ask = request["ask"].get<std::uint64_t>();
   if (asks == nullptr) return Failure{fmt::format("answer: no ask {}: serve was started without --ask", ask)};
   if (const auto error = asks->answer(ask, *verdict)) return Failure{fmt::format("answer: {}", *error)};
@@ -219,17 +220,17 @@ Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& con
   if (!request.contains("op")) return Failure{"no \"op\""};
   if (!request["op"].is_string()) return Failure{fmt::format("\"op\" is not a string: {}", shown(request["op"]))};
   const std::string op = request["op"].get<std::string>();
-  if (op == "allow") return allow(id, request, context.server);
-  if (op == "answer") return answer(id, request, context.server);
+  if (op == "allow") return allow(id, request, context.session);
+  if (op == "answer") return answer(id, request, context.session);
   const bool known = op == "hello" || op == "stats" || op == "subscribe" || op == "drain";
   if (!known) return Failure{fmt::format("unknown op {} (hello, allow, stats, subscribe, drain, answer)", shown(op))};
   if (auto failure = only_keys(request, op, {})) return *failure;
   if (op == "hello") return hello(id);
-  if (op == "stats") return stats(id, context.server);
+  if (op == "stats") return stats(id, context.session.stats());
   if (op == "subscribe") {
-    context.channel.subscribe();
+    context.subscribe = true;
   } else {
-    context.drain();  // the reply goes out before the drain can end the process
+    context.session.drain();  // the reply goes out before the drain can end the process
   }
   return reply_head(id, true);
 }

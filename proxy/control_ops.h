@@ -13,20 +13,17 @@
 // nothing: every part of it is checked before anything is changed.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <string_view>
 
+#include "proxy/session_control.h"
+
 namespace boxproxy {
 
-class ProxyServer;
-class ControlChannel;
-
-// What a request may act on.
+// What a request may act on, and what it asks of the channel it came on.
 struct ControlContext {
-  ProxyServer& server;
-  ControlChannel& channel;             // the channel that asked (subscribe marks it)
-  const std::function<void()>& drain;  // starts a drain (the reply goes out first)
+  SessionControl& session;
+  bool subscribe = false;  // set by "subscribe": the caller marks its channel before the reply goes out
 };
 
 // The reply (one line, ASCII, no newline) to the request `line`.

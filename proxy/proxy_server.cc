@@ -60,15 +60,26 @@ void ProxyServer::on_drain_check(evutil_socket_t, short, void* self) noexcept {
   }
 }
 
+SessionStats ProxyServer::session_stats() const {
+  return SessionStats{.open = stats_.open,
+                      .used = stats_.used,
+                      .lookups = resolver_.lookups(),
+                      .clients = stats_.clients,
+                      .refused = stats_.refused,
+                      .up = stats_.up,
+                      .down = stats_.down};
+}
+
 std::string ProxyServer::stats_json() const {
+  const SessionStats stats = session_stats();
   std::string refused;
-  for (const auto& [cls, count] : stats_.refused) {
+  for (const auto& [cls, count] : stats.refused) {
     if (!refused.empty()) refused.push_back(',');
     refused += fmt::format("{}:{}", json_quote(cls), count);
   }
   return fmt::format(
       R"({{"event":"stats","open":{},"used":{},"lookups":{},"clients":{},"refused":{{{}}},"up":{},"down":{}}})",
-      stats_.open, stats_.used, resolver_.lookups(), stats_.clients, refused, stats_.up, stats_.down);
+      stats.open, stats.used, stats.lookups, stats.clients, refused, stats.up, stats.down);
 }
 
 std::variant<TunnelSlot, Reason> ProxyServer::take_slot() noexcept {

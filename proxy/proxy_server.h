@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "proxy/acceptor.h"
@@ -19,6 +20,7 @@
 #include "proxy/held_count.h"
 #include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
+#include "proxy/session_control.h"
 #include "table/policy.h"
 
 namespace boxproxy {
@@ -82,6 +84,8 @@ class ProxyServer {
   // The control channel's "drain": stops accepting now; `drained` runs (from the loop, never
   // inside a connection's teardown) once the last client connection has ended.
   void drain(std::function<void()> drained);
+  // The counters of the SIGUSR1 stats line and of the control channel's "stats" (SPEC §12).
+  [[nodiscard]] SessionStats session_stats() const;
   // The SIGUSR1 stats line (SPEC §12).
   [[nodiscard]] std::string stats_json() const;
 
@@ -125,6 +129,24 @@ class ProxyServer {
   EventPtr drain_check_;               // made active as each client leaves while draining
   ConnectionList<ClientConnection> connections_;
   bool stopping_ = false;
+};
+
+// The control channel's port onto a server (SPEC §15). The drain is the process's, not only the
+// server's (it also removes the session socket and says so in the log): its owner gives it.
+class ServerControl final : public SessionControl {
+ public:
+  ServerControl(ProxyServer& server, std::function<void()> drain)
+      : server_(server), drain_(std::move(drain)) {}
+
+  [[nodiscard]] const std::optional<HostList>& host_list() const override { return server_.config().policy.allow; }
+  void replace_host_list(std::optional<HostList> list) override { server_.replace_host_list(std::move(list)); }
+  [[nodiscard]] SessionStats stats() const override { return server_.session_stats(); }
+  [[nodiscard]] AskRegistry* asks() override { return server_.asks(); }
+  void drain() override { drain_(); }
+
+ private:
+  ProxyServer& server_;
+  std::function<void()> drain_;
 };
 
 }  // namespace boxproxy

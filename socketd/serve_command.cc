@@ -239,8 +239,8 @@ int serve(const ServeOptions& options) {
   if (options.ask) daemon.server->enable_asking(options.ask_timeout);
   if (options.control_fd || options.control_socket) {
     daemon.control = std::make_unique<ControlHub>(
-        daemon.base.get(), *daemon.server, *daemon.log,
-        ControlHub::Hooks{.shut_down = [&daemon] { daemon.shut_down(); }, .drain = [&daemon] { daemon.drain(); }});
+        daemon.base.get(), std::make_unique<ServerControl>(*daemon.server, [&daemon] { daemon.drain(); }), *daemon.log,
+        [&daemon] { daemon.shut_down(); });
     try {
       if (options.control_fd) daemon.control->adopt(*options.control_fd);
     } catch (const std::runtime_error& error) {

@@ -113,9 +113,14 @@ std::vector<std::string_view> split_host_file(std::string_view text) {
 std::optional<std::string> HostList::add(std::string_view entry_text) {
   auto parsed = parse_host_entry(entry_text);
   if (auto* error = std::get_if<std::string>(&parsed)) return std::move(*error);
-  auto& entry = std::get<HostEntry>(parsed);
-  if (std::find(entries_.begin(), entries_.end(), entry) == entries_.end()) entries_.push_back(std::move(entry));
+  (void)add(std::get<HostEntry>(std::move(parsed)));
   return std::nullopt;
+}
+
+bool HostList::add(HostEntry entry) {
+  if (std::find(entries_.begin(), entries_.end(), entry) != entries_.end()) return false;
+  entries_.push_back(std::move(entry));
+  return true;
 }
 
 HostList::Match HostList::match(std::string_view name, std::uint16_t port) const {

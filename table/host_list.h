@@ -42,6 +42,8 @@ class HostList {
 
   // Adds one entry (repeats are dropped). Returns an error message naming the entry.
   [[nodiscard]] std::optional<std::string> add(std::string_view entry_text);
+  // Adds an entry parsed already (parse_host_entry's): false when it was there (a repeat).
+  bool add(HostEntry entry);
 
   // `name` is a parsed name (never an IP literal: those are refused before this is asked),
   // matched case-insensitively and without a trailing dot.

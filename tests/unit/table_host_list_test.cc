@@ -150,6 +150,22 @@ TEST_CASE("HostList: add drops repeats and reports errors") {
   CHECK(list.entries().size() == 3);
 }
 
+TEST_CASE("HostList: add takes a parsed entry as the text form does, repeats dropped") {
+  HostList list;
+  CHECK(list.add(HostEntry{.name = "example.com"}));
+  CHECK(list.add(HostEntry{.name = "example.com", .wildcard = true}));
+  CHECK(list.add(HostEntry{.name = "example.com", .port = 8080}));
+  CHECK_FALSE(list.add(HostEntry{.name = "example.com"}));
+  // The text form reads to the same entries: both are repeats now.
+  CHECK_FALSE(list.add("EXAMPLE.com.").has_value());
+  CHECK_FALSE(list.add("*.example.com").has_value());
+  CHECK(list.entries().size() == 3);
+  CHECK(list.entries()[2] == HostEntry{.name = "example.com", .port = 8080});
+  CHECK(list.match("www.example.com", 443) == HostList::Match::listed);
+  CHECK(list.match("example.com", 8080) == HostList::Match::listed);
+  CHECK(list.match("example.com", 22) == HostList::Match::port_not_open);
+}
+
 TEST_CASE("HostList::match: case, trailing dot, wildcards strictly below, ports") {
   HostList list;
   for (const char* e : {"example.com", "*.wild.org", "api.service.net:8443", "*.pkg.dev:8080", "both.io",

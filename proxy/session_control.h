@@ -1,0 +1,51 @@
+// What the supervisor's channel (SPEC §15) may do to a running session, and nothing more: read
+// and replace the host list, read the stats, reach the asks, start a drain. The control code
+// (control_hub, control_ops) sees the session only through this port, never the whole server, so
+// neither side includes the other and control_ops can be tested and fuzzed against a fake.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "table/host_list.h"
+
+namespace boxproxy {
+
+class AskRegistry;
+
+// The session's counters at one moment: the §12 stats object's fields, in its order.
+struct SessionStats {
+  std::uint64_t open = 0;     // upstream connections open now
+  std::uint64_t used = 0;     // upstream connections used in all
+  std::uint64_t lookups = 0;  // names looked up in DNS in all
+  std::uint64_t clients = 0;  // client connections open now
+  std::map<std::string, std::uint64_t, std::less<>> refused;  // by log class, in order
+  std::uint64_t up = 0;       // bytes client to origin
+  std::uint64_t down = 0;     // bytes origin to client
+};
+
+class SessionControl {
+ public:
+  virtual ~SessionControl() = default;
+
+  // The host list in force (nullopt: none, everything public is reachable).
+  [[nodiscard]] virtual const std::optional<HostList>& host_list() const = 0;
+  // Replaces it: tunnels already open are untouched, every later decision reads the new one.
+  virtual void replace_host_list(std::optional<HostList> list) = 0;
+  [[nodiscard]] virtual SessionStats stats() const = 0;
+  // The asks, or null when serve runs without --ask.
+  [[nodiscard]] virtual AskRegistry* asks() = 0;
+  // Stops accepting clients, lets the open ones end, then exits. Returns at once: the drain ends
+  // from the event loop, so a reply queued after this still goes out.
+  virtual void drain() = 0;
+
+ protected:
+  SessionControl() = default;
+  SessionControl(const SessionControl&) = default;
+  SessionControl& operator=(const SessionControl&) = default;
+};
+
+}  // namespace boxproxy
