@@ -15,6 +15,7 @@
 #include "proxy/event_owners.h"
 #include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
+#include "socketd/command_shell.h"
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/serve_options.h"
@@ -24,9 +25,6 @@
 namespace boxproxy {
 namespace {
 
-constexpr int kAllowed = 0;
-constexpr int kRefused = 1;
-constexpr int kUsage = 2;
 // Loop passes after the last lookup, for evdns' deferred callbacks of cancelled ones (serve's too).
 constexpr int kFinishingTurns = 4;
 
@@ -135,7 +133,7 @@ class Checker {
     bool all_allowed = true;
     for (const Judgement& j : judgements_) all_allowed = print(j) && all_allowed;
     std::fflush(stdout);
-    return all_allowed ? kAllowed : kRefused;
+    return as_status(all_allowed ? ExitCode::ok : ExitCode::refused);
   }
 
  private:
@@ -270,22 +268,14 @@ class Checker {
 }  // namespace
 
 int run_check_command(int argc, char** argv) {
-  Options options;
-  try {
-    options = parse_options(argc, argv);
-  } catch (const HelpRequested&) {
-    fmt::print("{}", help_text());
-    return kAllowed;
-  } catch (const UsageError& error) {
-    fmt::print(stderr, "{}\n", error.message);
-    return kUsage;
-  }
-  try {
-    return Checker(options).run();
-  } catch (const std::runtime_error& error) {
-    fmt::print(stderr, "boxproxy check: {}\n", error.what());
-    return kUsage;
-  }
+  return run_command_shell(kCommand, &help_text, [argc, argv] {
+    const Options options = parse_options(argc, argv);
+    try {
+      return Checker(options).run();
+    } catch (const std::runtime_error& error) {
+      throw StartupError{ExitCode::usage, error.what()};
+    }
+  });
 }
 
 }  // namespace boxproxy
