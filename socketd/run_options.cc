@@ -149,7 +149,7 @@ ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const
                                                  &parsed.allow_file, &parsed.auth_token_file, &parsed.control_socket}) {
     if (*file) files.push_back(**file);
   }
-  return {.token = std::move(parsed.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd,
+  return {.token = std::move(parsed.proxy.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd,
           .files = std::move(files)};
 }
 

@@ -88,22 +88,6 @@ UniqueFd open_append(const std::string& path, const char* what) {
   return UniqueFd(fd);
 }
 
-ProxyConfig proxy_config(const ServeOptions& options) {
-  ProxyConfig config;
-  config.policy = options.policy;
-  config.allow_hint = options.allow_hint;
-  config.max_tunnels = options.max_tunnels;
-  config.max_connections = options.max_connections;
-  config.head_timeout = options.head_timeout;
-  config.dns_timeout = options.dns_timeout;
-  config.connect_timeout = options.connect_timeout;
-  config.idle_timeout = options.idle_timeout;
-  config.max_head_bytes = options.max_head_bytes;
-  config.auth_token = options.auth_token;
-  config.sni_check = options.sni_check;
-  return config;
-}
-
 // Everything a running proxy owns, declared in dependency order so that it is destroyed in the
 // reverse: the connections die first, and nothing outlives the event base (STYLE 2).
 struct Daemon {
@@ -293,14 +277,15 @@ int serve(const ServeOptions& options) {
 
   Daemon daemon(options);
   const int log_fd = open_log(daemon, options);
-  if (auto warning = raise_descriptor_limit(options.max_tunnels)) daemon.log->message(*warning);
+  if (auto warning = raise_descriptor_limit(options.proxy.max_tunnels)) daemon.log->message(*warning);
   try {
     daemon.resolver =
-        std::make_unique<Resolver>(daemon.base.get(), options.nameservers, options.dns_timeout, options.max_lookups);
+        std::make_unique<Resolver>(daemon.base.get(), options.nameservers, options.proxy.dns_timeout,
+                                                 options.max_lookups);
   } catch (const std::runtime_error& error) {
     throw StartupError{ExitCode::failure, error.what()};
   }
-  daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), proxy_config(options), *daemon.resolver, *daemon.log);
+  daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), options.proxy, *daemon.resolver, *daemon.log);
 
   if (options.ask) daemon.server->enable_asking(options.ask_timeout);
   if (options.control_fd || options.control_socket) {
