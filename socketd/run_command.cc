@@ -308,57 +308,82 @@ std::string directory_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// True when `path` (run --socket) names a socket; says why not on standard error.
+bool is_running_proxy_socket(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == -1) {
+    std::fprintf(stderr, "boxproxy run: --socket %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    std::fprintf(stderr, "boxproxy run: --socket %s: not a socket\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+// The proxy run started, and the private directory of its socket.
+struct StartedProxy {
+  pid_t pid = -1;
+  std::string dir;
+};
+
+// Starts `boxproxy serve` with the serve options on a socket in a new private directory (its
+// path into environment.socket_path) and waits until it listens. Returns ExitCode::ok, or the
+// status run exits with (nothing left behind).
+int start_proxy(const RunOptions& options, BoxEnvironment& environment, StartedProxy& proxy) {
+  auto made = make_private_dir();
+  if (!made) {
+    std::fprintf(stderr, "boxproxy run: cannot make a private directory for the socket: %s\n", std::strerror(errno));
+    return as_status(ExitCode::setup_failed);
+  }
+  proxy.dir = *made;
+  environment.socket_path = proxy.dir + "/egress.sock";
+  std::vector<std::string> args = {"boxproxy", "serve", "--socket", environment.socket_path, "--die-with-parent"};
+  args.insert(args.end(), options.serve_args.begin(), options.serve_args.end());
+  int status = 0;
+  proxy.pid = start_helper(args, &status);
+  // The supervisor's readiness descriptor is the proxy's to write: were the box to inherit it,
+  // COMMAND could write READY=1 (or hold off the EOF) in the proxy's name.
+  if (options.serve_facts.ready_fd) ::close(*options.serve_facts.ready_fd);
+  // Nor the supervisor's channel: with it, COMMAND could edit the host list or answer its own
+  // asks (SPEC §14: the box never inherits the proxy's control descriptors).
+  if (options.serve_facts.control_fd) ::close(*options.serve_facts.control_fd);
+  if (proxy.pid != -1) return as_status(ExitCode::ok);
+  ::unlink(environment.socket_path.c_str());
+  ::rmdir(proxy.dir.c_str());
+  // serve said why on standard error; a usage error in the serve options is run's too.
+  if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == as_status(ExitCode::usage)) {
+    return as_status(ExitCode::usage);
+  }
+  std::fprintf(stderr, "boxproxy run: the proxy did not start\n");
+  return as_status(ExitCode::setup_failed);
+}
+
+// Ends the proxy run started, and removes its socket and directory.
+void stop_proxy(const StartedProxy& proxy, const std::string& socket_path) {
+  const int serve_status = stop_child(proxy.pid);
+  if (serve_status != -1 && !(WIFEXITED(serve_status) && WEXITSTATUS(serve_status) == 0)) {
+    std::fprintf(stderr, "boxproxy run: the proxy ended with status %d\n", exit_status(serve_status));
+  }
+  ::unlink(socket_path.c_str());  // serve removed it already unless it was killed
+  ::rmdir(proxy.dir.c_str());
+}
+
 int run(const RunOptions& options) {
-  const ServeFacts& serve_facts = options.serve_facts;
   lead_a_process_group();
-  BoxEnvironment environment{.socket_path = {}, .token = serve_facts.token, .protected_paths = {}};
+  BoxEnvironment environment{.socket_path = {}, .token = options.serve_facts.token, .protected_paths = {}};
   // The files run knows of: with --socket only the token file (the running proxy keeps its own
   // list of files, which run never sees).
-  environment.protected_paths.files = serve_facts.files;
+  environment.protected_paths.files = options.serve_facts.files;
   if (options.auth_token_file) environment.protected_paths.files.push_back(*options.auth_token_file);
-  std::string dir;
-  pid_t serve = -1;
+  StartedProxy proxy;
   if (options.socket_path) {
     environment.socket_path = *options.socket_path;
-    struct stat st {};
-    if (::stat(options.socket_path->c_str(), &st) == -1) {
-      std::fprintf(stderr, "boxproxy run: --socket %s: %s\n", options.socket_path->c_str(), std::strerror(errno));
-      return as_status(ExitCode::setup_failed);
-    }
-    if (!S_ISSOCK(st.st_mode)) {
-      std::fprintf(stderr, "boxproxy run: --socket %s: not a socket\n", options.socket_path->c_str());
-      return as_status(ExitCode::setup_failed);
-    }
-  } else {
-    auto made = make_private_dir();
-    if (!made) {
-      std::fprintf(stderr, "boxproxy run: cannot make a private directory for the socket: %s\n", std::strerror(errno));
-      return as_status(ExitCode::setup_failed);
-    }
-    dir = *made;
-    environment.socket_path = dir + "/egress.sock";
-    std::vector<std::string> args = {"boxproxy", "serve", "--socket", environment.socket_path, "--die-with-parent"};
-    args.insert(args.end(), options.serve_args.begin(), options.serve_args.end());
-    int status = 0;
-    serve = start_helper(args, &status);
-    // The supervisor's readiness descriptor is the proxy's to write: were the box to inherit it,
-    // COMMAND could write READY=1 (or hold off the EOF) in the proxy's name.
-    if (serve_facts.ready_fd) ::close(*serve_facts.ready_fd);
-    // Nor the supervisor's channel: with it, COMMAND could edit the host list or answer its own
-    // asks (SPEC §14: the box never inherits the proxy's control descriptors).
-    if (serve_facts.control_fd) ::close(*serve_facts.control_fd);
-    if (serve == -1) {
-      ::unlink(environment.socket_path.c_str());
-      ::rmdir(dir.c_str());
-      // serve said why on standard error; a usage error in the serve options is run's too.
-      if (status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == as_status(ExitCode::usage)) {
-        return as_status(ExitCode::usage);
-      }
-      std::fprintf(stderr, "boxproxy run: the proxy did not start\n");
-      return as_status(ExitCode::setup_failed);
-    }
+    if (!is_running_proxy_socket(*options.socket_path)) return as_status(ExitCode::setup_failed);
+  } else if (const int code = start_proxy(options, environment, proxy); code != as_status(ExitCode::ok)) {
+    return code;
   }
-
   environment.protected_paths.socket_directory = directory_of(environment.socket_path);
 
   const pid_t run_pid = ::getpid();
@@ -377,14 +402,7 @@ int run(const RunOptions& options) {
     status = wait_for(box_pid);
     stop_forwarding();
   }
-  if (serve != -1) {
-    const int serve_status = stop_child(serve);
-    if (serve_status != -1 && !(WIFEXITED(serve_status) && WEXITSTATUS(serve_status) == 0)) {
-      std::fprintf(stderr, "boxproxy run: the proxy ended with status %d\n", exit_status(serve_status));
-    }
-    ::unlink(environment.socket_path.c_str());  // serve removed it already unless it was killed
-    ::rmdir(dir.c_str());
-  }
+  if (proxy.pid != -1) stop_proxy(proxy, environment.socket_path);
   return status == -1 ? as_status(ExitCode::setup_failed) : exit_status(status);
 }
 

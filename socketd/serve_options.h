@@ -47,10 +47,10 @@ struct ServeOptions {
   bool allow_file_on_command_line = false;  // --allow-file was given on the command line
 };
 
-// serve's options, one row each: kind, help, range and default (proxy/defaults.h), made from the
-// rows that also check and store each value. The parser, the config file's keys and
-// serve_help_text() are all made from it; `run` reads it to know
-// which serve options take a value, and `check` takes its rows for kDecisionOptions.
+// serve's options, one row each: kind, help, range and default (proxy/defaults.h), taken from the
+// rows that also check and store each value (serve_options.cc). The parser, the config file's
+// keys and serve_help_text() are all made from it; `run` reads it to know which serve options
+// take a value, and `check` takes its rows for kDecisionOptions.
 [[nodiscard]] const OptionTable& serve_option_table();
 
 // The serve options that shape a decision (SPEC §1): `check` takes these on its command line.
