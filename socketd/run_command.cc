@@ -363,7 +363,7 @@ int start_proxy(const RunOptions& options, BoxEnvironment& environment, StartedP
 // Ends the proxy run started, and removes its socket and directory.
 void stop_proxy(const StartedProxy& proxy, const std::string& socket_path) {
   const int serve_status = stop_child(proxy.pid);
-  if (serve_status != -1 && !(WIFEXITED(serve_status) && WEXITSTATUS(serve_status) == 0)) {
+  if (serve_status != -1 && !(WIFEXITED(serve_status) && WEXITSTATUS(serve_status) == as_status(ExitCode::ok))) {
     std::fprintf(stderr, "boxproxy run: the proxy ended with status %d\n", exit_status(serve_status));
   }
   ::unlink(socket_path.c_str());  // serve removed it already unless it was killed

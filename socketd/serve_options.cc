@@ -16,11 +16,8 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
-#include <algorithm>
-#include <map>
 #include <string_view>
 #include <utility>
-#include <variant>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
