@@ -1,4 +1,5 @@
-// RAII owners for everything libevent allocates, and for file descriptors.
+// RAII owners for everything libevent allocates (and, through proxy/unique_fd.h, for file
+// descriptors).
 //
 // Nothing libevent allocates is held by a raw pointer: each type has a stateless deleter and a
 // unique_ptr alias, and each factory fails loudly (throws at start-up, or returns null in the loop
@@ -8,10 +9,10 @@
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/listener.h>
-#include <unistd.h>
 
 #include <memory>
-#include <utility>
+
+#include "proxy/unique_fd.h"
 
 namespace boxproxy {
 
@@ -33,32 +34,6 @@ using EventBasePtr = std::unique_ptr<event_base, EventBaseDeleter>;
 using EventPtr = std::unique_ptr<event, EventDeleter>;
 using ListenerPtr = std::unique_ptr<evconnlistener, ListenerDeleter>;
 using DnsBasePtr = std::unique_ptr<evdns_base, DnsBaseDeleter>;
-
-// A file descriptor that is closed exactly once, by its one owner.
-class UniqueFd {
- public:
-  UniqueFd() noexcept = default;
-  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) reset(std::exchange(other.fd_, -1));
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  [[nodiscard]] bool valid() const noexcept { return fd_ != -1; }
-  [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) noexcept {
-    if (fd_ != -1) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // event_new, or null when libevent cannot allocate (the caller drops the connection).
 [[nodiscard]] inline EventPtr make_event(event_base* base, int fd, short what, event_callback_fn callback,

@@ -14,7 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "proxy/event_owners.h"
+#include "proxy/unique_fd.h"
 
 namespace boxproxy {
 namespace {

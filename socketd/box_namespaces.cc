@@ -25,7 +25,7 @@
 
 #include <fmt/format.h>
 
-#include "proxy/event_owners.h"
+#include "proxy/unique_fd.h"
 
 namespace boxproxy {
 namespace {

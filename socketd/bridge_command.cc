@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -28,6 +29,7 @@
 #include "proxy/dns_responder.h"
 #include "proxy/event_owners.h"
 #include "proxy/proxy_socket.h"
+#include "socketd/command_shell.h"
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/readiness.h"
@@ -187,17 +189,13 @@ std::string address_text(const sockaddr_storage& address) {
   return found->address.is_v4() ? fmt::format("{}:{}", ip, found->port) : fmt::format("[{}]:{}", ip, found->port);
 }
 
-struct StartupError {
-  std::string message;
-};
-
 // A listening, non-blocking socket on `address`; -1 for an optional address the box cannot have
 // (no IPv6 loopback). Throws StartupError otherwise.
 int open_listener(const ListenAddress& address, std::string& bound_text) {
   const int fd = ::socket(address.address.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd == -1) {
     if (address.optional) return -1;
-    throw StartupError{fmt::format("boxproxy bridge: listen {}: {}", address_text(address.address), std::strerror(errno))};
+    throw StartupError{ExitCode::failure, fmt::format("listen {}: {}", address_text(address.address), std::strerror(errno))};
   }
   UniqueFd owner(fd);
   const int one = 1;
@@ -208,7 +206,7 @@ int open_listener(const ListenAddress& address, std::string& bound_text) {
       ::listen(fd, kListenBacklog) == -1) {
     const int error = errno;
     if (address.optional && (error == EADDRNOTAVAIL || error == EAFNOSUPPORT)) return -1;
-    throw StartupError{fmt::format("boxproxy bridge: listen {}: {}", address_text(address.address), std::strerror(error))};
+    throw StartupError{ExitCode::failure, fmt::format("listen {}: {}", address_text(address.address), std::strerror(error))};
   }
   sockaddr_storage bound{};
   socklen_t length = sizeof bound;
@@ -236,19 +234,19 @@ std::string open_dns(DnsResponder& responder, const ListenAddress& address) {
       bound.address = address.address;
     }
     UniqueFd udp(::socket(address.address.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!udp.valid()) throw StartupError{fmt::format("boxproxy bridge: --dns {}: {}", text, std::strerror(errno))};
+    if (!udp.valid()) throw StartupError{ExitCode::failure, fmt::format("--dns {}: {}", text, std::strerror(errno))};
     const int one = 1;
     if (address.address.ss_family == AF_INET6) (void)::setsockopt(udp.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     if (::bind(udp.get(), reinterpret_cast<const sockaddr*>(&bound.address), address.length) == -1) {
       const int error = errno;
       if (any_port && error == EADDRINUSE && attempt < 16) continue;
-      throw StartupError{fmt::format("boxproxy bridge: --dns {} (UDP): {}", text, std::strerror(error))};
+      throw StartupError{ExitCode::failure, fmt::format("--dns {} (UDP): {}", text, std::strerror(error))};
     }
     try {
       responder.add_udp(udp.release());
       responder.add_tcp(listener.release());
     } catch (const std::runtime_error& error) {
-      throw StartupError{fmt::format("boxproxy bridge: --dns {}: {}", text, error.what())};
+      throw StartupError{ExitCode::failure, fmt::format("--dns {}: {}", text, error.what())};
     }
     return text;
   }
@@ -323,27 +321,47 @@ void set_up(Bridge& bridge, const BridgeOptions& options) {
   // to this socket, never to whatever the name leads to later (proxy/proxy_socket.h). So the
   // proxy must be listening first: a missing socket is a start-up failure, not one per client.
   if (const std::string why = bridge.proxy.pin(options.socket_path); !why.empty()) {
-    throw StartupError{fmt::format("boxproxy bridge: --socket {}: {}", quote(options.socket_path), why)};
+    throw StartupError{ExitCode::failure, fmt::format("--socket {}: {}", quote(options.socket_path), why)};
   }
   event_config* cfg = event_config_new();
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);  // one thread, no locks
   bridge.base.reset(event_base_new_with_config(cfg));
   event_config_free(cfg);
-  if (!bridge.base) throw StartupError{"boxproxy bridge: cannot create the event loop"};
+  if (!bridge.base) throw StartupError{ExitCode::failure, "cannot create the event loop"};
   bridge.log = std::make_unique<DecisionLog>(bridge.base.get(), /*json=*/true, STDERR_FILENO, false, UniqueFd());
   bridge.libevent_messages.emplace(*bridge.log);
   try {
     bridge.server = std::make_unique<BridgeServer>(bridge.base.get(), bridge.proxy);
   } catch (const std::runtime_error& error) {
-    throw StartupError{fmt::format("boxproxy bridge: {}", error.what())};
+    throw StartupError{ExitCode::failure, error.what()};
   }
   for (auto [signal, slot] : {std::pair{SIGTERM, &bridge.on_term}, std::pair{SIGINT, &bridge.on_int},
                               std::pair{SIGUSR1, &bridge.on_usr1}, std::pair{SIGHUP, &bridge.on_hup}}) {
     slot->reset(evsignal_new(bridge.base.get(), signal, &Bridge::on_signal, &bridge));
     if (!*slot || evsignal_add(slot->get(), nullptr) == -1) {
-      throw StartupError{"boxproxy bridge: cannot install signal handlers"};
+      throw StartupError{ExitCode::failure, "cannot install signal handlers"};
     }
   }
+}
+
+// A listener on each of `addresses`, handed to `add` (an optional address the box cannot have is
+// skipped). Returns the addresses bound, as a JSON array of text. `what` names them in a
+// message ("listen", "--transparent"). Throws StartupError.
+nlohmann::json open_listeners(const std::vector<ListenAddress>& addresses, std::string_view what,
+                              const std::function<void(int)>& add) {
+  nlohmann::json bound = nlohmann::json::array();
+  for (const ListenAddress& address : addresses) {
+    std::string text;
+    const int fd = open_listener(address, text);
+    if (fd == -1) continue;
+    try {
+      add(fd);
+    } catch (const std::runtime_error& error) {
+      throw StartupError{ExitCode::failure, fmt::format("{} {}: {}", what, text, error.what())};
+    }
+    bound.push_back(text);
+  }
+  return bound;
 }
 
 int bridge(const BridgeOptions& options) {
@@ -355,29 +373,11 @@ int bridge(const BridgeOptions& options) {
   set_up(bridge, options);
   if (options.die_with_parent) die_with_parent(SIGTERM, parent);
 
-  nlohmann::json bound = nlohmann::json::array();
-  for (const ListenAddress& address : options.listen) {
-    std::string text;
-    const int fd = open_listener(address, text);
-    if (fd == -1) continue;
-    try {
-      bridge.server->add_listener(fd);
-    } catch (const std::runtime_error& error) {
-      throw StartupError{fmt::format("boxproxy bridge: listen {}: {}", text, error.what())};
-    }
-    bound.push_back(text);
-  }
-  nlohmann::json transparent = nlohmann::json::array();
-  for (const ListenAddress& address : options.transparent) {
-    std::string text;
-    const int fd = open_listener(address, text);
-    try {
-      bridge.server->add_transparent_listener(fd);
-    } catch (const std::runtime_error& error) {
-      throw StartupError{fmt::format("boxproxy bridge: --transparent {}: {}", text, error.what())};
-    }
-    transparent.push_back(text);
-  }
+  const nlohmann::json bound =
+      open_listeners(options.listen, "listen", [&bridge](int fd) { bridge.server->add_listener(fd); });
+  const nlohmann::json transparent = open_listeners(options.transparent, "--transparent", [&bridge](int fd) {
+    bridge.server->add_transparent_listener(fd);
+  });
 
   nlohmann::json dns = nlohmann::json::array();
   if (!options.dns.empty()) {
@@ -396,7 +396,7 @@ int bridge(const BridgeOptions& options) {
       request.json_log = true;
       for (const std::string& notice : confine_self(request)) bridge.log->message(notice);
     } catch (const ConfineError& error) {
-      throw StartupError{fmt::format("boxproxy bridge: cannot confine itself: {} (--no-confine runs without)",
+      throw StartupError{ExitCode::failure, fmt::format("cannot confine itself: {} (--no-confine runs without)",
                                      error.what())};
     }
   }
@@ -408,28 +408,13 @@ int bridge(const BridgeOptions& options) {
 
   event_base_dispatch(bridge.base.get());
   bridge.server->stop();
-  return 0;
+  return as_status(ExitCode::ok);
 }
 
 }  // namespace
 
 int run_bridge_command(int argc, char** argv) {
-  BridgeOptions options;
-  try {
-    options = parse_bridge_options(argc, argv);
-  } catch (const HelpRequested&) {
-    std::fputs(help_text().c_str(), stdout);
-    return 0;
-  } catch (const UsageError& error) {
-    std::fprintf(stderr, "%s\n", error.message.c_str());
-    return 2;
-  }
-  try {
-    return bridge(options);
-  } catch (const StartupError& error) {
-    std::fprintf(stderr, "%s\n", error.message.c_str());
-    return 1;
-  }
+  return run_command_shell(kCommand, &help_text, [argc, argv] { return bridge(parse_bridge_options(argc, argv)); });
 }
 
 }  // namespace boxproxy

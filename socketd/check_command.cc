@@ -11,10 +11,10 @@
 
 #include <fmt/format.h>
 
-#include "proxy/defaults.h"
 #include "proxy/event_owners.h"
 #include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
+#include "socketd/command_shell.h"
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/serve_options.h"
@@ -24,9 +24,6 @@
 namespace boxproxy {
 namespace {
 
-constexpr int kAllowed = 0;
-constexpr int kRefused = 1;
-constexpr int kUsage = 2;
 // Loop passes after the last lookup, for evdns' deferred callbacks of cancelled ones (serve's too).
 constexpr int kFinishingTurns = 4;
 
@@ -60,11 +57,10 @@ std::string help_text() {
       check_table().options_help());
 }
 
-// What check judges with: serve's policy and resolver settings, and the targets.
+// What check judges with: serve's reading of the options that shape a decision (its policy,
+// --nameserver and --dns-timeout), and the targets.
 struct Options {
-  Policy policy;                         // --allow, --allow-file, --permit, --deny, --resolve, --config
-  std::vector<std::string> nameservers;  // --nameserver: the DNS servers serve would ask
-  double dns_timeout = defaults::kDnsTimeoutSeconds;  // --dns-timeout
+  ServeOptions serve;
   std::vector<std::string> targets;
 };
 
@@ -74,10 +70,7 @@ Options parse_options(int argc, char** argv) {
   Options options;
   try {
     // serve's own reading, so the policy is exactly the one serve would build.
-    ServeOptions serve = read_options_for_check(parsed.options);
-    options.policy = std::move(serve.policy);
-    options.nameservers = std::move(serve.nameservers);
-    options.dns_timeout = serve.dns_timeout;
+    options.serve = read_options_for_check(parsed.options);
   } catch (const UsageError& error) {
     throw error.for_command(kCommand);
   }
@@ -128,14 +121,14 @@ class Checker {
         continue;
       }
       j.target = std::get<Target>(std::move(parsed));
-      follow(j, j.decision.start(options_.policy, j.target));
+      follow(j, j.decision.start(options_.serve.proxy.policy, j.target));
     }
     if (pending_ > 0) wait_for_lookups();
     if (failed_) throw std::runtime_error("cannot judge every target");
     bool all_allowed = true;
     for (const Judgement& j : judgements_) all_allowed = print(j) && all_allowed;
     std::fflush(stdout);
-    return all_allowed ? kAllowed : kRefused;
+    return as_status(all_allowed ? ExitCode::ok : ExitCode::refused);
   }
 
  private:
@@ -172,7 +165,7 @@ class Checker {
   // (they all began at once, so this is each lookup's own bound).
   void wait_for_lookups() {
     timeout_ = make_event(base_.get(), -1, 0, &on_timeout, this);
-    const timeval bound = to_timeval(options_.dns_timeout);
+    const timeval bound = to_timeval(options_.serve.proxy.dns_timeout);
     if (!timeout_ || event_add(timeout_.get(), &bound) == -1) throw std::runtime_error("cannot set the DNS time-out");
     event_base_dispatch(base_.get());
     // A cancelled lookup's token is freed by evdns' deferred callback (EVUTIL_EAI_CANCEL), which
@@ -218,7 +211,7 @@ class Checker {
     if (!resolver_) {
       base_.reset(event_base_new());
       if (!base_) throw std::runtime_error("cannot create the event loop");
-      resolver_ = std::make_unique<Resolver>(base_.get(), options_.nameservers, options_.dns_timeout);
+      resolver_ = std::make_unique<Resolver>(base_.get(), options_.serve.nameservers, options_.serve.proxy.dns_timeout);
     }
     return *resolver_;
   }
@@ -270,22 +263,14 @@ class Checker {
 }  // namespace
 
 int run_check_command(int argc, char** argv) {
-  Options options;
-  try {
-    options = parse_options(argc, argv);
-  } catch (const HelpRequested&) {
-    fmt::print("{}", help_text());
-    return kAllowed;
-  } catch (const UsageError& error) {
-    fmt::print(stderr, "{}\n", error.message);
-    return kUsage;
-  }
-  try {
-    return Checker(options).run();
-  } catch (const std::runtime_error& error) {
-    fmt::print(stderr, "boxproxy check: {}\n", error.what());
-    return kUsage;
-  }
+  return run_command_shell(kCommand, &help_text, [argc, argv] {
+    const Options options = parse_options(argc, argv);
+    try {
+      return Checker(options).run();
+    } catch (const std::runtime_error& error) {
+      throw StartupError{ExitCode::usage, error.what()};
+    }
+  });
 }
 
 }  // namespace boxproxy

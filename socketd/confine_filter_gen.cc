@@ -10,6 +10,7 @@
 #include <linux/filter.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -80,7 +81,7 @@ std::string generate() {
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: confine_filter_gen OUTPUT.cc\n");
-    return 1;
+    return EXIT_FAILURE;
   }
   const char* path = argv[1];
   std::string text;
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
     text = generate();
   } catch (const std::exception& error) {
     std::fprintf(stderr, "confine_filter_gen: %s\n", error.what());
-    return 1;
+    return EXIT_FAILURE;
   }
   // Written under another name and renamed: an interrupted build leaves no half a file that a
   // later build would take for finished.
@@ -96,14 +97,14 @@ int main(int argc, char** argv) {
   std::FILE* file = std::fopen(temporary.c_str(), "w");
   if (file == nullptr) {
     std::perror(temporary.c_str());
-    return 1;
+    return EXIT_FAILURE;
   }
   const bool written = std::fwrite(text.data(), 1, text.size(), file) == text.size();
   const bool closed = std::fclose(file) == 0;
   if (!written || !closed || std::rename(temporary.c_str(), path) != 0) {
     std::perror(path);
     std::remove(temporary.c_str());
-    return 1;
+    return EXIT_FAILURE;
   }
-  return 0;
+  return EXIT_SUCCESS;
 }

@@ -5,6 +5,7 @@
 
 #include "socketd/bridge_command.h"
 #include "socketd/check_command.h"
+#include "socketd/exit_code.h"
 #include "socketd/message_text.h"
 #include "socketd/run_command.h"
 #include "socketd/serve_command.h"
@@ -28,21 +29,21 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fputs(kUsage, stderr);
-    return 2;
+    return boxproxy::as_status(boxproxy::ExitCode::usage);
   }
   const std::string_view command = argv[1];
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
-    return 0;
+    return boxproxy::as_status(boxproxy::ExitCode::ok);
   }
   if (command == "--version") {
     std::printf("boxproxy %s\n", BOXPROXY_VERSION);
-    return 0;
+    return boxproxy::as_status(boxproxy::ExitCode::ok);
   }
   if (command == "serve") return boxproxy::run_serve_command(argc - 2, argv + 2);
   if (command == "check") return boxproxy::run_check_command(argc - 2, argv + 2);
   if (command == "bridge") return boxproxy::run_bridge_command(argc - 2, argv + 2);
   if (command == "run") return boxproxy::run_run_command(argc - 2, argv + 2);
   std::fprintf(stderr, "boxproxy: unknown command %s\n%s", boxproxy::quote(argv[1]).c_str(), kUsage);
-  return 2;
+  return boxproxy::as_status(boxproxy::ExitCode::usage);
 }

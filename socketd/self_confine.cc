@@ -25,7 +25,7 @@
 #include <fmt/format.h>
 
 #include "proxy/decision_log.h"
-#include "proxy/event_owners.h"
+#include "proxy/unique_fd.h"
 #include "proxy/utc_time.h"
 #include "socketd/confine_filter_program.h"
 

@@ -18,6 +18,7 @@
 #include "proxy/event_owners.h"
 #include "proxy/proxy_server.h"
 #include "proxy/resolver.h"
+#include "socketd/command_shell.h"
 #include "socketd/readiness.h"
 #include "socketd/self_confine.h"
 #include "socketd/serve_options.h"
@@ -25,6 +26,8 @@
 
 namespace boxproxy {
 namespace {
+
+constexpr std::string_view kCommand = "serve";
 
 // Descriptors a tunnel needs: the client, the upstream, and a splice pipe each way (two each),
 // and room for the handshaking clients
@@ -39,12 +42,6 @@ constexpr int kListenBacklog = 1024;
 // cancelled lookup's callbacks are already active); the rest are margin for evdns activating
 // more than 32 at once, which it defers by one iteration.
 constexpr int kFinishingTurns = 4;
-
-// A failure at start-up: message and exit code.
-struct StartupError {
-  int exit_code;
-  std::string message;
-};
 
 // Raises RLIMIT_NOFILE toward what --max-tunnels needs, and says so when it cannot reach it.
 std::optional<std::string> raise_descriptor_limit(std::uint32_t max_tunnels) {
@@ -83,28 +80,12 @@ UniqueFd open_append(const std::string& path, const char* what) {
   // does nothing; a FIFO's writes may not wait anyway: see DecisionLog.)
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0600);
   if (fd == -1 && errno == ENXIO) {
-    throw StartupError{1, fmt::format("boxproxy serve: {} {}: a FIFO that nobody has open for reading "
-                                      "(open its reading end before starting serve)",
-                                      what, path)};
+    throw StartupError{ExitCode::failure, fmt::format("{} {}: a FIFO that nobody has open for reading "
+                                                      "(open its reading end before starting serve)",
+                                                      what, path)};
   }
-  if (fd == -1) throw StartupError{1, fmt::format("boxproxy serve: {} {}: {}", what, path, std::strerror(errno))};
+  if (fd == -1) throw StartupError{ExitCode::failure, fmt::format("{} {}: {}", what, path, std::strerror(errno))};
   return UniqueFd(fd);
-}
-
-ProxyConfig proxy_config(const ServeOptions& options) {
-  ProxyConfig config;
-  config.policy = options.policy;
-  config.allow_hint = options.allow_hint;
-  config.max_tunnels = options.max_tunnels;
-  config.max_connections = options.max_connections;
-  config.head_timeout = options.head_timeout;
-  config.dns_timeout = options.dns_timeout;
-  config.connect_timeout = options.connect_timeout;
-  config.idle_timeout = options.idle_timeout;
-  config.max_head_bytes = options.max_head_bytes;
-  config.auth_token = options.auth_token;
-  config.sni_check = options.sni_check;
-  return config;
 }
 
 // Everything a running proxy owns, declared in dependency order so that it is destroyed in the
@@ -120,7 +101,7 @@ struct Daemon {
   std::optional<SessionSocket> control_socket;  // --control-socket
   std::optional<SessionSocket> socket;
   EventPtr on_term, on_int, on_hup, on_usr1;
-  int exit_code = 0;
+  ExitCode exit_code = ExitCode::ok;
 
   explicit Daemon(const ServeOptions& opts) : options(opts) {}
 
@@ -194,14 +175,24 @@ struct Daemon {
   }
 };
 
-int serve(const ServeOptions& options) {
-  ensure_standard_descriptors();
-  const pid_t parent = ::getppid();
-  // A client that leaves mid-write must not kill the process: every send uses MSG_NOSIGNAL, and
-  // SIGPIPE is ignored for anything else (the log on a closed pipe).
-  ::signal(SIGPIPE, SIG_IGN);
+// The loop serve runs on. Throws StartupError.
+EventBasePtr make_event_base() {
+  event_config* cfg = event_config_new();
+  // One thread, no locks: the proxy is single-threaded by design.
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+  // Coalesce the adds and deletes a connection makes within one loop iteration into one
+  // epoll_ctl each: a tunnel's setup pauses and resumes reads more than once. Safe here because
+  // no descriptor is ever dup'ed while registered.
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+  EventBasePtr base(event_base_new_with_config(cfg));
+  event_config_free(cfg);
+  if (!base) throw StartupError{ExitCode::failure, "cannot create the event loop"};
+  return base;
+}
 
-  Daemon daemon(options);
+// The event loop and the log on it (--log-file or standard error, --audit, libevent's own
+// reports). Returns the log's descriptor. Throws StartupError.
+int open_log(Daemon& daemon, const ServeOptions& options) {
   // Fail closed: everything we were asked to enforce or record is set up before the socket exists.
   int log_fd = STDERR_FILENO;
   bool owns_log = false;
@@ -211,30 +202,90 @@ int serve(const ServeOptions& options) {
   }
   UniqueFd audit;
   if (options.audit_path) audit = open_append(*options.audit_path, "--audit");
-
-  event_config* cfg = event_config_new();
-  // One thread, no locks: the proxy is single-threaded by design.
-  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-  // Coalesce the adds and deletes a connection makes within one loop iteration into one
-  // epoll_ctl each: a tunnel's setup pauses and resumes reads more than once. Safe here because
-  // no descriptor is ever dup'ed while registered.
-  event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-  daemon.base.reset(event_base_new_with_config(cfg));
-  event_config_free(cfg);
-  if (!daemon.base) throw StartupError{1, "boxproxy serve: cannot create the event loop"};
+  daemon.base = make_event_base();
   daemon.log = std::make_unique<DecisionLog>(daemon.base.get(), options.log_format == LogFormat::json, log_fd,
                                              owns_log, std::move(audit));
   daemon.log->set_label(options.label);  // on every line from the first (SPEC §12 --label)
   // Everything libevent reports goes through the log, in its format (SPEC §12).
   daemon.libevent_messages.emplace(*daemon.log);
-  if (auto warning = raise_descriptor_limit(options.max_tunnels)) daemon.log->message(*warning);
+  return log_fd;
+}
+
+// SIGTERM, SIGINT, SIGHUP and SIGUSR1 into Daemon::on_signal. Throws StartupError.
+void install_signal_handlers(Daemon& daemon) {
+  for (auto [signal, slot] : {std::pair{SIGTERM, &daemon.on_term}, std::pair{SIGINT, &daemon.on_int},
+                              std::pair{SIGHUP, &daemon.on_hup}, std::pair{SIGUSR1, &daemon.on_usr1}}) {
+    slot->reset(evsignal_new(daemon.base.get(), signal, &Daemon::on_signal, &daemon));
+    if (!*slot || evsignal_add(slot->get(), nullptr) == -1) {
+      throw StartupError{ExitCode::failure, "cannot install signal handlers"};
+    }
+  }
+}
+
+// The control socket, then the session socket, made (socket_path.h) and accepted on. Throws
+// StartupError.
+void start_listening(Daemon& daemon, const ServeOptions& options) {
+  try {
+    // The control socket first: once the session socket is listening, the supervisor may connect.
+    if (options.control_socket) {
+      daemon.control_socket.emplace(SessionSocket::create(*options.control_socket, kListenBacklog));
+      daemon.control->listen(daemon.control_socket->release_fd());
+    }
+    daemon.socket.emplace(SessionSocket::create(options.socket_path, kListenBacklog));
+  } catch (const std::runtime_error& error) {
+    throw StartupError{ExitCode::failure, error.what()};
+  }
+  try {
+    daemon.server->start(daemon.socket->release_fd());
+  } catch (const std::runtime_error& error) {
+    daemon.socket->remove_path();
+    throw StartupError{ExitCode::failure, error.what()};
+  }
+}
+
+// From here on a parser bug reached from the box can do nothing but proxy (SPEC §17): confined
+// before the first client is read, and before anyone is told that the proxy listens. Throws
+// StartupError.
+void confine(Daemon& daemon, const ServeOptions& options, int log_fd) {
+  try {
+    for (const std::string& notice : confine_self(serve_confinement(options, log_fd))) daemon.log->message(notice);
+  } catch (const ConfineError& error) {
+    daemon.socket->remove_path();
+    throw StartupError{ExitCode::failure,
+                       fmt::format("cannot confine itself: {} (--no-confine runs without)", error.what())};
+  }
+}
+
+// Says the proxy listens: standard output, --ready-fd, systemd.
+void announce_ready(Daemon& daemon, const ServeOptions& options) {
+  announce_listening(options.socket_path);
+  if (options.ready_fd) {
+    if (auto error = notify_ready_fd(*options.ready_fd)) daemon.log->message(*error);
+  }
+  if (auto error = notify_systemd_ready()) daemon.log->message(*error);
+  daemon.log->flush();
+}
+
+// Sets the proxy up, runs it until a signal, a drain or the supervisor's EOF ends it, and returns
+// the exit status. Throws StartupError.
+int serve(const ServeOptions& options) {
+  ensure_standard_descriptors();
+  const pid_t parent = ::getppid();
+  // A client that leaves mid-write must not kill the process: every send uses MSG_NOSIGNAL, and
+  // SIGPIPE is ignored for anything else (the log on a closed pipe).
+  ::signal(SIGPIPE, SIG_IGN);
+
+  Daemon daemon(options);
+  const int log_fd = open_log(daemon, options);
+  if (auto warning = raise_descriptor_limit(options.proxy.max_tunnels)) daemon.log->message(*warning);
   try {
     daemon.resolver =
-        std::make_unique<Resolver>(daemon.base.get(), options.nameservers, options.dns_timeout, options.max_lookups);
+        std::make_unique<Resolver>(daemon.base.get(), options.nameservers, options.proxy.dns_timeout,
+                                                 options.max_lookups);
   } catch (const std::runtime_error& error) {
-    throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
+    throw StartupError{ExitCode::failure, error.what()};
   }
-  daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), proxy_config(options), *daemon.resolver, *daemon.log);
+  daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), options.proxy, *daemon.resolver, *daemon.log);
 
   if (options.ask) daemon.server->enable_asking(options.ask_timeout);
   if (options.control_fd || options.control_socket) {
@@ -244,59 +295,17 @@ int serve(const ServeOptions& options) {
     try {
       if (options.control_fd) daemon.control->adopt(*options.control_fd);
     } catch (const std::runtime_error& error) {
-      throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
+      throw StartupError{ExitCode::failure, error.what()};
     }
   }
 
-  for (auto [signal, slot] : {std::pair{SIGTERM, &daemon.on_term}, std::pair{SIGINT, &daemon.on_int},
-                              std::pair{SIGHUP, &daemon.on_hup}, std::pair{SIGUSR1, &daemon.on_usr1}}) {
-    slot->reset(evsignal_new(daemon.base.get(), signal, &Daemon::on_signal, &daemon));
-    if (!*slot || evsignal_add(slot->get(), nullptr) == -1) {
-      throw StartupError{1, "boxproxy serve: cannot install signal handlers"};
-    }
-  }
-
+  install_signal_handlers(daemon);
   // After the signal handlers: a parent that is already gone raises SIGTERM into them, and the
   // proxy then exits 0 as on any SIGTERM.
   if (options.die_with_parent) die_with_parent(SIGTERM, parent);
-
-  try {
-    // The control socket first: once the session socket is listening, the supervisor may connect.
-    if (options.control_socket) {
-      daemon.control_socket.emplace(SessionSocket::create(*options.control_socket, kListenBacklog));
-      daemon.control->listen(daemon.control_socket->release_fd());
-    }
-    daemon.socket.emplace(SessionSocket::create(options.socket_path, kListenBacklog));
-  } catch (const SocketPathError& error) {
-    throw StartupError{error.exit_code, fmt::format("boxproxy serve: {}", error.message)};
-  } catch (const std::runtime_error& error) {
-    throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
-  }
-  try {
-    daemon.server->start(daemon.socket->release_fd());
-  } catch (const std::runtime_error& error) {
-    daemon.socket->remove_path();
-    throw StartupError{1, fmt::format("boxproxy serve: {}", error.what())};
-  }
-
-  // From here on a parser bug reached from the box can do nothing but proxy (SPEC §17): confined
-  // before the first client is read, and before anyone is told that the proxy listens.
-  if (options.confine) {
-    try {
-      for (const std::string& notice : confine_self(serve_confinement(options, log_fd))) daemon.log->message(notice);
-    } catch (const ConfineError& error) {
-      daemon.socket->remove_path();
-      throw StartupError{1, fmt::format("boxproxy serve: cannot confine itself: {} (--no-confine runs without)",
-                                        error.what())};
-    }
-  }
-
-  announce_listening(options.socket_path);
-  if (options.ready_fd) {
-    if (auto error = notify_ready_fd(*options.ready_fd)) daemon.log->message(*error);
-  }
-  if (auto error = notify_systemd_ready()) daemon.log->message(*error);
-  daemon.log->flush();
+  start_listening(daemon, options);
+  if (options.confine) confine(daemon, options, log_fd);
+  announce_ready(daemon, options);
 
   event_base_dispatch(daemon.base.get());
   daemon.shut_down();
@@ -305,28 +314,19 @@ int serve(const ServeOptions& options) {
   // did in all, however it ended (SPEC §12).
   daemon.log->raw_line(daemon.server->stats_json());
   daemon.log->flush();
-  return daemon.exit_code;
+  return as_status(daemon.exit_code);
 }
 
 }  // namespace
 
 int run_serve_command(int argc, char** argv) {
-  ServeOptions options;
-  try {
-    options = parse_serve_options(argc, argv);
-  } catch (const HelpRequested&) {
-    std::fputs(serve_help_text().c_str(), stdout);
-    return 0;
-  } catch (const UsageError& error) {
-    std::fprintf(stderr, "%s\n", error.message.c_str());
-    return 2;
-  }
-  if (options.check_config) {
-    // Everything serve reads has been read and checked: say what is in force, bind nothing.
-    std::printf("%s\n", options_in_force(options).c_str());
-    return 0;
-  }
-  try {
+  return run_command_shell(kCommand, &serve_help_text, [argc, argv] {
+    const ServeOptions options = parse_serve_options(argc, argv);
+    if (options.check_config) {
+      // Everything serve reads has been read and checked: say what is in force, bind nothing.
+      std::printf("%s\n", options_in_force(options).c_str());
+      return as_status(ExitCode::ok);
+    }
     const int code = serve(options);
     // On the way out (a drain, a closed --control-fd, a signal): the loop and its signal events
     // are gone, so a SIGTERM or SIGINT arriving now would end the process by the signal and lose
@@ -334,10 +334,7 @@ int run_serve_command(int argc, char** argv) {
     ::signal(SIGTERM, SIG_IGN);
     ::signal(SIGINT, SIG_IGN);
     return code;
-  } catch (const StartupError& error) {
-    std::fprintf(stderr, "%s\n", error.message.c_str());
-    return error.exit_code;
-  }
+  });
 }
 
 }  // namespace boxproxy

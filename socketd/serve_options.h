@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "proxy/defaults.h"
+#include "proxy/proxy_server.h"
 #include "socketd/option_table.h"
 #include "socketd/usage_error.h"
 #include "table/policy.h"
@@ -18,29 +19,22 @@ enum class LogFormat { text, json };
 
 struct ServeOptions {
   std::string socket_path;                  // --socket, required
-  Policy policy;                            // --allow, --allow-file, --permit, --deny, --resolve
+  // The proxy's own settings: its Policy (--allow, --allow-file, --permit, --deny, --resolve),
+  // --allow-hint, the limits and time-outs, the token read from --auth-token-file, and
+  // --no-sni-check. Their defaults are ProxyConfig's (proxy/defaults.h).
+  ProxyConfig proxy;
   std::vector<std::string> allow_items;     // --allow values from the command line, as given
   std::optional<std::string> allow_file;    // --allow-file, re-read on SIGHUP
-  std::string allow_hint;                   // --allow-hint, printable ASCII
   std::vector<std::string> nameservers;     // --nameserver ADDR[:PORT]
-  std::uint32_t max_tunnels = defaults::kMaxTunnels;              // --max-tunnels
-  std::uint64_t max_connections = defaults::kMaxConnections;      // --max-connections
-  std::uint64_t max_lookups = defaults::kMaxLookups;              // --max-lookups
-  double head_timeout = defaults::kHeadTimeoutSeconds;            // --head-timeout, seconds
-  double dns_timeout = defaults::kDnsTimeoutSeconds;              // --dns-timeout
-  double connect_timeout = defaults::kConnectTimeoutSeconds;      // --connect-timeout
-  double idle_timeout = defaults::kIdleTimeoutSeconds;            // --idle-timeout, 0 is never
-  std::size_t max_head_bytes = defaults::kMaxHeadBytes;           // --max-head-bytes
+  std::uint64_t max_lookups = defaults::kMaxLookups;  // --max-lookups
   LogFormat log_format = LogFormat::text;   // --log
   std::string label;                        // --label, printable ASCII, at most kMaxLabelChars
   std::optional<std::string> log_file;      // --log-file
   std::optional<std::string> audit_path;    // --audit
-  std::optional<std::string> auth_token;    // the token read from --auth-token-file
-  std::optional<std::string> auth_token_file;
+  std::optional<std::string> auth_token_file;  // --auth-token-file (the token is in `proxy`)
   std::optional<int> ready_fd;              // --ready-fd
   bool die_with_parent = false;             // --die-with-parent
   bool confine = true;                      // off with --no-confine (SPEC §17)
-  bool sni_check = true;                    // off with --no-sni-check (SPEC §16)
   std::optional<int> control_fd;            // --control-fd: the supervisor's channel (SPEC §15)
   std::optional<std::string> control_socket;  // --control-socket PATH
   bool ask = false;                         // --ask: names off the list are asked about
@@ -53,9 +47,10 @@ struct ServeOptions {
   bool allow_file_on_command_line = false;  // --allow-file was given on the command line
 };
 
-// serve's options, one row each: kind, help, range and default (proxy/defaults.h). The parser,
-// the config file's keys and serve_help_text() are all made from it; `run` reads it to know
-// which serve options take a value, and `check` takes its rows for kDecisionOptions.
+// serve's options, one row each: kind, help, range and default (proxy/defaults.h), taken from the
+// rows that also check and store each value (serve_options.cc). The parser, the config file's
+// keys and serve_help_text() are all made from it; `run` reads it to know which serve options
+// take a value, and `check` takes its rows for kDecisionOptions.
 [[nodiscard]] const OptionTable& serve_option_table();
 
 // The serve options that shape a decision (SPEC §1): `check` takes these on its command line.

@@ -23,15 +23,15 @@
 
 #include <fmt/format.h>
 
+#include "proxy/unique_fd.h"
+
 namespace boxproxy {
 namespace {
 
-constexpr int kRuntimeFailure = 1;
-constexpr int kPathTaken = 3;
+constexpr ExitCode kRuntimeFailure = ExitCode::failure;
+constexpr ExitCode kPathTaken = ExitCode::path_taken;
 
-[[noreturn]] void fail(int exit_code, const std::string& message) {
-  throw SocketPathError{exit_code, message};
-}
+[[noreturn]] void fail(ExitCode exit_code, const std::string& message) { throw StartupError{exit_code, message}; }
 
 std::string errno_text(int error) { return std::strerror(error); }
 
@@ -68,15 +68,6 @@ std::string random_suffix() {
   return out;
 }
 
-// Closes a descriptor on scope exit unless released.
-struct FdGuard {
-  int fd = -1;
-  ~FdGuard() {
-    if (fd != -1) ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
-
 // Removes the temporary name on scope exit unless dismissed, so a failed start leaves nothing.
 struct TempNameGuard {
   std::string path;
@@ -95,10 +86,10 @@ void clear_existing(const std::string& path, const struct stat& st) {
 
   // A socket: probe it. A live proxy answers, and we must not take its path from it.
   // Non-blocking, so a listener with a full backlog cannot make the probe hang.
-  FdGuard probe{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
-  if (probe.fd == -1) fail(kRuntimeFailure, fmt::format("{}: cannot make a socket to probe it: {}", path, errno_text(errno)));
+  const UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!probe.valid()) fail(kRuntimeFailure, fmt::format("{}: cannot make a socket to probe it: {}", path, errno_text(errno)));
   const sockaddr_un address = make_address(path);
-  if (::connect(probe.fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != -1) {
+  if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != -1) {
     fail(kPathTaken, fmt::format("{}: in use (a live proxy answers there)", path));
   }
   const int error = errno;
@@ -124,9 +115,8 @@ void clear_existing(const std::string& path, const struct stat& st) {
   }
 }
 
-}  // namespace
-
-SessionSocket SessionSocket::create(const std::string& path, int backlog) {
+// What PATH itself must be, before anything is looked at.
+void check_path_text(const std::string& path) {
   if (path.empty()) fail(kRuntimeFailure, "the socket path is empty");
   if (path.find('\0') != std::string::npos) fail(kRuntimeFailure, "the socket path holds a NUL");
   if (path.back() == '/') fail(kRuntimeFailure, fmt::format("{}: names a directory, not a socket", path));
@@ -135,31 +125,22 @@ SessionSocket SessionSocket::create(const std::string& path, int backlog) {
     fail(kRuntimeFailure, fmt::format("{}: the path is {} bytes, longer than the {} a Unix socket's address holds",
                                       path, path.size(), kMaxSocketPath));
   }
+}
 
-  const auto slash = path.rfind('/');
-  const std::string directory = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  const std::string prefix = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-
-  // The directory must exist: it is the session's runtime directory, made by the supervisor.
-  // Creating it here could put the socket on some other disk or in a shared place.
+// The directory holding PATH must exist: it is the session's runtime directory, made by the
+// supervisor. Creating it here could put the socket on some other disk or in a shared place.
+void check_directory(const std::string& path, const std::string& directory) {
   struct stat dir_st{};
   if (::stat(directory.c_str(), &dir_st) == -1) {
     fail(kRuntimeFailure, fmt::format("{}: the directory {} cannot be used: {}", path, directory, errno_text(errno)));
   }
   if (!S_ISDIR(dir_st.st_mode)) fail(kRuntimeFailure, fmt::format("{}: {} is not a directory", path, directory));
+}
 
-  // Something already at the path: decide per §3 before creating anything.
-  struct stat existing{};
-  if (::lstat(path.c_str(), &existing) != -1) {
-    clear_existing(path, existing);
-  } else if (errno != ENOENT) {
-    fail(kRuntimeFailure, fmt::format("{}: cannot look at the path: {}", path, errno_text(errno)));
-  }
-
-  // The temporary name: in the same directory (link(2) cannot cross filesystems), hidden, with
-  // our pid and a random part. If ".<base>.<pid>.<random>.tmp" would not fit in sun_path, a
-  // shorter form without the base name is used.
+// The temporary name: in the same directory (link(2) cannot cross filesystems), hidden, with our
+// pid and a random part. If ".<base>.<pid>.<random>.tmp" would not fit in sun_path, a shorter
+// form without the base name is used.
+std::string temporary_name(const std::string& path, const std::string& prefix, const std::string& base) {
   const std::string pid = std::to_string(::getpid());
   const std::string random = random_suffix();
   std::string temporary = fmt::format("{}.{}.{}.{}.tmp", prefix, base, pid, random);
@@ -169,11 +150,11 @@ SessionSocket SessionSocket::create(const std::string& path, int backlog) {
                                       "socket's address holds; use a shorter directory",
                                       path, temporary, temporary.size(), kMaxSocketPath));
   }
+  return temporary;
+}
 
-  // Non-blocking for the event loop; close-on-exec so no child ever inherits the listener.
-  FdGuard listener{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
-  if (listener.fd == -1) fail(kRuntimeFailure, fmt::format("{}: cannot make a socket: {}", path, errno_text(errno)));
-
+// Binds `listener` at `temporary`, mode 0600 from the instant the name exists.
+void bind_private(int listener, const std::string& path, const std::string& temporary) {
   // bind() creates the file with 0777 & ~umask, so the umask of 0177 around it makes the
   // temporary name exactly 0600 from the instant it exists (start-up is single-threaded, so
   // changing the process's umask briefly is safe). The mode is set at creation and never by name
@@ -181,12 +162,37 @@ SessionSocket SessionSocket::create(const std::string& path, int backlog) {
   // bind and chmod, and change the mode of whatever file it points at (SPEC §3).
   const sockaddr_un temporary_address = make_address(temporary);
   const mode_t old_umask = ::umask(0177);
-  const int bound = ::bind(listener.fd, reinterpret_cast<const sockaddr*>(&temporary_address), sizeof temporary_address);
+  const int bound = ::bind(listener, reinterpret_cast<const sockaddr*>(&temporary_address), sizeof temporary_address);
   const int bind_errno = errno;
   ::umask(old_umask);
   if (bound == -1) {
     fail(kRuntimeFailure, fmt::format("{}: cannot bind the temporary name {}: {}", path, temporary, errno_text(bind_errno)));
   }
+}
+
+}  // namespace
+
+SessionSocket SessionSocket::create(const std::string& path, int backlog) {
+  check_path_text(path);
+  const auto slash = path.rfind('/');
+  const std::string directory = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string prefix = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  check_directory(path, directory);
+
+  // Something already at the path: decide per §3 before creating anything.
+  struct stat existing{};
+  if (::lstat(path.c_str(), &existing) != -1) {
+    clear_existing(path, existing);
+  } else if (errno != ENOENT) {
+    fail(kRuntimeFailure, fmt::format("{}: cannot look at the path: {}", path, errno_text(errno)));
+  }
+  const std::string temporary = temporary_name(path, prefix, base);
+
+  // Non-blocking for the event loop; close-on-exec so no child ever inherits the listener.
+  UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!listener.valid()) fail(kRuntimeFailure, fmt::format("{}: cannot make a socket: {}", path, errno_text(errno)));
+  bind_private(listener.get(), path, temporary);
   TempNameGuard temporary_guard{temporary, true};
 
   // Remember which file we made, to check that link() gave PATH exactly this one. lstat never
@@ -201,7 +207,7 @@ SessionSocket SessionSocket::create(const std::string& path, int backlog) {
 
   // Listen before linking: the moment the socket has its path, clients (and another start's
   // probe) find a live listener, never a refused connect that would look stale.
-  if (::listen(listener.fd, backlog) == -1) {
+  if (::listen(listener.get(), backlog) == -1) {
     fail(kRuntimeFailure, fmt::format("{}: cannot listen: {}", path, errno_text(errno)));
   }
 

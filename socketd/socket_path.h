@@ -6,13 +6,9 @@
 
 #include <string>
 
-namespace boxproxy {
+#include "socketd/exit_code.h"
 
-// Why a start could not take the path, and the exit code it means (SPEC §4).
-struct SocketPathError {
-  int exit_code;        // 1 runtime failure, 3 the path is taken
-  std::string message;  // names the path and what is wrong
-};
+namespace boxproxy {
 
 // A listening Unix socket linked at its path. Owns the descriptor; the destructor closes it and
 // removes the path only while the path still names this socket (same device and inode), so a
@@ -20,7 +16,9 @@ struct SocketPathError {
 class SessionSocket {
  public:
   // Creates, binds under a temporary name in the path's directory, chmod 0600, listens, links
-  // to `path` (never rename), removes the temporary name. Throws SocketPathError.
+  // to `path` (never rename), removes the temporary name. Throws StartupError
+  // naming the path and what is wrong: ExitCode::path_taken when the path is taken (SPEC §4),
+  // ExitCode::failure otherwise.
   static SessionSocket create(const std::string& path, int backlog);
 
   SessionSocket(SessionSocket&& other) noexcept;

@@ -43,16 +43,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const ServeOptions options = parse_serve_options(4, argv);
     FUZZ_CHECK(options.socket_path == "x");
-    FUZZ_CHECK(options.max_tunnels >= 1 && options.max_tunnels <= 1'000'000);
-    FUZZ_CHECK(options.max_connections >= 1);
-    FUZZ_CHECK(options.max_head_bytes >= 1024 && options.max_head_bytes <= 1'048'576);
-    for (const double s : {options.head_timeout, options.dns_timeout, options.connect_timeout}) {
+    FUZZ_CHECK(options.proxy.max_tunnels >= 1 && options.proxy.max_tunnels <= 1'000'000);
+    FUZZ_CHECK(options.proxy.max_connections >= 1);
+    FUZZ_CHECK(options.proxy.max_head_bytes >= 1024 && options.proxy.max_head_bytes <= 1'048'576);
+    for (const double s : {options.proxy.head_timeout, options.proxy.dns_timeout, options.proxy.connect_timeout}) {
       FUZZ_CHECK(s > 0 && s <= 86'400);
     }
-    FUZZ_CHECK(options.idle_timeout >= 0 && options.idle_timeout <= 86'400);
-    for (const char c : options.allow_hint) FUZZ_CHECK(c >= 0x20 && c <= 0x7e);
-    if (options.policy.allow) {
-      for (const auto& entry : options.policy.allow->entries()) FUZZ_CHECK(is_valid_name(entry.name));
+    FUZZ_CHECK(options.proxy.idle_timeout >= 0 && options.proxy.idle_timeout <= 86'400);
+    for (const char c : options.proxy.allow_hint) FUZZ_CHECK(c >= 0x20 && c <= 0x7e);
+    if (options.proxy.policy.allow) {
+      for (const auto& entry : options.proxy.policy.allow->entries()) FUZZ_CHECK(is_valid_name(entry.name));
     }
   } catch (const UsageError& error) {
     FUZZ_CHECK(error.message.starts_with("boxproxy serve: "));

@@ -178,23 +178,17 @@ TEST_CASE("the numbers themselves: manual, header, ProxyConfig and ServeOptions 
     REQUIRE(manual.count(name) == 1);
     CHECK(stated_default(manual.at(name)) == figure);
   }
+  // ServeOptions holds a ProxyConfig: its defaults are the proxy's, and only its own are checked.
   const boxproxy::ProxyConfig config;
   const boxproxy::ServeOptions options;
   CHECK(config.max_tunnels == defaults::kMaxTunnels);
-  CHECK(options.max_tunnels == defaults::kMaxTunnels);
   CHECK(config.max_connections == defaults::kMaxConnections);
-  CHECK(options.max_connections == defaults::kMaxConnections);
   CHECK(options.max_lookups == defaults::kMaxLookups);
   CHECK(config.head_timeout == defaults::kHeadTimeoutSeconds);
-  CHECK(options.head_timeout == defaults::kHeadTimeoutSeconds);
   CHECK(config.dns_timeout == defaults::kDnsTimeoutSeconds);
-  CHECK(options.dns_timeout == defaults::kDnsTimeoutSeconds);
   CHECK(config.connect_timeout == defaults::kConnectTimeoutSeconds);
-  CHECK(options.connect_timeout == defaults::kConnectTimeoutSeconds);
   CHECK(config.idle_timeout == defaults::kIdleTimeoutSeconds);
-  CHECK(options.idle_timeout == defaults::kIdleTimeoutSeconds);
   CHECK(config.max_head_bytes == defaults::kMaxHeadBytes);
-  CHECK(options.max_head_bytes == defaults::kMaxHeadBytes);
 }
 
 TEST_CASE("every range the manual states is the table's") {

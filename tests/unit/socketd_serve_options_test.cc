@@ -64,26 +64,26 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 TEST_CASE("defaults: only --socket given") {
   const ServeOptions options = parse({"--socket", "/run/x.sock"});
   CHECK(options.socket_path == "/run/x.sock");
-  CHECK_FALSE(options.policy.allow.has_value());
-  CHECK(options.policy.rule.permit.empty());
-  CHECK(options.policy.rule.deny.empty());
-  CHECK(options.policy.fixed_answers.empty());
+  CHECK_FALSE(options.proxy.policy.allow.has_value());
+  CHECK(options.proxy.policy.rule.permit.empty());
+  CHECK(options.proxy.policy.rule.deny.empty());
+  CHECK(options.proxy.policy.fixed_answers.empty());
   CHECK(options.allow_items.empty());
   CHECK_FALSE(options.allow_file.has_value());
-  CHECK(options.allow_hint.empty());
+  CHECK(options.proxy.allow_hint.empty());
   CHECK(options.nameservers.empty());
-  CHECK(options.max_tunnels == 256);
-  CHECK(options.max_connections == 65536);
+  CHECK(options.proxy.max_tunnels == 256);
+  CHECK(options.proxy.max_connections == 65536);
   CHECK(options.max_lookups == 65536);
-  CHECK(options.head_timeout == 30);
-  CHECK(options.dns_timeout == 5);
-  CHECK(options.connect_timeout == 20);
-  CHECK(options.idle_timeout == 0);
-  CHECK(options.max_head_bytes == 32768);
+  CHECK(options.proxy.head_timeout == 30);
+  CHECK(options.proxy.dns_timeout == 5);
+  CHECK(options.proxy.connect_timeout == 20);
+  CHECK(options.proxy.idle_timeout == 0);
+  CHECK(options.proxy.max_head_bytes == 32768);
   CHECK(options.log_format == LogFormat::text);
   CHECK_FALSE(options.log_file.has_value());
   CHECK_FALSE(options.audit_path.has_value());
-  CHECK_FALSE(options.auth_token.has_value());
+  CHECK_FALSE(options.proxy.auth_token.has_value());
   CHECK_FALSE(options.ready_fd.has_value());
   CHECK_FALSE(options.die_with_parent);
   CHECK_FALSE(options.config_path.has_value());
@@ -128,30 +128,30 @@ TEST_CASE("every option, as --name VALUE and --name=VALUE") {
       "--die-with-parent",
   });
   CHECK(options.socket_path == "/run/a.sock");
-  REQUIRE(options.policy.allow.has_value());
-  CHECK(options.policy.allow->entries().size() == 5);
+  REQUIRE(options.proxy.policy.allow.has_value());
+  CHECK(options.proxy.policy.allow->entries().size() == 5);
   CHECK(options.allow_items == std::vector<std::string>{"a.example.com, b.example.com", "c.example.com"});
   CHECK(options.allow_on_command_line);
   CHECK(options.allow_file_on_command_line);
   CHECK(options.allow_file == allow_file);
-  CHECK(options.allow_hint == "ask ops: #egress");
-  CHECK(options.policy.rule.permit.size() == 1);
-  CHECK(options.policy.rule.deny.size() == 2);
-  REQUIRE(options.policy.fixed_answers.count("mirror.example") == 1);
-  CHECK(options.policy.fixed_answers.at("mirror.example").size() == 2);
+  CHECK(options.proxy.allow_hint == "ask ops: #egress");
+  CHECK(options.proxy.policy.rule.permit.size() == 1);
+  CHECK(options.proxy.policy.rule.deny.size() == 2);
+  REQUIRE(options.proxy.policy.fixed_answers.count("mirror.example") == 1);
+  CHECK(options.proxy.policy.fixed_answers.at("mirror.example").size() == 2);
   CHECK(options.nameservers == std::vector<std::string>{"127.0.0.1:5353", "[::1]:53", "192.0.2.1"});
-  CHECK(options.max_tunnels == 64);
-  CHECK(options.max_connections == (std::uint64_t{1} << 63));
+  CHECK(options.proxy.max_tunnels == 64);
+  CHECK(options.proxy.max_connections == (std::uint64_t{1} << 63));
   CHECK(options.max_lookups == 3);
-  CHECK(options.head_timeout == 0.5);
-  CHECK(options.dns_timeout == 2);
-  CHECK(options.connect_timeout == 86400);
-  CHECK(options.idle_timeout == 0);
-  CHECK(options.max_head_bytes == 1024);
+  CHECK(options.proxy.head_timeout == 0.5);
+  CHECK(options.proxy.dns_timeout == 2);
+  CHECK(options.proxy.connect_timeout == 86400);
+  CHECK(options.proxy.idle_timeout == 0);
+  CHECK(options.proxy.max_head_bytes == 1024);
   CHECK(options.log_format == LogFormat::json);
   CHECK(options.log_file == "/tmp/log");
   CHECK(options.audit_path == "/tmp/audit");
-  CHECK(options.auth_token == "s3cret");
+  CHECK(options.proxy.auth_token == "s3cret");
   CHECK(options.auth_token_file == token_file);
   CHECK(options.ready_fd == pipe_fds[1]);
   CHECK(options.die_with_parent);
@@ -174,9 +174,9 @@ TEST_CASE("--help and -h") {
 
 TEST_CASE("the token file: one trailing newline or CRLF dropped, never more") {
   TempDir dir;
-  CHECK(parse({"--socket", "/s", "--auth-token-file", dir.write("a", "tok")}).auth_token == "tok");
-  CHECK(parse({"--socket", "/s", "--auth-token-file", dir.write("b", "tok\r\n")}).auth_token == "tok");
-  CHECK(parse({"--socket", "/s", "--auth-token-file", dir.write("c", "tok en\n")}).auth_token == "tok en");
+  CHECK(parse({"--socket", "/s", "--auth-token-file", dir.write("a", "tok")}).proxy.auth_token == "tok");
+  CHECK(parse({"--socket", "/s", "--auth-token-file", dir.write("b", "tok\r\n")}).proxy.auth_token == "tok");
+  CHECK(parse({"--socket", "/s", "--auth-token-file", dir.write("c", "tok en\n")}).proxy.auth_token == "tok en");
   // Two newlines: the second is inside the token, a control character: refused, token not shown.
   const std::string message = usage_error({"--socket", "/s", "--auth-token-file", dir.write("d", "secret-tok\n\n")});
   CHECK(contains(message, "--auth-token-file"));
@@ -327,24 +327,24 @@ TEST_CASE("--config: values, lists, flags, and command-line precedence") {
   const ServeOptions from_config = parse({"--config", config});
   CHECK(from_config.config_path == config);
   CHECK(from_config.socket_path == "/run/from-config.sock");
-  REQUIRE(from_config.policy.allow.has_value());
-  CHECK(from_config.policy.allow->entries().size() == 1);
+  REQUIRE(from_config.proxy.policy.allow.has_value());
+  CHECK(from_config.proxy.policy.allow->entries().size() == 1);
   CHECK(from_config.allow_items.empty());
   CHECK_FALSE(from_config.allow_on_command_line);
-  CHECK(from_config.policy.rule.permit.size() == 1);
-  CHECK(from_config.policy.rule.deny.size() == 1);
-  CHECK(from_config.policy.fixed_answers.count("r.example") == 1);
+  CHECK(from_config.proxy.policy.rule.permit.size() == 1);
+  CHECK(from_config.proxy.policy.rule.deny.size() == 1);
+  CHECK(from_config.proxy.policy.fixed_answers.count("r.example") == 1);
   CHECK(from_config.nameservers == std::vector<std::string>{"127.0.0.1:53"});
-  CHECK(from_config.max_tunnels == 64);
-  CHECK(from_config.max_connections == 100);
-  CHECK(from_config.head_timeout == 1.5);
-  CHECK(from_config.dns_timeout == 3);
-  CHECK(from_config.connect_timeout == 4);
-  CHECK(from_config.max_head_bytes == 2048);
+  CHECK(from_config.proxy.max_tunnels == 64);
+  CHECK(from_config.proxy.max_connections == 100);
+  CHECK(from_config.proxy.head_timeout == 1.5);
+  CHECK(from_config.proxy.dns_timeout == 3);
+  CHECK(from_config.proxy.connect_timeout == 4);
+  CHECK(from_config.proxy.max_head_bytes == 2048);
   CHECK(from_config.log_format == LogFormat::json);
   CHECK(from_config.log_file == "/tmp/l");
   CHECK(from_config.audit_path == "/tmp/a");
-  CHECK(from_config.allow_hint == "hint");
+  CHECK(from_config.proxy.allow_hint == "hint");
   CHECK(from_config.die_with_parent);
 
   // The command line wins; its list replaces the config's list rather than adding to it.
@@ -352,15 +352,15 @@ TEST_CASE("--config: values, lists, flags, and command-line precedence") {
                                          "--permit", "10.7.0.0/16", "--permit", "10.8.0.0/16", "--allow", "cli.example.com",
                                          "--log", "text"});
   CHECK(overridden.socket_path == "/run/cli.sock");
-  CHECK(overridden.max_tunnels == 8);
+  CHECK(overridden.proxy.max_tunnels == 8);
   CHECK(overridden.log_format == LogFormat::text);
-  REQUIRE(overridden.policy.rule.permit.size() == 2);
-  REQUIRE(overridden.policy.allow.has_value());
-  REQUIRE(overridden.policy.allow->entries().size() == 1);
-  CHECK(overridden.policy.allow->entries().front().name == "cli.example.com");
+  REQUIRE(overridden.proxy.policy.rule.permit.size() == 2);
+  REQUIRE(overridden.proxy.policy.allow.has_value());
+  REQUIRE(overridden.proxy.policy.allow->entries().size() == 1);
+  CHECK(overridden.proxy.policy.allow->entries().front().name == "cli.example.com");
   CHECK(overridden.allow_on_command_line);
-  CHECK(overridden.max_connections == 100);  // not on the command line: the config's stays
-  CHECK(overridden.policy.rule.deny.size() == 1);
+  CHECK(overridden.proxy.max_connections == 100);  // not on the command line: the config's stays
+  CHECK(overridden.proxy.policy.rule.deny.size() == 1);
 }
 
 TEST_CASE("--config errors name the key and the value") {
@@ -458,8 +458,8 @@ TEST_CASE("reload_host_list re-reads the files, by the start's precedence") {
   TempDir dir;
   const std::string allow_file = dir.write("allow", "one.example.com\n");
   ServeOptions options = parse({"--socket", "/s", "--allow", "cli.example.com", "--allow-file", allow_file});
-  REQUIRE(options.policy.allow.has_value());
-  CHECK(options.policy.allow->entries().size() == 2);
+  REQUIRE(options.proxy.policy.allow.has_value());
+  CHECK(options.proxy.policy.allow->entries().size() == 2);
 
   dir.write("allow", "two.example.com\nthree.example.com\n");
   auto reloaded = boxproxy::reload_host_list(options);
@@ -508,7 +508,7 @@ TEST_CASE("a hostile config is a usage error, never a crash (fuzz findings 3 to 
   }
   SUBCASE("brackets inside strings do not count toward the depth") {
     const std::string config = dir.write("strings.json", R"({"allow-hint": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})");
-    CHECK(parse({"--socket", "/tmp/x.sock", "--config", config}).allow_hint.size() == 39);
+    CHECK(parse({"--socket", "/tmp/x.sock", "--config", config}).proxy.allow_hint.size() == 39);
   }
   SUBCASE("bytes outside printable ASCII in a parse error are escaped") {
     const std::string config = dir.write("del.json", "{\"m\x7f\xc3x");

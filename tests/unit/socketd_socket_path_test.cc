@@ -19,7 +19,8 @@
 namespace {
 
 using boxproxy::SessionSocket;
-using boxproxy::SocketPathError;
+using boxproxy::StartupError;
+using boxproxy::as_status;
 
 struct TempDir {
   std::string path;
@@ -67,10 +68,10 @@ bool connects(const std::string& path) {
   return ok;
 }
 
-SocketPathError create_error(const std::string& path) {
+StartupError create_error(const std::string& path) {
   try {
     SessionSocket socket = SessionSocket::create(path, 16);
-  } catch (const SocketPathError& error) {
+  } catch (const StartupError& error) {
     return error;
   }
   FAIL("no error");
@@ -123,8 +124,8 @@ TEST_CASE("a regular file at the path: exit 3, left intact") {
   TempDir dir;
   const std::string path = dir.path + "/egress.sock";
   std::ofstream(path) << "precious";
-  const SocketPathError error = create_error(path);
-  CHECK(error.exit_code == 3);
+  const StartupError error = create_error(path);
+  CHECK(as_status(error.exit_code) == 3);
   CHECK(error.message.find("exists and is not a socket") != std::string::npos);
   std::ifstream in(path);
   std::stringstream text;
@@ -140,7 +141,7 @@ TEST_CASE("a symlink at the path, even to a stale socket: exit 3, left") {
   ::close(stale);
   const std::string path = dir.path + "/egress.sock";
   REQUIRE(::symlink(target.c_str(), path.c_str()) != -1);
-  CHECK(create_error(path).exit_code == 3);
+  CHECK(as_status(create_error(path).exit_code) == 3);
   struct stat st{};
   CHECK(::lstat(path.c_str(), &st) != -1);
   CHECK(S_ISLNK(st.st_mode));
@@ -151,8 +152,8 @@ TEST_CASE("a live socket at the path: exit 3 in use, and it still answers") {
   TempDir dir;
   const std::string path = dir.path + "/egress.sock";
   const int live = bind_socket(path, true);
-  const SocketPathError error = create_error(path);
-  CHECK(error.exit_code == 3);
+  const StartupError error = create_error(path);
+  CHECK(as_status(error.exit_code) == 3);
   CHECK(error.message.find("in use") != std::string::npos);
   CHECK(connects(path));
   CHECK(dir.entries() == 1);
@@ -171,22 +172,22 @@ TEST_CASE("a stale socket at the path is replaced") {
 
 TEST_CASE("a missing directory: exit 1") {
   TempDir dir;
-  const SocketPathError error = create_error(dir.path + "/no-such-dir/egress.sock");
-  CHECK(error.exit_code == 1);
+  const StartupError error = create_error(dir.path + "/no-such-dir/egress.sock");
+  CHECK(as_status(error.exit_code) == 1);
   CHECK(error.message.find("no-such-dir") != std::string::npos);
 }
 
 TEST_CASE("the directory is a file: exit 1") {
   TempDir dir;
   std::ofstream(dir.path + "/file") << "x";
-  CHECK(create_error(dir.path + "/file/egress.sock").exit_code == 1);
+  CHECK(as_status(create_error(dir.path + "/file/egress.sock").exit_code) == 1);
 }
 
 TEST_CASE("too long for sun_path: exit 1 with a clear message") {
   TempDir dir;
   const std::string path = dir.path + "/" + std::string(120, 'a');
-  const SocketPathError error = create_error(path);
-  CHECK(error.exit_code == 1);
+  const StartupError error = create_error(path);
+  CHECK(as_status(error.exit_code) == 1);
   CHECK(error.message.find("longer than") != std::string::npos);
   CHECK(dir.entries() == 0);
 }

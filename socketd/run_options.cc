@@ -1,0 +1,183 @@
+#include "socketd/run_options.h"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "proxy/defaults.h"
+#include "socketd/option_table.h"
+#include "socketd/serve_options.h"
+
+namespace boxproxy {
+namespace {
+
+constexpr std::string_view kCommand = "run";
+
+// run's own options, then serve's (not listed in run's help: serve --help lists them). run
+// knows from serve's rows which of serve's options take a value, so a value that reads "--" or
+// "--socket" stays with its option and is never taken for run's.
+const OptionTable& run_table() {
+  static const OptionTable table = [] {
+    std::vector<OptionSpec> rows = {
+        OptionSpec{.name = "socket", .kind = OptionKind::value, .value_name = "PATH",
+                   .help = "use the running proxy at PATH instead of starting one"},
+        OptionSpec{.name = "auth-token-file", .kind = OptionKind::value, .value_name = "FILE",
+                   .help = "with --socket: the token that proxy wants, for the variables (without --socket it "
+                           "is a serve option, read by both)"},
+        OptionSpec{.name = "transparent", .kind = OptionKind::flag,
+                   .help = "also capture every TCP connection COMMAND opens to any address but the box's loopback "
+                           "(nftables in the box), for programs that ignore the proxy variables"},
+        OptionSpec{.name = "allow-unix-sockets", .kind = OptionKind::flag,
+                   .help = "let COMMAND make Unix sockets: by default socket(AF_UNIX, ...) and datagram "
+                           "socketpairs fail with EPERM in the box, so that the host's pathname sockets (another "
+                           "session's proxy, an ssh agent, journald) are out of reach"},
+        OptionSpec{.name = "allow-nested-namespaces", .kind = OptionKind::flag,
+                   .help = "let COMMAND make namespaces of its own (unshare, clone, setns; for a box that runs "
+                           "containers): by default they fail with EPERM in the box, since a network namespace of "
+                           "its own gives it the kernel's network configuration to attack"},
+    };
+    for (const OptionSpec& spec : serve_option_table().options()) {
+      const bool own = std::any_of(rows.begin(), rows.end(), [&](const OptionSpec& row) { return row.name == spec.name; });
+      if (own) continue;
+      OptionSpec serve_row = spec;
+      serve_row.in_help = false;
+      rows.push_back(std::move(serve_row));
+    }
+    return OptionTable(std::string(kCommand), std::move(rows));
+  }();
+  return table;
+}
+
+}  // namespace
+
+std::string run_help_text() {
+  return fmt::format(
+      "usage: boxproxy run [SERVE OPTION]... [--allow-unix-sockets] [--allow-nested-namespaces] -- COMMAND\n"
+      "                    [ARG]...\n"
+      "       boxproxy run --socket PATH [--auth-token-file FILE] [--allow-unix-sockets]\n"
+      "                    [--allow-nested-namespaces] -- COMMAND [ARG]...\n"
+      "\n"
+      "Runs COMMAND in a box whose only way out is boxproxy: its own user namespace (root inside,\n"
+      "the caller outside, also when run is root), network namespace (only its own loopback), mount\n"
+      "namespace and PID namespace (a /proc of its own processes), with no new privileges and no\n"
+      "capability outside. run starts `boxproxy serve` with the SERVE OPTIONs on a socket in a fresh\n"
+      "private directory (or, with --socket, uses a running proxy's socket), starts `boxproxy bridge`\n"
+      "on 127.0.0.1:{1} (and [::1]:{1}) inside, and sets for COMMAND:\n"
+      "  HTTP_PROXY, HTTPS_PROXY  http://127.0.0.1:{1} (http://box:TOKEN@... when the proxy wants\n"
+      "                           a token)\n"
+      "  ALL_PROXY                socks5h://127.0.0.1:{1} (the same port: the proxy sniffs)\n"
+      "  NO_PROXY                 localhost,127.0.0.1,::1\n"
+      "  (and their lower-case forms), and BOXPROXY_SOCKET, the proxy's socket path. NOTIFY_SOCKET,\n"
+      "LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES are removed for the proxy and for COMMAND.\n"
+      "The proxy's decision lines go to standard error unless --log-file says otherwise.\n"
+      "\n"
+      "Options of run itself (the SERVE OPTIONs are in boxproxy serve --help):\n"
+      "{0}"
+      "\n"
+      "Exit status: COMMAND's, or 128+N when signal N ended it; 2 a usage error; 125 the box could\n"
+      "not be set up (say, no user namespaces here: run never makes a weaker box); 126 COMMAND\n"
+      "cannot be executed; 127 COMMAND was not found.\n"
+      "SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 are passed on to COMMAND; SIGINT and SIGQUIT are left to\n"
+      "the terminal, which sends them to COMMAND itself.\n",
+      run_table().options_help(), defaults::kBridgePort);
+}
+
+namespace {
+
+// serve's options as `boxproxy serve` arguments, each value as --name=VALUE so that nothing a
+// value reads can change how serve splits them.
+std::vector<std::string> serve_arguments(const RawOptions& serve_options) {
+  std::vector<std::string> args;
+  for (const auto& [name, raw] : serve_options) {
+    if (raw.flag) {
+      args.push_back("--" + name);
+      continue;
+    }
+    for (const std::string& value : raw.values) args.push_back(fmt::format("--{}={}", name, value));
+  }
+  return args;
+}
+
+RunOptions parse_run_options(int argc, char** argv) {
+  ParsedArguments parsed = parse_arguments(run_table(), argc, argv, Operands::after_dashes);
+  if (!parsed.dashes) {
+    throw usage_error(kCommand, "-- COMMAND is needed: boxproxy run [SERVE OPTION]... -- COMMAND [ARG]...");
+  }
+  if (parsed.operands.empty()) throw usage_error(kCommand, "a COMMAND is needed after --");
+  RunOptions options;
+  options.command = std::move(parsed.operands);
+  RawOptions& given = parsed.options;
+  if (const auto socket = given.find("socket"); socket != given.end()) {
+    const std::string& path = socket->second.values.front();
+    if (path.empty()) fail_value(kCommand, "--socket", path, "is not a path (it is empty)");
+    options.socket_path = path;
+    given.erase(socket);
+  }
+  if (given.erase("allow-unix-sockets") != 0) options.box_lifts.unix_sockets = true;
+  if (given.erase("allow-nested-namespaces") != 0) options.box_lifts.nested_namespaces = true;
+  if (given.erase("transparent") != 0) options.transparent = true;
+  if (options.socket_path) {
+    // With --socket the only option besides run's own is --auth-token-file (run reads it to put
+    // the token in the variables); every other serve option belongs to a proxy run starts.
+    if (const auto token = given.find("auth-token-file"); token != given.end()) {
+      options.auth_token_file = token->second.values.front();
+      given.erase(token);
+    }
+    if (!given.empty()) {
+      throw usage_error(kCommand, fmt::format("--{}: serve options are for a proxy run starts; with --socket the "
+                                              "running proxy keeps its own",
+                                              given.begin()->first));
+    }
+  }
+  options.serve_args = serve_arguments(given);
+  return options;
+}
+
+// The serve options parsed here as serve will parse them. Throws UsageError as serve would, so a
+// bad option is reported before anything starts.
+ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const std::string& socket) {
+  std::vector<std::string> args = {"--socket", socket};
+  args.insert(args.end(), serve_args.begin(), serve_args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  ServeOptions parsed = parse_serve_options(static_cast<int>(args.size()), argv.data());
+  std::vector<std::string> files;
+  for (const std::optional<std::string>* file : {&parsed.log_file, &parsed.audit_path, &parsed.config_path,
+                                                 &parsed.allow_file, &parsed.auth_token_file, &parsed.control_socket}) {
+    if (*file) files.push_back(**file);
+  }
+  return {.token = std::move(parsed.proxy.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd,
+          .files = std::move(files)};
+}
+
+// The token of `run --socket PATH --auth-token-file FILE`, read by serve's rules. Throws
+// UsageError (the message is run's).
+std::string token_of_file(const std::string& path) {
+  try {
+    return read_auth_token_file("--auth-token-file", path);
+  } catch (const UsageError& error) {
+    throw error.for_command(kCommand);
+  }
+}
+
+}  // namespace
+
+RunOptions read_run_options(int argc, char** argv) {
+  RunOptions options = parse_run_options(argc, argv);
+  if (options.auth_token_file) {
+    options.serve_facts.token = token_of_file(*options.auth_token_file);
+  } else if (!options.socket_path) {
+    // Parsing looks at no socket path: the real one is made only once the options are good.
+    options.serve_facts = facts_of_serve_args(options.serve_args, "egress.sock");
+  }
+  if (options.transparent && options.serve_facts.token) {
+    // A captured connection carries no credentials, and the bridge holds no token to add.
+    throw usage_error(kCommand, "--transparent cannot be used with a proxy that wants a token (--auth-token-file)");
+  }
+  return options;
+}
+
+}  // namespace boxproxy
