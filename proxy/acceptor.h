@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "proxy/event_owners.h"
+#include "proxy/timer.h"
 
 namespace boxproxy {
 
@@ -44,13 +45,13 @@ class Acceptor {
  private:
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) noexcept;
   static void on_accept_error(evconnlistener*, void* self) noexcept;
-  static void on_resume(evutil_socket_t, short, void* self) noexcept;
+  static void on_resume(void* self) noexcept;
 
   event_base* base_;
   void* owner_;
   OnClient on_client_;
   OnPause on_pause_;
-  EventPtr resume_timer_;
+  Timer resume_timer_;
   std::vector<ListenerPtr> listeners_;  // declared after the timer: closed first
 };
 

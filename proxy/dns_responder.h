@@ -34,6 +34,7 @@
 #include "proxy/name_addresses.h"
 #include "proxy/proxy_socket.h"
 #include "proxy/socks5_client.h"
+#include "proxy/timer.h"
 
 namespace boxproxy {
 
