@@ -1,14 +1,21 @@
 #include "proxy/acceptor.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
 namespace boxproxy {
 
 bool is_resource_shortage(int error) noexcept {
   return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
+}
+
+std::string accept_pause_words(int error) {
+  return fmt::format("{}; pausing accepts for {} ms", std::strerror(error),
+                     static_cast<int>(kAcceptBackoffSeconds * 1000));
 }
 
 Acceptor::Acceptor(event_base* base, void* owner, OnClient on_client, OnPause on_pause)

@@ -7,6 +7,7 @@
 // itself (the bridge cannot make its socket to the proxy) backs off through the same path.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,9 @@ inline constexpr double kAcceptBackoffSeconds = 0.1;
 
 // True for the errors that mean "out of descriptors or memory": the ones worth a pause.
 [[nodiscard]] bool is_resource_shortage(int error) noexcept;
+// What a listener's owner says when accepting pauses for `error`: "<strerror>; pausing accepts
+// for 100 ms".
+[[nodiscard]] std::string accept_pause_words(int error);
 
 class Acceptor {
  public:

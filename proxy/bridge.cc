@@ -304,8 +304,7 @@ void BridgeServer::back_off(int error) noexcept {
 }
 
 void BridgeServer::on_accept_paused(void*, int error) noexcept {
-  const std::string line = fmt::format("boxproxy bridge: {}; pausing accepts for {} ms\n", std::strerror(error),
-                                       static_cast<int>(kAcceptBackoffSeconds * 1000));
+  const std::string line = fmt::format("boxproxy bridge: {}\n", accept_pause_words(error));
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

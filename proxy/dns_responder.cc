@@ -1,7 +1,10 @@
 #include "proxy/dns_responder.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -238,7 +241,7 @@ class DnsResponder::TcpClient {
 // ---------------------------------------------------------------------------------------------
 
 DnsResponder::DnsResponder(event_base* base, const ProxySocket& proxy, NameAddresses& names)
-    : base_(base), proxy_(proxy), names_(names) {}
+    : base_(base), proxy_(proxy), names_(names), tcp_(base, this, &on_tcp_client, &on_tcp_paused) {}
 
 DnsResponder::~DnsResponder() { stop(); }
 
@@ -253,17 +256,15 @@ void DnsResponder::add_udp(int fd) {
 }
 
 void DnsResponder::add_tcp(int fd) {
-  ListenerPtr listener(
-      evconnlistener_new(base_, &on_tcp_accept, this, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd));
-  if (!listener) {
-    ::close(fd);
+  try {
+    tcp_.add(fd);
+  } catch (const std::runtime_error&) {
     throw std::runtime_error("cannot listen for DNS over TCP");
   }
-  tcp_.push_back(std::move(listener));
 }
 
 void DnsResponder::stop() noexcept {
-  tcp_.clear();
+  tcp_.stop();
   udp_.clear();
   udp_questions_.clear();
   for (TcpClient* client : tcp_clients_) delete client;
@@ -396,7 +397,7 @@ void DnsResponder::on_udp_answered(void* self, Question& question) noexcept {
   if (at != list.end()) list.erase(at);
 }
 
-void DnsResponder::on_tcp_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) noexcept {
+void DnsResponder::on_tcp_client(void* self, int fd) noexcept {
   auto* responder = static_cast<DnsResponder*>(self);
   if (responder->tcp_clients_.size() >= kMaxDnsTcpClients) {
     ::close(fd);  // bounded: a box that opens more waits for one to end
@@ -412,6 +413,11 @@ void DnsResponder::on_tcp_accept(evconnlistener*, evutil_socket_t fd, sockaddr*,
     return;
   }
   responder->tcp_clients_.push_back(client);
+}
+
+void DnsResponder::on_tcp_paused(void*, int error) noexcept {
+  const std::string line = fmt::format("boxproxy bridge: DNS over TCP: {}\n", accept_pause_words(error));
+  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 }  // namespace boxproxy
