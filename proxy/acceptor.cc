@@ -1,8 +1,10 @@
 #include "proxy/acceptor.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
 namespace boxproxy {
@@ -11,10 +13,14 @@ bool is_resource_shortage(int error) noexcept {
   return error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM;
 }
 
+std::string accept_pause_words(int error) {
+  return fmt::format("{}; pausing accepts for {} ms", std::strerror(error),
+                     static_cast<int>(kAcceptBackoffSeconds * 1000));
+}
+
 Acceptor::Acceptor(event_base* base, void* owner, OnClient on_client, OnPause on_pause)
-    : base_(base), owner_(owner), on_client_(on_client), on_pause_(on_pause) {
-  resume_timer_ = make_event(base_, -1, 0, &Acceptor::on_resume, this);
-  if (!resume_timer_) throw std::runtime_error("cannot create the accept timer");
+    : base_(base), owner_(owner), on_client_(on_client), on_pause_(on_pause), resume_timer_(base, &on_resume, this) {
+  if (!resume_timer_.valid()) throw std::runtime_error("cannot create the accept timer");
 }
 
 void Acceptor::add(int listen_fd) {
@@ -29,15 +35,14 @@ void Acceptor::add(int listen_fd) {
 
 void Acceptor::stop() noexcept {
   listeners_.clear();
-  if (resume_timer_) event_del(resume_timer_.get());
+  resume_timer_.disarm();
 }
 
 void Acceptor::back_off(int error) noexcept {
   if (!is_resource_shortage(error) || listeners_.empty()) return;
-  if (evtimer_pending(resume_timer_.get(), nullptr)) return;  // paused already
+  if (resume_timer_.armed()) return;  // paused already
   for (auto& listener : listeners_) evconnlistener_disable(listener.get());
-  const timeval tv = to_timeval(kAcceptBackoffSeconds);
-  event_add(resume_timer_.get(), &tv);
+  resume_timer_.arm(kAcceptBackoffSeconds);
   on_pause_(owner_, error);
 }
 
@@ -50,7 +55,7 @@ void Acceptor::on_accept_error(evconnlistener*, void* self) noexcept {
   static_cast<Acceptor*>(self)->back_off(EVUTIL_SOCKET_ERROR());
 }
 
-void Acceptor::on_resume(evutil_socket_t, short, void* self) noexcept {
+void Acceptor::on_resume(void* self) noexcept {
   for (auto& listener : static_cast<Acceptor*>(self)->listeners_) evconnlistener_enable(listener.get());
 }
 

@@ -7,10 +7,12 @@
 // itself (the bridge cannot make its socket to the proxy) backs off through the same path.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "proxy/event_owners.h"
+#include "proxy/timer.h"
 
 namespace boxproxy {
 
@@ -19,6 +21,9 @@ inline constexpr double kAcceptBackoffSeconds = 0.1;
 
 // True for the errors that mean "out of descriptors or memory": the ones worth a pause.
 [[nodiscard]] bool is_resource_shortage(int error) noexcept;
+// What a listener's owner says when accepting pauses for `error`: "<strerror>; pausing accepts
+// for 100 ms".
+[[nodiscard]] std::string accept_pause_words(int error);
 
 class Acceptor {
  public:
@@ -44,13 +49,13 @@ class Acceptor {
  private:
   static void on_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) noexcept;
   static void on_accept_error(evconnlistener*, void* self) noexcept;
-  static void on_resume(evutil_socket_t, short, void* self) noexcept;
+  static void on_resume(void* self) noexcept;
 
   event_base* base_;
   void* owner_;
   OnClient on_client_;
   OnPause on_pause_;
-  EventPtr resume_timer_;
+  Timer resume_timer_;
   std::vector<ListenerPtr> listeners_;  // declared after the timer: closed first
 };
 

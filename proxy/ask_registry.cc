@@ -49,13 +49,12 @@ AskRegistry::Ticket AskRegistry::ask(std::string_view host, std::uint16_t port, 
     ask->target = key;
     ask->event_line = fmt::format(R"({{"event":"ask","ask":{},"host":{},"port":{},"kind":"{}","id":{}}})", ask->number,
                                   json_quote(key.first), port, kind_name(kind), id);
-    ask->timer = make_event(base_, -1, 0, &AskRegistry::on_timeout, ask.get());
-    if (!ask->timer) return {};
+    ask->timer.emplace(base_, &AskRegistry::on_timeout, ask.get());
+    if (!ask->timer->valid()) return {};
     // Nobody to ask: not-listed at once (SPEC §15), and the number is not spent.
     if (publish_(ask->event_line) == 0) return {};
     ++last_number_;
-    const timeval tv = to_timeval(timeout_seconds_);
-    event_add(ask->timer.get(), &tv);
+    ask->timer->arm(timeout_seconds_);
     ask->waiters.push_back({waiter, on_verdict});
     const std::uint64_t number = ask->number;
     by_target_.emplace(std::move(key), number);
@@ -118,7 +117,7 @@ void AskRegistry::finish(std::uint64_t number, AskVerdict verdict) noexcept {
   for (const Waiter& waiter : waiters) waiter.on_verdict(waiter.waiter, verdict);
 }
 
-void AskRegistry::on_timeout(evutil_socket_t, short, void* arg) noexcept {
+void AskRegistry::on_timeout(void* arg) noexcept {
   auto* ask = static_cast<Ask*>(arg);
   ask->registry->finish(ask->number, AskVerdict::timeout);
 }

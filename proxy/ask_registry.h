@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "proxy/decision_log.h"
-#include "proxy/event_owners.h"
+#include "proxy/timer.h"
 
 namespace boxproxy {
 
@@ -123,14 +123,14 @@ class AskRegistry {
     std::uint64_t number = 0;
     std::pair<std::string, std::uint16_t> target;  // the name (lower case, no trailing dot), the port
     std::string event_line;
-    EventPtr timer;
+    std::optional<Timer> timer;  // made with the ask, which never moves (it is held by pointer)
     std::vector<Waiter> waiters;
   };
 
   void leave(std::uint64_t ask, void* waiter) noexcept;
   // Ends ask `number` with `verdict`: forgets it, then tells every client that waited.
   void finish(std::uint64_t number, AskVerdict verdict) noexcept;
-  static void on_timeout(evutil_socket_t, short, void* ask) noexcept;
+  static void on_timeout(void* ask) noexcept;
 
   event_base* base_;
   double timeout_seconds_;

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "proxy/transient_error.h"
+
 namespace boxproxy {
 namespace {
 
@@ -65,8 +67,7 @@ BridgeConnection* BridgeConnection::open(BridgeServer& server, int client_fd, st
   event_base* base = server.base();
   connection->client_.read_event = make_event(base, client_fd, EV_READ | EV_PERSIST, &on_client_read, connection);
   connection->client_.write_event = make_event(base, client_fd, EV_WRITE | EV_PERSIST, &on_client_write, connection);
-  connection->retry_timer_ = make_event(base, -1, 0, &on_retry, connection);
-  if (!connection->client_.read_event || !connection->client_.write_event || !connection->retry_timer_ ||
+  if (!connection->client_.read_event || !connection->client_.write_event || !connection->retry_timer_.valid() ||
       connection->try_connect() == Next::close) {
     delete connection;
     return nullptr;
@@ -75,7 +76,7 @@ BridgeConnection* BridgeConnection::open(BridgeServer& server, int client_fd, st
 }
 
 BridgeConnection::BridgeConnection(BridgeServer& server, int client_fd, std::string request)
-    : server_(server), request_(std::move(request)) {
+    : server_(server), retry_timer_(server.base(), &on_retry, this), request_(std::move(request)) {
   client_.fd.reset(client_fd);
   // Nothing is read from the client until the socket has taken us: its bytes (and its FIN) wait
   // in the kernel, so there is nothing to hold and nothing to pass on early.
@@ -91,7 +92,7 @@ BridgeConnection::~BridgeConnection() {
   --server_.stats().open;
   server_.forget(this);
   // Events are freed (and so deleted from the base) before the descriptors they watch close.
-  retry_timer_.reset();
+  retry_timer_.disarm();
   upstream_.reset();
   client_.reset();
 }
@@ -120,7 +121,7 @@ void BridgeConnection::on_upstream_write(evutil_socket_t, short, void* self) noe
   finish(c, c->phase_ == Phase::connecting ? c->connect_finished() : after(c->tunnel_.writable(c->upstream_)));
 }
 
-void BridgeConnection::on_retry(evutil_socket_t, short, void* self) noexcept {
+void BridgeConnection::on_retry(void* self) noexcept {
   auto* c = static_cast<BridgeConnection*>(self);
   finish(c, c->try_connect());
 }
@@ -148,8 +149,7 @@ BridgeConnection::Next BridgeConnection::try_connect() {
     if (waited_ >= kBridgeConnectSeconds) return give_up(ETIMEDOUT);
     waited_ += kBridgeRetrySeconds;
     upstream_.reset();
-    const timeval tv = to_timeval(kBridgeRetrySeconds);
-    event_add(retry_timer_.get(), &tv);
+    retry_timer_.arm(kBridgeRetrySeconds);
     return Next::keep;
   }
   return give_up(result);
@@ -180,7 +180,7 @@ BridgeConnection::Next BridgeConnection::read_reply() {
   // (an SSH or SMTP banner) stays in the socket for the relay.
   char buffer[2 + 4 + 1 + 255 + 2];
   const ssize_t n = ::recv(upstream_.fd.get(), buffer, std::min(sizeof buffer, reply_.wanted()), 0);
-  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Next::keep;
+  if (n == -1 && transient_error(errno)) return Next::keep;
   const auto state = n <= 0 ? Socks5ReplyReader::State::malformed
                             : reply_.feed({buffer, static_cast<std::size_t>(n)});
   switch (state) {
@@ -304,8 +304,7 @@ void BridgeServer::back_off(int error) noexcept {
 }
 
 void BridgeServer::on_accept_paused(void*, int error) noexcept {
-  const std::string line = fmt::format("boxproxy bridge: {}; pausing accepts for {} ms\n", std::strerror(error),
-                                       static_cast<int>(kAcceptBackoffSeconds * 1000));
+  const std::string line = fmt::format("boxproxy bridge: {}\n", accept_pause_words(error));
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

@@ -25,6 +25,7 @@
 #include "proxy/event_owners.h"
 #include "proxy/proxy_socket.h"
 #include "proxy/relay.h"
+#include "proxy/timer.h"
 #include "proxy/tunnel.h"
 
 namespace boxproxy {
@@ -80,7 +81,7 @@ class BridgeConnection {
   static void on_client_write(evutil_socket_t, short, void* self) noexcept;
   static void on_upstream_read(evutil_socket_t, short, void* self) noexcept;
   static void on_upstream_write(evutil_socket_t, short, void* self) noexcept;
-  static void on_retry(evutil_socket_t, short, void* self) noexcept;
+  static void on_retry(void* self) noexcept;
   static void finish(BridgeConnection* connection, Next next) noexcept;
 
   Next try_connect();
@@ -95,7 +96,7 @@ class BridgeConnection {
   Endpoint client_;    // the loopback TCP client
   Endpoint upstream_;  // the proxy's Unix socket (the one pinned at start)
   Tunnel tunnel_{client_, upstream_};
-  EventPtr retry_timer_;
+  Timer retry_timer_;
   Phase phase_ = Phase::connecting;
   std::string request_;       // the SOCKS5 handshake of a captured connection; empty otherwise
   Socks5ReplyReader reply_;   // the proxy's answers to it

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/ask_registry.h"
+#include "proxy/clock.h"
 #include "proxy/control_channel.h"
 #include "proxy/json_nesting.h"
 #include "table/host_list.h"
@@ -222,6 +223,13 @@ Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& con
   const std::string op = request["op"].get<std::string>();
   if (op == "allow") return allow(id, request, context.session);
   if (op == "answer") return answer(id, request, context.session);
+#if defined(BOXPROXY_TEST_HOOKS)
+  // Test builds only: {"op":"advance-clock","seconds":N} moves the proxy's clock (proxy/clock.h).
+  if (op == "advance-clock" && request.value("seconds", Json()).is_number() && !only_keys(request, op, {"seconds"})) {
+    Clock::advance(request["seconds"].get<double>());
+    return reply_head(id, true);
+  }
+#endif
   const bool known = op == "hello" || op == "stats" || op == "subscribe" || op == "drain";
   if (!known) return Failure{fmt::format("unknown op {} (hello, allow, stats, subscribe, drain, answer)", shown(op))};
   if (auto failure = only_keys(request, op, {})) return *failure;

@@ -1,11 +1,15 @@
 #include "proxy/dns_responder.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <stdexcept>
 
+#include "proxy/transient_error.h"
 #include "table/ascii.h"
 
 namespace boxproxy {
@@ -21,8 +25,6 @@ std::string resolve_request(std::string_view name) {
   return out;
 }
 
-bool would_block(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
-
 // A TCP message is its 2-byte length and then the message (RFC 1035 §4.2.2). A query is never
 // longer than kMaxDnsQueryBytes (see there); a longer one closes the client.
 constexpr std::size_t kTcpLengthBytes = 2;
@@ -37,7 +39,11 @@ class DnsResponder::Question {
   using Done = void (*)(void* owner, Question& question);
 
   Question(DnsResponder& responder, DnsQuestion question, Done done, void* owner)
-      : responder_(responder), question_(std::move(question)), done_(done), owner_(owner) {}
+      : responder_(responder),
+        question_(std::move(question)),
+        done_(done),
+        owner_(owner),
+        timer_(responder.base(), &on_timeout, this) {}
   ~Question() { responder_.question_finished(); }
   Question(const Question&) = delete;
   Question& operator=(const Question&) = delete;
@@ -56,11 +62,9 @@ class DnsResponder::Question {
       return false;
     }
     read_event_ = make_event(responder_.base(), fd_.get(), EV_READ | EV_PERSIST, &on_readable, this);
-    timer_ = make_event(responder_.base(), -1, 0, &on_timeout, this);
-    if (!read_event_ || !timer_) return false;
-    const timeval tv = to_timeval(kDnsAskSeconds);
+    if (!read_event_ || !timer_.valid()) return false;
     event_add(read_event_.get(), nullptr);
-    event_add(timer_.get(), &tv);
+    timer_.arm(kDnsAskSeconds);
     return true;
   }
 
@@ -69,7 +73,7 @@ class DnsResponder::Question {
 
  private:
   static void on_readable(evutil_socket_t, short, void* self) noexcept { static_cast<Question*>(self)->readable(); }
-  static void on_timeout(evutil_socket_t, short, void* self) noexcept {
+  static void on_timeout(void* self) noexcept {
     static_cast<Question*>(self)->finish(Socks5ReplyReader::State::malformed);
   }
 
@@ -77,7 +81,7 @@ class DnsResponder::Question {
     char buffer[512];
     const std::size_t want = std::min(reply_.wanted(), sizeof buffer);
     const ssize_t n = ::recv(fd_.get(), buffer, want, 0);
-    if (n == -1 && would_block(errno)) return;
+    if (n == -1 && transient_error(errno)) return;
     if (n <= 0) return finish(Socks5ReplyReader::State::malformed);  // closed before answering
     const auto state = reply_.feed({buffer, static_cast<std::size_t>(n)});
     if (state != Socks5ReplyReader::State::need_more) finish(state);
@@ -87,7 +91,7 @@ class DnsResponder::Question {
   void finish(Socks5ReplyReader::State verdict) {
     verdict_ = verdict;
     read_event_.reset();
-    timer_.reset();
+    timer_.disarm();
     fd_.reset();
     done_(owner_, *this);
   }
@@ -98,7 +102,7 @@ class DnsResponder::Question {
   void* owner_;
   UniqueFd fd_;
   EventPtr read_event_;
-  EventPtr timer_;
+  Timer timer_;
   Socks5ReplyReader reply_;
   Socks5ReplyReader::State verdict_ = Socks5ReplyReader::State::malformed;
 };
@@ -119,15 +123,15 @@ struct DnsResponder::UdpQuestion {
 
 class DnsResponder::TcpClient {
  public:
-  TcpClient(DnsResponder& responder, int fd) : responder_(responder), fd_(fd) {}
+  TcpClient(DnsResponder& responder, int fd)
+      : responder_(responder), fd_(fd), timer_(responder.base(), &on_idle, this) {}
   TcpClient(const TcpClient&) = delete;
   TcpClient& operator=(const TcpClient&) = delete;
 
   bool init() {
     read_event_ = make_event(responder_.base(), fd_.get(), EV_READ | EV_PERSIST, &on_read, this);
     write_event_ = make_event(responder_.base(), fd_.get(), EV_WRITE | EV_PERSIST, &on_write, this);
-    timer_ = make_event(responder_.base(), -1, 0, &on_idle, this);
-    if (!read_event_ || !write_event_ || !timer_) return false;
+    if (!read_event_ || !write_event_ || !timer_.valid()) return false;
     wait_for_query();
     return true;
   }
@@ -141,7 +145,7 @@ class DnsResponder::TcpClient {
     auto* client = static_cast<TcpClient*>(self);
     if (!client->flush()) client->responder_.forget(client);
   }
-  static void on_idle(evutil_socket_t, short, void* self) noexcept {
+  static void on_idle(void* self) noexcept {
     auto* client = static_cast<TcpClient*>(self);
     client->responder_.forget(client);
   }
@@ -154,8 +158,7 @@ class DnsResponder::TcpClient {
 
   void wait_for_query() {
     event_add(read_event_.get(), nullptr);
-    const timeval tv = to_timeval(kDnsTcpIdleSeconds);
-    event_add(timer_.get(), &tv);
+    timer_.arm(kDnsTcpIdleSeconds);
   }
 
   // False: close the client.
@@ -163,7 +166,7 @@ class DnsResponder::TcpClient {
     char buffer[kTcpLengthBytes + kMaxDnsQueryBytes];
     const std::size_t need = wanted();
     const ssize_t n = ::recv(fd_.get(), buffer, std::min(need, sizeof buffer), 0);
-    if (n == -1) return would_block(errno);
+    if (n == -1) return transient_error(errno);
     if (n == 0) return false;
     in_.append(buffer, static_cast<std::size_t>(n));
     return handle_buffer();
@@ -187,7 +190,7 @@ class DnsResponder::TcpClient {
     in_.clear();
     // One query at a time: no read until its answer is written.
     event_del(read_event_.get());
-    event_del(timer_.get());
+    timer_.disarm();
     DnsQuestion question;
     bool must_ask = false;
     const std::string now = responder_.immediate_answer(message, question, must_ask);
@@ -210,10 +213,9 @@ class DnsResponder::TcpClient {
     while (out_offset_ < out_.size()) {
       const ssize_t n = ::send(fd_.get(), out_.data() + out_offset_, out_.size() - out_offset_, MSG_NOSIGNAL);
       if (n == -1) {
-        if (!would_block(errno)) return false;
+        if (!transient_error(errno)) return false;
         event_add(write_event_.get(), nullptr);
-        const timeval tv = to_timeval(kDnsTcpIdleSeconds);  // a client that never reads is not kept
-        event_add(timer_.get(), &tv);
+        timer_.arm(kDnsTcpIdleSeconds);  // a client that never reads is not kept
         return true;
       }
       out_offset_ += static_cast<std::size_t>(n);
@@ -229,7 +231,7 @@ class DnsResponder::TcpClient {
   UniqueFd fd_;
   EventPtr read_event_;
   EventPtr write_event_;
-  EventPtr timer_;
+  Timer timer_;
   std::string in_;   // at most 2 + kMaxDnsQueryBytes
   std::string out_;  // one answer
   std::size_t out_offset_ = 0;
@@ -239,7 +241,7 @@ class DnsResponder::TcpClient {
 // ---------------------------------------------------------------------------------------------
 
 DnsResponder::DnsResponder(event_base* base, const ProxySocket& proxy, NameAddresses& names)
-    : base_(base), proxy_(proxy), names_(names) {}
+    : base_(base), proxy_(proxy), names_(names), tcp_(base, this, &on_tcp_client, &on_tcp_paused) {}
 
 DnsResponder::~DnsResponder() { stop(); }
 
@@ -254,17 +256,15 @@ void DnsResponder::add_udp(int fd) {
 }
 
 void DnsResponder::add_tcp(int fd) {
-  ListenerPtr listener(
-      evconnlistener_new(base_, &on_tcp_accept, this, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd));
-  if (!listener) {
-    ::close(fd);
+  try {
+    tcp_.add(fd);
+  } catch (const std::runtime_error&) {
     throw std::runtime_error("cannot listen for DNS over TCP");
   }
-  tcp_.push_back(std::move(listener));
 }
 
 void DnsResponder::stop() noexcept {
-  tcp_.clear();
+  tcp_.stop();
   udp_.clear();
   udp_questions_.clear();
   for (TcpClient* client : tcp_clients_) delete client;
@@ -397,7 +397,7 @@ void DnsResponder::on_udp_answered(void* self, Question& question) noexcept {
   if (at != list.end()) list.erase(at);
 }
 
-void DnsResponder::on_tcp_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) noexcept {
+void DnsResponder::on_tcp_client(void* self, int fd) noexcept {
   auto* responder = static_cast<DnsResponder*>(self);
   if (responder->tcp_clients_.size() >= kMaxDnsTcpClients) {
     ::close(fd);  // bounded: a box that opens more waits for one to end
@@ -413,6 +413,11 @@ void DnsResponder::on_tcp_accept(evconnlistener*, evutil_socket_t fd, sockaddr*,
     return;
   }
   responder->tcp_clients_.push_back(client);
+}
+
+void DnsResponder::on_tcp_paused(void*, int error) noexcept {
+  const std::string line = fmt::format("boxproxy bridge: DNS over TCP: {}\n", accept_pause_words(error));
+  std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 }  // namespace boxproxy

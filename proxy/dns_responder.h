@@ -29,11 +29,13 @@
 #include <string>
 #include <vector>
 
+#include "proxy/acceptor.h"
 #include "proxy/dns_message.h"
 #include "proxy/event_owners.h"
 #include "proxy/name_addresses.h"
 #include "proxy/proxy_socket.h"
 #include "proxy/socks5_client.h"
+#include "proxy/timer.h"
 
 namespace boxproxy {
 
@@ -75,6 +77,7 @@ class DnsResponder {
   // A bound, non-blocking UDP socket; taken over. Throws std::runtime_error at start-up.
   void add_udp(int fd);
   // A listening, non-blocking TCP socket; taken over. Throws std::runtime_error at start-up.
+  // Accepting pauses for kAcceptBackoffSeconds when descriptors or memory run out (proxy/acceptor.h).
   void add_tcp(int fd);
   // Closes every socket and forgets every question (SIGTERM).
   void stop() noexcept;
@@ -105,7 +108,8 @@ class DnsResponder {
   struct UdpQuestion;
 
   static void on_udp_readable(evutil_socket_t, short, void* self) noexcept;
-  static void on_tcp_accept(evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* self) noexcept;
+  static void on_tcp_client(void* self, int fd) noexcept;
+  static void on_tcp_paused(void* self, int error) noexcept;
   static void on_udp_answered(void* self, Question& question) noexcept;
   void read_datagrams(UdpSocket& socket) noexcept;
 
@@ -115,7 +119,7 @@ class DnsResponder {
   DnsResponderStats stats_;
   std::size_t in_flight_ = 0;
   std::vector<std::unique_ptr<UdpSocket>> udp_;
-  std::vector<ListenerPtr> tcp_;
+  Acceptor tcp_;  // the TCP listeners, paused for a moment when descriptors run out
   std::vector<std::unique_ptr<UdpQuestion>> udp_questions_;  // questions from UDP, waiting
   std::vector<TcpClient*> tcp_clients_;                       // owned: deleted by forget/stop
 };

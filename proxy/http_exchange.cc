@@ -64,7 +64,7 @@ HttpExchange::HttpExchange(Endpoint& client, Endpoint& upstream, const PlainRequ
       client_http10_(request.client_http10) {}
 
 HttpExchange::Step HttpExchange::start(std::string_view early) {
-  last_activity_ = std::chrono::steady_clock::now();
+  last_activity_ = Clock::now();
   return pass_request_body(early);
 }
 
@@ -81,7 +81,7 @@ HttpExchange::Step HttpExchange::client_readable() {
     client_.read_eof = true;  // the client left in the middle of its body (its done line's end=)
     return Step::close;
   }
-  last_activity_ = std::chrono::steady_clock::now();
+  last_activity_ = Clock::now();
   return pass_request_body({buffer, static_cast<std::size_t>(n)});
 }
 
@@ -118,7 +118,7 @@ HttpExchange::Step HttpExchange::upstream_readable() {
     }
     return Step::close;  // no response, or one cut short: the client must not wait for the rest
   }
-  last_activity_ = std::chrono::steady_clock::now();
+  last_activity_ = Clock::now();
   if (response_head_done_) return pass_response({buffer, static_cast<std::size_t>(n)});
   response_head_.append(buffer, static_cast<std::size_t>(n));
   return parse_response_heads();

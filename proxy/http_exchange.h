@@ -12,6 +12,7 @@
 
 #include "proxy/handshake.h"
 #include "proxy/http_body.h"
+#include "proxy/clock.h"
 #include "proxy/relay.h"
 
 namespace boxproxy {
@@ -89,7 +90,7 @@ class HttpExchange {
   BodyCursor response_body_;
   std::string response_head_;  // bytes of the response head so far
   std::string pipelined_;
-  std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_activity_ = Clock::now();
   bool client_keep_alive_ = false;
   bool client_http10_ = false;  // an HTTP/1.0 request: no interim (1xx) response goes back
   bool request_done_ = false;

@@ -7,10 +7,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
+#include <string_view>
+
+#include "proxy/transient_error.h"
 
 namespace boxproxy {
 namespace {
 
+// Where EINTR means "try again now" and EAGAIN "wait for the event", they are told apart.
 bool would_block(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK; }
 
 // Whether bytes read from `from` are worth splicing: only out of a TCP socket. As measured on
@@ -59,6 +63,31 @@ bool drain_pipe(Endpoint& end) {
   return true;
 }
 
+#if defined(BOXPROXY_TEST_HOOKS)
+// Test builds only (never a release: BOXPROXY_TEST_HOOKS is off by default): with
+// BOXPROXY_TEST_NO_SPLICE=1 in the environment, read once, every splice into a pipe fails as on a
+// kernel or socket that cannot splice (EINVAL), so the fallback to buffers runs under test.
+bool splice_refused_for_test() noexcept {
+  static const bool refused = [] {
+    const char* value = std::getenv("BOXPROXY_TEST_NO_SPLICE");
+    return value != nullptr && std::string_view(value) == "1";
+  }();
+  return refused;
+}
+#endif
+
+// Splices what `from` has into the pipe of `to`, as splice(2) does.
+ssize_t splice_into_pipe(Endpoint& from, Endpoint& to) noexcept {
+#if defined(BOXPROXY_TEST_HOOKS)
+  if (splice_refused_for_test()) {
+    errno = EINVAL;
+    return -1;
+  }
+#endif
+  return ::splice(from.fd.get(), nullptr, to.pipe_write.get(), nullptr, kSpliceChunk,
+                  SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+}
+
 RelayStep pass_eof(Endpoint& from, Endpoint& to) {
   // A FIN is passed on as a FIN, after everything before it: the relay lives on half-open.
   from.read_eof = true;
@@ -94,7 +123,7 @@ RelayStep buffered_once(Endpoint& from, Endpoint& to) {
     chunk = kReadChunk;
   }
   const ssize_t n = ::recv(from.fd.get(), buffer, chunk, 0);
-  if (n == -1) return RelayStep{!(would_block(errno) || errno == EINTR), 0, false};
+  if (n == -1) return RelayStep{!transient_error(errno), 0, false};
   if (n == 0) return pass_eof(from, to);
   RelayStep step;
   step.moved = static_cast<std::size_t>(n);
@@ -109,8 +138,7 @@ RelayStep buffered_once(Endpoint& from, Endpoint& to) {
 }
 
 RelayStep splice_once(Endpoint& from, Endpoint& to) {
-  const ssize_t n = ::splice(from.fd.get(), nullptr, to.pipe_write.get(), nullptr, kSpliceChunk,
-                             SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+  const ssize_t n = splice_into_pipe(from, to);
   if (n == -1) {
     if (errno == EINTR) return {};
     if (would_block(errno)) {
@@ -183,7 +211,7 @@ bool send_or_queue(Endpoint& end, std::string_view bytes) {
     // Nothing queued: write through, and keep only what the socket did not take.
     ssize_t n = ::send(end.fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n == -1) {
-      if (!would_block(errno) && errno != EINTR) return false;
+      if (!transient_error(errno)) return false;
       n = 0;
     }
     end.written += static_cast<std::size_t>(n);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "proxy/timer.h"
 #include "table/ascii.h"
 
 namespace boxproxy {
@@ -30,7 +31,7 @@ struct Resolver::Query {
   Half halves[2];
   std::uint32_t ttl = std::numeric_limits<std::uint32_t>::max();  // the least TTL of the answers
   std::vector<Lookup*> waiters;
-  EventPtr skew;      // armed once one half has answered with addresses
+  std::optional<Timer> skew;  // made and armed once one half has answered (or failed)
   bool done = false;  // answered or given up: out of in_flight_, no waiters left
   // Memory ran out while answers were gathered: the name is answered with none, never with a
   // part of them (a part could leave out the one answer the address rule would refuse).
@@ -224,16 +225,15 @@ void Resolver::half_answered(Query& query) noexcept {
     // One family has answered, or failed: the other gets kAnswerSkewSeconds more, as
     // evdns_getaddrinfo gives it (it starts the same timer on a failure of the first).
     if (!query.skew) {
-      query.skew = make_event(base_, -1, 0, &Resolver::on_skew, &query);
-      const timeval skew = to_timeval(kAnswerSkewSeconds);
-      if (query.skew) event_add(query.skew.get(), &skew);
+      query.skew.emplace(base_, &Resolver::on_skew, &query);
+      query.skew->arm(kAnswerSkewSeconds);
     }
     return;
   }
   finish(query);
 }
 
-void Resolver::on_skew(evutil_socket_t, short, void* raw) noexcept {
+void Resolver::on_skew(void* raw) noexcept {
   auto& query = *static_cast<Query*>(raw);
   query.resolver->finish(query);
 }

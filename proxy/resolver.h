@@ -86,7 +86,7 @@ class Resolver {
   void forget_if_idle(Query& query) noexcept;
   static void on_hosts(int result, evutil_addrinfo* answers, void* probe) noexcept;
   static void on_half(int result, char type, int count, int ttl, void* addresses, void* half) noexcept;
-  static void on_skew(evutil_socket_t, short, void* query) noexcept;
+  static void on_skew(void* query) noexcept;
 
   event_base* base_;
   std::uint64_t max_lookups_;

@@ -14,7 +14,7 @@ std::string_view tunnel_end_name(TunnelEnd end) noexcept {
 }
 
 Tunnel::Step Tunnel::start(std::string_view early) {
-  last_activity_ = std::chrono::steady_clock::now();
+  last_activity_ = Clock::now();
   resume_reading(client_, pause_no_more_wanted);
   resume_reading(upstream_, pause_no_more_wanted);
   // Bytes the client sent after its head or request go upstream first; until they are written,
@@ -35,7 +35,7 @@ Tunnel::Step Tunnel::start(std::string_view early) {
 Tunnel::Step Tunnel::readable(Endpoint& from) {
   const RelayStep step = relay_once(from, other(from));
   if (step.failed) return fail();  // an error on either side ends both
-  if (step.moved > 0) last_activity_ = std::chrono::steady_clock::now();
+  if (step.moved > 0) last_activity_ = Clock::now();
   if (!step.eof) return Step::keep;
   note_fin(from);
   return check_done();
@@ -43,7 +43,7 @@ Tunnel::Step Tunnel::readable(Endpoint& from) {
 
 Tunnel::Step Tunnel::client_sent(std::string_view bytes) {
   if (bytes.empty()) return Step::keep;
-  last_activity_ = std::chrono::steady_clock::now();
+  last_activity_ = Clock::now();
   if (!send_or_queue(upstream_, bytes)) return fail();
   if (upstream_.has_queued()) pause_reading(client_, pause_peer_full);
   return Step::keep;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string_view>
 
+#include "proxy/clock.h"
 #include "proxy/relay.h"
 
 namespace boxproxy {
@@ -79,7 +80,7 @@ class Tunnel {
 
   Endpoint& client_;
   Endpoint& upstream_;
-  std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_activity_ = Clock::now();
   std::optional<TunnelEnd> first_fin_;  // the side that sent FIN first
   std::optional<TunnelEnd> ended_by_;   // error, idle_timeout or shutdown, when one ended it
 };

@@ -32,6 +32,25 @@ def proxy_with_control_fd(test, *args, **kwargs):
     return p, client
 
 
+def has_clock_hooks(client):
+    """True when the binary was built with BOXPROXY_TEST_HOOKS: only then does it know the
+    advance-clock op (an unknown op is an error reply, and changes nothing)."""
+    return client.request("advance-clock", seconds=0)["ok"]
+
+
+def skip_without_clock_hooks(test, client):
+    if not has_clock_hooks(client):
+        test.skipTest("the binary was built without BOXPROXY_TEST_HOOKS (scripts/test-all builds with them): "
+                      "its clock cannot be advanced")
+
+
+def advance_clock(client, seconds):
+    """Moves the proxy's clock `seconds` forward (proxy/clock.h): its timers now due fire at once."""
+    r = client.request("advance-clock", seconds=seconds)
+    if not r.get("ok"):
+        raise AssertionError(f"advance-clock: {r}")
+
+
 def connect_control_socket(path, timeout=SOCKET_TIMEOUT):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)

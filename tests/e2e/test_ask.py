@@ -8,7 +8,7 @@ import tempfile
 import time
 import unittest
 
-from control_support import connect_control_socket, proxy_with_control_fd
+from control_support import advance_clock, connect_control_socket, proxy_with_control_fd, skip_without_clock_hooks
 from fault_support import connect_waiting, raise_own_nofile
 from harness import (OriginsMixin, ProxyTestCase, connect_request, recv_all, recv_exact, socks5_connect,
                      socks5_greeting, socks5_reply, still_open, wait_until)
@@ -107,10 +107,16 @@ class VerdictTest(AskTestCase):
         self.assertIn("no longer pending", r["error"])
 
     def test_timeout(self):
-        p, c = self.start(timeout=0.5)
-        started = time.monotonic()
+        # On the proxy's clock (advanced, not slept for): still waiting just before --ask-timeout,
+        # refused at once after it.
+        p, c = self.start(timeout=30)
+        skip_without_clock_hooks(self, c)
         s = self.ask(p)
-        e = c.event("ask")
+        e = c.event("ask")  # asked: its timer runs
+        advance_clock(c, 29)
+        self.assertTrue(still_open(s), "refused before --ask-timeout")
+        started = time.monotonic()
+        advance_clock(c, 1.5)
         self.assert_refused(s, 403, "is not on this box's network list")
         self.assertLess(time.monotonic() - started, 3)
         line = self.decision(p, "asked.test")
