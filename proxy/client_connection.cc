@@ -13,6 +13,7 @@
 #include "proxy/proxy_server.h"
 #include "proxy/replies.h"
 #include "proxy/resolve_request.h"
+#include "proxy/transient_error.h"
 #include "proxy/tunnel_session.h"
 #include "table/policy.h"
 
@@ -22,8 +23,6 @@ namespace {
 // Client bytes kept while the decision and the dial are under way (data sent after the head, to
 // go upstream first). Past this, the client's reads pause until the session starts.
 constexpr std::size_t kMaxEarlyBytes = 16 * 1024;
-
-bool transient(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
 
 // True when the peer of a Unix socket has closed its end entirely (not just shut down its writing):
 // the kernel then reports POLLHUP. A client that only half-closed still reads our reply.
@@ -47,7 +46,8 @@ ClientConnection::ClientConnection(ProxyServer& server, int client_fd)
     : server_(server),
       id_(server.next_connection_id()),
       dialer_(UpstreamEvents{server.base(), &on_event<&ClientConnection::upstream_readable>,
-                             &on_event<&ClientConnection::upstream_writable>, this}) {
+                             &on_event<&ClientConnection::upstream_writable>, this}),
+      timer_(server.base(), &on_timer, this) {
   client_.fd.reset(client_fd);
   client_count_ = server_.count_client();
   undecided_ = server_.mark_undecided();
@@ -57,11 +57,10 @@ bool ClientConnection::init_events() {
   event_base* base = server_.base();
   client_.read_event = make_event(base, client_.fd.get(), EV_READ | EV_PERSIST, &on_event<&ClientConnection::client_readable>, this);
   client_.write_event = make_event(base, client_.fd.get(), EV_WRITE | EV_PERSIST, &on_event<&ClientConnection::client_writable>, this);
-  timer_ = make_event(base, -1, 0, &on_event<&ClientConnection::timer_fired>, this);
   handshake_ = new_handshake();
-  if (!client_.read_event || !client_.write_event || !timer_ || !handshake_) return false;
+  if (!client_.read_event || !client_.write_event || !timer_.valid() || !handshake_) return false;
   update_reading(client_);
-  arm_timer(server_.config().head_timeout);
+  timer_.arm(server_.config().head_timeout);
   return true;
 }
 
@@ -76,7 +75,7 @@ ClientConnection::~ClientConnection() {
   server_.forget(this);
   // Events are freed (and so deleted from the base) before the descriptors they watch close:
   // members are destroyed in reverse order, but be explicit for the reader.
-  timer_.reset();
+  timer_.disarm();
   dialer_.release();
   client_.read_event.reset();
   client_.write_event.reset();
@@ -95,6 +94,11 @@ void ClientConnection::on_event(evutil_socket_t, short, void* self) noexcept {
   finish(c, (c->*kMember)());
 }
 
+void ClientConnection::on_timer(void* self) noexcept {
+  auto* c = static_cast<ClientConnection*>(self);
+  finish(c, c->timer_fired());
+}
+
 void ClientConnection::on_ask_verdict(void* self, AskVerdict verdict) noexcept {
   auto* c = static_cast<ClientConnection*>(self);
   finish(c, c->ask_verdict(verdict));
@@ -108,15 +112,6 @@ void ClientConnection::on_resolved(void* self, std::vector<IpAddress> answers) n
 
 // ---------------------------------------------------------------------------------------------
 // Reading, writing, the timer.
-
-void ClientConnection::arm_timer(double seconds) {
-  if (seconds <= 0) {
-    event_del(timer_.get());
-    return;
-  }
-  const timeval tv = to_timeval(seconds);
-  event_add(timer_.get(), &tv);
-}
 
 ClientConnection::Next ClientConnection::client_writable() {
   if (phase_ == Phase::session) return after(session_->writable(client_));
@@ -159,7 +154,7 @@ ClientConnection::Next ClientConnection::read_before_session() {
   }
   char buffer[kReadChunk];
   const ssize_t n = ::recv(client_.fd.get(), buffer, std::min(cap, sizeof buffer), 0);
-  if (n == -1) return transient(errno) ? Next::keep : Next::close;
+  if (n == -1) return transient_error(errno) ? Next::keep : Next::close;
   if (n == 0) return client_read_ended();
   if (phase_ == Phase::replying) return Next::keep;
   const std::string_view bytes(buffer, static_cast<std::size_t>(n));
@@ -210,13 +205,12 @@ ClientConnection::Next ClientConnection::timer_fired() {
 // and is armed again for what is left when bytes moved since.
 ClientConnection::Next ClientConnection::idle_check() {
   const double idle = server_.config().idle_timeout;
-  const auto quiet = std::chrono::steady_clock::now() - session_->last_activity();
-  const double quiet_seconds = std::chrono::duration<double>(quiet).count();
+  const double quiet_seconds = Clock::seconds_since(session_->last_activity());
   if (quiet_seconds >= idle) {
     session_->end_by(TunnelEnd::idle_timeout);
     return Next::close;
   }
-  arm_timer(idle - quiet_seconds);
+  timer_.arm(idle - quiet_seconds);
   return Next::keep;
 }
 
@@ -341,7 +335,7 @@ ClientConnection::Next ClientConnection::follow(Decision::Step step) {
 
 ClientConnection::Next ClientConnection::look_up() {
   phase_ = Phase::resolving;
-  arm_timer(server_.config().dns_timeout);
+  timer_.arm(server_.config().dns_timeout);
   std::optional<std::vector<IpAddress>> immediate;
   lookup_ = server_.resolver().start(request_.target.host, &on_resolved, this, immediate);
   if (immediate) return answers_known(std::move(*immediate));
@@ -356,7 +350,7 @@ ClientConnection::Next ClientConnection::look_up() {
 // verdict or the ask's own timeout (--ask-timeout), not its own timer.
 ClientConnection::Next ClientConnection::ask_supervisor() {
   phase_ = Phase::asking;
-  arm_timer(0);
+  timer_.arm(0);
   const Target& target = request_.target;
   ask_ticket_ = server_.asks()->ask(target.host, target.port, request_.kind, id_, this, &on_ask_verdict);
   // Nobody to ask (no control client open): not-listed at once, and no asked= on the line.
@@ -379,7 +373,7 @@ ClientConnection::Next ClientConnection::admit_and_dial() {
   auto slot = server_.take_slot();
   if (auto* full = std::get_if<Reason>(&slot)) return refuse(*full);
   phase_ = Phase::dialling;
-  arm_timer(server_.config().connect_timeout);
+  timer_.arm(server_.config().connect_timeout);
   return after(dialer_.start(std::move(std::get<TunnelSlot>(slot)), decision_.answers(), request_.target.port));
 }
 
@@ -413,7 +407,7 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
                           target.port, ip, reason, asked_text()},
                          AuditSync::with_turn);
   phase_ = Phase::replying;
-  arm_timer(server_.config().head_timeout);  // a client that never reads its refusal is not kept
+  timer_.arm(server_.config().head_timeout);  // a client that never reads its refusal is not kept
   return send_refusal(refusal_reply_for(request_.protocol, reason, words));
 }
 
@@ -470,7 +464,7 @@ ClientConnection::Next ClientConnection::resolve_by_name() {
 // Writes a final answer; the connection closes once it is written (client_writable).
 ClientConnection::Next ClientConnection::answer_and_close(std::string_view reply) {
   phase_ = Phase::replying;
-  arm_timer(server_.config().head_timeout);
+  timer_.arm(server_.config().head_timeout);
   if (!send_or_queue(client_, reply)) return Next::close;
   return client_.has_queued() ? Next::keep : Next::close;
 }
@@ -484,7 +478,7 @@ ClientConnection::Next ClientConnection::allowed() {
   server_.log().decision(
       {id_, request_.kind, target.host, target.port, dialer_.address_text(), std::nullopt, asked_text()});
   phase_ = Phase::session;
-  arm_timer(server_.config().idle_timeout);
+  timer_.arm(server_.config().idle_timeout);
   resume_reading(client_, pause_no_more_wanted);
   return request_.plain ? start_plain_exchange() : start_tunnel();
 }
@@ -560,7 +554,7 @@ ClientConnection::Next ClientConnection::next_request() {
   request_ = ClientRequest{};
   dialer_.reset();
   undecided_ = server_.mark_undecided();
-  arm_timer(server_.config().head_timeout);
+  timer_.arm(server_.config().head_timeout);
   resume_reading(client_, pause_no_more_wanted | pause_peer_full);
   handshake_ = new_handshake();
   if (!handshake_) return Next::close;

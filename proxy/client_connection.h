@@ -25,6 +25,7 @@
 #include "proxy/relay.h"
 #include "proxy/resolver.h"
 #include "proxy/session.h"
+#include "proxy/timer.h"
 #include "table/decision.h"
 #include "table/target.h"
 
@@ -72,9 +73,10 @@ class ClientConnection : public ListLink<ClientConnection> {
   bool init_events();
 
   // Trampolines: the only places that delete a connection. on_event<&member> calls the member
-  // for a socket's or the timer's event.
+  // for a socket's event.
   template <Next (ClientConnection::*kMember)()>
   static void on_event(evutil_socket_t, short, void* self) noexcept;
+  static void on_timer(void* self) noexcept;
   static void on_resolved(void* self, std::vector<IpAddress> answers) noexcept;
   static void on_ask_verdict(void* self, AskVerdict verdict) noexcept;
   static void finish(ClientConnection* connection, Next next) noexcept;
@@ -86,7 +88,6 @@ class ClientConnection : public ListLink<ClientConnection> {
   Next upstream_readable();
   Next client_writable();
   Next upstream_writable();
-  void arm_timer(double seconds);
   Next timer_fired();
   Next idle_check();
 
@@ -129,7 +130,7 @@ class ClientConnection : public ListLink<ClientConnection> {
   HeldCount client_count_;   // stats().clients, for as long as this connection lives
   Endpoint client_;
   Dialer dialer_;            // the upstream socket, its slot, and the dial that makes it
-  EventPtr timer_;
+  Timer timer_;  // one per phase: head, DNS, connect, idle timeout (on the Clock)
   Phase phase_ = Phase::sniffing;
   // Counted in stats().undecided (kMaxHandshakingClients) from the accept (and from each further
   // request on a keep-alive connection) until allowed or refused.

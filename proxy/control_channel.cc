@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "proxy/control_hub.h"
+#include "proxy/transient_error.h"
 
 namespace boxproxy {
 namespace {
@@ -58,7 +59,7 @@ ControlChannel::Next ControlChannel::readable() {
   char buffer[kControlReadChunk];
   const ssize_t n = ::recv(fd_.get(), buffer, sizeof buffer, MSG_DONTWAIT);
   if (n == -1) {
-    return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Next::keep : Next::close;
+    return transient_error(errno) ? Next::keep : Next::close;
   }
   if (n == 0) {
     // The supervisor's end of --control-fd is gone: the hub shuts the proxy down. A socket client

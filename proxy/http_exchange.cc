@@ -7,6 +7,7 @@
 
 #include "proxy/http_forward.h"
 #include "proxy/http_head.h"
+#include "proxy/transient_error.h"
 
 namespace boxproxy {
 namespace {
@@ -14,8 +15,6 @@ namespace {
 // The largest response head an origin may send. An origin is not the adversary the client is, but
 // a head without end must not grow without bound either.
 constexpr std::size_t kMaxResponseHeadBytes = 64 * 1024;
-
-bool transient(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
 
 }  // namespace
 
@@ -76,7 +75,7 @@ HttpExchange::Step HttpExchange::client_readable() {
   char buffer[kReadChunk];
   const auto want = static_cast<std::size_t>(request_body_.wanted_at_most(sizeof buffer));
   const ssize_t n = ::recv(client_.fd.get(), buffer, want, 0);
-  if (n == -1) return transient(errno) ? Step::keep : Step::close;
+  if (n == -1) return transient_error(errno) ? Step::keep : Step::close;
   if (n == 0) {
     client_.read_eof = true;  // the client left in the middle of its body (its done line's end=)
     return Step::close;
@@ -108,7 +107,7 @@ HttpExchange::Step HttpExchange::pass_request_body(std::string_view bytes) {
 HttpExchange::Step HttpExchange::upstream_readable() {
   char buffer[kReadChunk];
   const ssize_t n = ::recv(upstream_.fd.get(), buffer, sizeof buffer, 0);
-  if (n == -1) return transient(errno) ? Step::keep : Step::close;
+  if (n == -1) return transient_error(errno) ? Step::keep : Step::close;
   if (n == 0) {
     upstream_.read_eof = true;
     update_reading(upstream_);

@@ -6,13 +6,9 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "proxy/transient_error.h"
+
 namespace boxproxy {
-namespace {
-
-bool transient(int error) noexcept { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
-
-}  // namespace
-
 SessionNext TunnelSession::start(std::string_view reply, std::string early, std::unique_ptr<FirstBytesGate> gate) {
   if (!send_or_queue(client_, reply)) return SessionNext::close;
   mark_start();  // the reply above is not the tunnel's
@@ -45,7 +41,7 @@ SessionNext TunnelSession::gate_readable() {
   char buffer[kReadChunk];
   const ssize_t n = ::recv(client_.fd.get(), buffer, std::min(room, sizeof buffer), 0);
   if (n == -1) {
-    if (transient(errno)) return SessionNext::keep;
+    if (transient_error(errno)) return SessionNext::keep;
     tunnel_.end_by(TunnelEnd::error);
     return SessionNext::close;
   }
