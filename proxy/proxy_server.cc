@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "proxy/client_connection.h"
+#include "proxy/stats_line.h"
 
 namespace boxproxy {
 
@@ -72,14 +73,15 @@ SessionStats ProxyServer::session_stats() const {
 
 std::string ProxyServer::stats_json() const {
   const SessionStats stats = session_stats();
-  std::string refused;
-  for (const auto& [cls, count] : stats.refused) {
-    if (!refused.empty()) refused.push_back(',');
-    refused += fmt::format("{}:{}", json_quote(cls), count);
-  }
-  return fmt::format(
-      R"({{"event":"stats","open":{},"used":{},"lookups":{},"clients":{},"refused":{{{}}},"up":{},"down":{}}})",
-      stats.open, stats.used, stats.lookups, stats.clients, refused, stats.up, stats.down);
+  return StatsLine()
+      .number("open", stats.open)
+      .number("used", stats.used)
+      .number("lookups", stats.lookups)
+      .number("clients", stats.clients)
+      .counts("refused", stats.refused)
+      .number("up", stats.up)
+      .number("down", stats.down)
+      .text();
 }
 
 std::variant<TunnelSlot, Reason> ProxyServer::take_slot() noexcept {

@@ -29,6 +29,7 @@
 #include "proxy/dns_responder.h"
 #include "proxy/event_owners.h"
 #include "proxy/proxy_socket.h"
+#include "proxy/stats_line.h"
 #include "socketd/command_shell.h"
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
@@ -287,15 +288,16 @@ struct Bridge {
     }
     if (signal == SIGUSR1) {
       const BridgeStats& s = bridge->server->stats();
+      StatsLine line;
+      line.number("open", s.open).number("accepted", s.accepted).number("failed", s.failed);
+      line.number("captured", s.captured).number("refused", s.refused);
       // With --dns, what the responder answered: questions in all, NXDOMAIN for a refused name,
       // SERVFAIL because too many waited on the proxy.
-      const std::string dns = bridge->dns ? fmt::format(",\"dns\":{{\"queries\":{},\"refused\":{},\"busy\":{}}}",
-                                                        bridge->dns->stats().queries, bridge->dns->stats().refused,
-                                                        bridge->dns->stats().busy)
-                                          : std::string();
-      bridge->log->raw_line(
-          fmt::format("{{\"event\":\"stats\",\"open\":{},\"accepted\":{},\"failed\":{},\"captured\":{},\"refused\":{}{}}}",
-                      s.open, s.accepted, s.failed, s.captured, s.refused, dns));
+      if (bridge->dns) {
+        const auto& dns = bridge->dns->stats();
+        line.numbers("dns", {{"queries", dns.queries}, {"refused", dns.refused}, {"busy", dns.busy}});
+      }
+      bridge->log->raw_line(line.text());
       return;
     }
     bridge->server->stop();

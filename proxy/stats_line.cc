@@ -1,0 +1,52 @@
+// The stats line's formatter (proxy/stats_line.h).
+#include "proxy/stats_line.h"
+
+#include "proxy/decision_log.h"
+
+namespace boxproxy {
+
+void StatsLine::name(std::string_view name) {
+  text_ += ",\"";
+  text_ += name;
+  text_ += "\":";
+}
+
+StatsLine& StatsLine::number(std::string_view field, std::uint64_t value) {
+  name(field);
+  text_ += std::to_string(value);
+  return *this;
+}
+
+StatsLine& StatsLine::counts(std::string_view field, const std::map<std::string, std::uint64_t, std::less<>>& counts) {
+  name(field);
+  char separator = '{';
+  for (const auto& [key, count] : counts) {
+    text_ += separator;
+    text_ += json_quote(key);
+    text_ += ':';
+    text_ += std::to_string(count);
+    separator = ',';
+  }
+  if (separator == '{') text_ += '{';
+  text_ += '}';
+  return *this;
+}
+
+StatsLine& StatsLine::numbers(std::string_view field,
+                              std::initializer_list<std::pair<std::string_view, std::uint64_t>> fields) {
+  name(field);
+  char separator = '{';
+  for (const auto& [key, value] : fields) {
+    text_ += separator;
+    text_ += '"';
+    text_ += key;
+    text_ += "\":";
+    text_ += std::to_string(value);
+    separator = ',';
+  }
+  if (separator == '{') text_ += '{';
+  text_ += '}';
+  return *this;
+}
+
+}  // namespace boxproxy
