@@ -15,16 +15,6 @@
 namespace boxproxy {
 namespace {
 
-// Tor's RESOLVE (proxy/handshake.cc): the greeting offering "no authentication", then the request
-// for `name` with port 0, in one write (the proxy takes a pipelined handshake).
-std::string resolve_request(std::string_view name) {
-  std::string out{'\x05', '\x01', '\x00', '\x05', static_cast<char>(0xF0), '\x00', '\x03'};
-  out += static_cast<char>(name.size());
-  out.append(name);
-  out.append(2, '\0');
-  return out;
-}
-
 // A TCP message is its 2-byte length and then the message (RFC 1035 §4.2.2). A query is never
 // longer than kMaxDnsQueryBytes (see there); a longer one closes the client.
 constexpr std::size_t kTcpLengthBytes = 2;
@@ -56,7 +46,7 @@ class DnsResponder::Question {
     // A Unix socket connects at once or not at all (EAGAIN: its backlog is full). The socket
     // pinned at start, never its name (proxy/proxy_socket.h says what that stops).
     if (responder_.proxy().connect(fd_.get()) != 0) return false;
-    const std::string request = resolve_request(question_.name);
+    const std::string request = socks5_resolve_request(question_.name);
     // Under 300 bytes: a new socket's buffer takes it whole, or something is wrong.
     if (::send(fd_.get(), request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) {
       return false;

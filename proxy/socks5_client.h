@@ -18,6 +18,9 @@ namespace boxproxy {
 // The same to a host name (ATYP 3); `name` is 1 to 255 bytes (the caller's names come from the
 // bridge's own DNS answers, which hold no longer ones).
 [[nodiscard]] std::string socks5_connect_request(std::string_view name, std::uint16_t port);
+// Tor's RESOLVE (SPEC §16) for `name`, port 0, after the same greeting: what the in-box DNS
+// responder asks the proxy.
+[[nodiscard]] std::string socks5_resolve_request(std::string_view name);
 
 // Reads the method choice (2 bytes) and the CONNECT reply (4 bytes, the bound address, 2 bytes
 // of port) as they arrive.

@@ -42,6 +42,14 @@ TEST_CASE("requests: the greeting (no authentication) and CONNECT, by address or
   CHECK(socks5_connect_request("a.test", 65535) == bytes({5, 1, 0, 5, 1, 0, 3, 6, 'a', '.', 't', 'e', 's', 't', 255, 255}));
 }
 
+TEST_CASE("requests: Tor's RESOLVE (0xF0) by name, port 0") {
+  CHECK(socks5_resolve_request("a.test") == bytes({5, 1, 0, 5, 0xF0, 0, 3, 6, 'a', '.', 't', 'e', 's', 't', 0, 0}));
+  const std::string longest(253, 'x');
+  const std::string request = socks5_resolve_request(longest);
+  CHECK(request.size() == 7 + 1 + 253 + 2);
+  CHECK(static_cast<unsigned char>(request[7]) == 253);
+}
+
 TEST_CASE("a granted reply is taken to its last byte and no further, for every address type") {
   const std::string after = "SSH-2.0-origin\r\n";  // what a server that speaks first sends next
   for (const std::string& reply : {bytes({5, 0, 5, 0, 0, 1, 127, 0, 0, 2, 0x1f, 0x90}),
