@@ -417,8 +417,7 @@ ClientConnection::Next ClientConnection::send_refusal(std::string reply) {
       // The answer waits for the client's write event, which only the loop's next poll can fire:
       // the log syncs the audit before that poll (DecisionLog::audit_sync_owed). Nothing holds
       // this connection, so it may die meanwhile.
-      client_.out = std::move(reply);
-      client_.out_offset = 0;
+      client_.out.append(reply);
       event_add(client_.write_event.get(), nullptr);
       return Next::keep;
     }

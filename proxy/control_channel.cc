@@ -134,20 +134,12 @@ void ControlChannel::announce_dropped() {
   // The announcement is short (a 20-digit count at most): it needs this much room.
   constexpr std::size_t kDroppedLineBytes = 64;
   if (dropped_ == 0 || queued_bytes() + kDroppedLineBytes > kControlQueueBytes) return;
-  if (out_offset_ == out_.size()) {
-    out_.clear();
-    out_offset_ = 0;
-  }
-  out_ += fmt::format("{{\"event\":\"dropped\",\"n\":{}}}\n", dropped_);
+  out_.append(fmt::format("{{\"event\":\"dropped\",\"n\":{}}}\n", dropped_));
   dropped_ = 0;
 }
 
 void ControlChannel::append(std::string_view line) {
   if (write_failed_) return;
-  if (out_offset_ == out_.size()) {
-    out_.clear();
-    out_offset_ = 0;
-  }
   out_.append(line);
   out_.push_back('\n');
   if (!write_some()) {
@@ -162,23 +154,9 @@ void ControlChannel::append(std::string_view line) {
 
 bool ControlChannel::write_some() noexcept {
   for (int round = 0; round < 2; ++round) {
-    while (out_offset_ < out_.size()) {
-      const ssize_t n = ::send(fd_.get(), out_.data() + out_offset_, out_.size() - out_offset_,
-                               MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n == -1) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-        break;  // the peer is behind: the write event says when it takes more
-      }
-      out_offset_ += static_cast<std::size_t>(n);
-    }
-    if (out_offset_ == out_.size()) {
-      out_.clear();
-      out_offset_ = 0;
-    } else if (out_offset_ >= kControlReadChunk) {
-      out_.erase(0, out_offset_);  // what is written is not kept
-      out_offset_ = 0;
-    }
+    // The peer is behind when not all is written: the write event says when it takes more.
+    if (out_.write_to(fd_.get(), MSG_DONTWAIT) == -1) return false;
+    out_.compact_past(kControlReadChunk);  // what is written is not kept
     // Writing works again: say how many events were lost, once, in order with the rest.
     if (dropped_ == 0) break;
     try {
@@ -187,7 +165,6 @@ bool ControlChannel::write_some() noexcept {
       break;  // out of memory: said at the next write
     }
   }
-  if (out_.empty() && out_.capacity() > kControlReadChunk) std::string().swap(out_);
   return true;
 }
 

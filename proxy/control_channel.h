@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "proxy/event_owners.h"
+#include "proxy/out_queue.h"
 
 namespace boxproxy {
 
@@ -57,7 +58,7 @@ class ControlChannel {
   [[nodiscard]] Origin origin() const noexcept { return origin_; }
   [[nodiscard]] bool subscribed() const noexcept { return subscribed_; }
   void subscribe() noexcept { subscribed_ = true; }
-  [[nodiscard]] std::size_t queued_bytes() const noexcept { return out_.size() - out_offset_; }
+  [[nodiscard]] std::size_t queued_bytes() const noexcept { return out_.size(); }
 
  private:
   enum class Next { keep, close };
@@ -88,8 +89,7 @@ class ControlChannel {
   bool discarding_ = false;      // inside a line that was too long: dropped up to its newline
   bool read_eof_ = false;        // the peer shut down its writing: close once the queue is out
   bool write_failed_ = false;    // the peer is gone: close at the next callback
-  std::string out_;              // replies and events not yet written
-  std::size_t out_offset_ = 0;   // how much of out_ is written
+  OutQueue out_;                 // replies and events not yet written
   std::uint64_t dropped_ = 0;    // events dropped since the last dropped event
   bool subscribed_ = false;      // "subscribe" was asked: decision events come here
 };

@@ -9,6 +9,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "proxy/out_queue.h"
 #include "proxy/transient_error.h"
 #include "table/ascii.h"
 
@@ -192,27 +193,20 @@ class DnsResponder::TcpClient {
 
   bool send_answer(std::string_view answer) {
     out_.clear();
-    out_ += static_cast<char>((answer.size() >> 8) & 0xff);
-    out_ += static_cast<char>(answer.size() & 0xff);
+    out_.push_back(static_cast<char>((answer.size() >> 8) & 0xff));
+    out_.push_back(static_cast<char>(answer.size() & 0xff));
     out_.append(answer);
-    out_offset_ = 0;
     return flush();
   }
 
   bool flush() {
-    while (out_offset_ < out_.size()) {
-      const ssize_t n = ::send(fd_.get(), out_.data() + out_offset_, out_.size() - out_offset_, MSG_NOSIGNAL);
-      if (n == -1) {
-        if (!transient_error(errno)) return false;
-        event_add(write_event_.get(), nullptr);
-        timer_.arm(kDnsTcpIdleSeconds);  // a client that never reads is not kept
-        return true;
-      }
-      out_offset_ += static_cast<std::size_t>(n);
+    if (out_.write_to(fd_.get()) == -1) return false;
+    if (!out_.empty()) {
+      event_add(write_event_.get(), nullptr);
+      timer_.arm(kDnsTcpIdleSeconds);  // a client that never reads is not kept
+      return true;
     }
     event_del(write_event_.get());
-    std::string().swap(out_);
-    out_offset_ = 0;
     wait_for_query();
     return true;
   }
@@ -223,8 +217,7 @@ class DnsResponder::TcpClient {
   EventPtr write_event_;
   Timer timer_;
   std::string in_;   // at most 2 + kMaxDnsQueryBytes
-  std::string out_;  // one answer
-  std::size_t out_offset_ = 0;
+  OutQueue out_;     // one answer
   std::unique_ptr<Question> question_;  // declared last: destroyed first, events and all
 };
 

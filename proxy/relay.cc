@@ -175,8 +175,7 @@ void Endpoint::reset() noexcept {
   pipe_read.reset();
   pipe_write.reset();
   fd.reset();
-  std::string().swap(out);
-  out_offset = 0;
+  out.clear();
   pause = 0;
   reading = read_eof = shut_after_out = write_shut = false;
   pipe_bytes = 0;
@@ -217,34 +216,19 @@ bool send_or_queue(Endpoint& end, std::string_view bytes) {
     end.written += static_cast<std::size_t>(n);
     bytes.remove_prefix(static_cast<std::size_t>(n));
     if (bytes.empty()) return true;
-    end.out.assign(bytes);
-    end.out_offset = 0;
-  } else {
-    end.out.append(bytes);
   }
+  end.out.append(bytes);
   event_add(end.write_event.get(), nullptr);
   return true;
 }
 
 bool flush_queued(Endpoint& end) {
-  while (end.out_offset < end.out.size()) {
-    const ssize_t n =
-        ::send(end.fd.get(), end.out.data() + end.out_offset, end.out.size() - end.out_offset, MSG_NOSIGNAL);
-    if (n == -1) {
-      if (errno == EINTR) continue;
-      if (would_block(errno)) {
-        event_add(end.write_event.get(), nullptr);
-        return true;
-      }
-      return false;  // an error on either end ends both
-    }
-    end.out_offset += static_cast<std::size_t>(n);
-    end.written += static_cast<std::size_t>(n);
-  }
-  // Drained: give the memory back (an idle tunnel holds no buffer).
+  const ssize_t n = end.out.write_to(end.fd.get());
+  if (n == -1) return false;  // an error on either end ends both
+  end.written += static_cast<std::size_t>(n);
   if (!end.out.empty()) {
-    std::string().swap(end.out);
-    end.out_offset = 0;
+    event_add(end.write_event.get(), nullptr);  // the peer is behind: the write event says when
+    return true;
   }
   // What went into the pipe came after what was in `out`: it is written second.
   if (end.pipe_bytes > 0) {

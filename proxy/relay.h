@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "proxy/event_owners.h"
+#include "proxy/out_queue.h"
 
 namespace boxproxy {
 
@@ -50,8 +51,7 @@ struct Endpoint {
   UniqueFd fd;
   EventPtr read_event;   // EV_READ | EV_PERSIST on fd; added only while reading
   EventPtr write_event;  // EV_WRITE | EV_PERSIST on fd; added only while something is queued
-  std::string out;       // bytes queued for this end, not yet written
-  std::size_t out_offset = 0;
+  OutQueue out;          // bytes queued for this end, not yet written
   unsigned pause = 0;          // PauseBit mask
   bool reading = false;        // read_event is added
   bool read_eof = false;       // this end sent FIN (or its reading is over)
@@ -71,8 +71,8 @@ struct Endpoint {
   // done line counts is what the peer was given, never what was read or queued and then lost.
   std::uint64_t written = 0;
 
-  [[nodiscard]] bool has_queued() const noexcept { return out_offset < out.size() || pipe_bytes > 0; }
-  [[nodiscard]] std::size_t queued_bytes() const noexcept { return out.size() - out_offset + pipe_bytes; }
+  [[nodiscard]] bool has_queued() const noexcept { return !out.empty() || pipe_bytes > 0; }
+  [[nodiscard]] std::size_t queued_bytes() const noexcept { return out.size() + pipe_bytes; }
   [[nodiscard]] bool uses_pipe() const noexcept { return pipe_write.valid(); }
 
   // Closes the socket, its pipe and its events (events first), and forgets every state bit
