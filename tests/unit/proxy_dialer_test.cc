@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -45,13 +46,14 @@ struct Origin {
   }
 };
 
-IpAddress loopback(std::uint8_t last) { return IpAddress::v4(0x7f000000u | last); }
-
 // The dialer with its owner's part: while the dial is pending, the write event calls
 // connect_finished(), as the connection's does (which then moves on from its dialling phase).
 struct Rig {
+  Origin origin;  // holds its port on 127.0.0.2, so nobody listens on it elsewhere meanwhile
   EventBasePtr base{event_base_new()};
   Dialer dialer{UpstreamEvents{base.get(), &on_read, &on_write, this}};
+  std::uint64_t open = 0;  // the tunnel slots held (ProxyStats::open)
+  std::vector<IpAddress> answers;
   std::optional<Dialer::Result> result;
   int late_write_events = 0;  // write events after the dial ended (each then deleted here)
 
@@ -67,10 +69,13 @@ struct Rig {
     rig->result = rig->dialer.connect_finished();
   }
 
-  // Starts the dial and runs the loop until it has ended.
-  Dialer::Result dial(TunnelSlot slot, const std::vector<IpAddress>& answers, std::uint16_t port) {
+  // Takes a slot and dials 127.0.0.<last> for each of `lasts` at the origin's port, in order; runs
+  // the loop until the dial has ended.
+  Dialer::Result dial(std::initializer_list<std::uint8_t> lasts) {
     REQUIRE(base);
-    result = dialer.start(std::move(slot), answers, port);
+    answers.clear();
+    for (const std::uint8_t last : lasts) answers.push_back(IpAddress::v4(0x7f000000u | last));
+    result = dialer.start(TunnelSlot(open), answers, origin.port);
     CHECK(testing::run_until(base.get(), [&] { return result != Dialer::Result::pending; }));
     return *result;
   }
@@ -97,51 +102,41 @@ bool sees_fin(int fd) {
 TEST_CASE("dialer: nothing dialled yet is \"-\"; no answers at all fail at once") {
   Rig rig;
   CHECK(rig.dialer.address_text() == "-");
-  std::uint64_t open = 0;
-  CHECK(rig.dialer.start(TunnelSlot(open), {}, 80) == Dialer::Result::failed);
+  CHECK(rig.dial({}) == Dialer::Result::failed);
   CHECK(rig.dialer.address_text() == "-");
   rig.dialer.release();
-  CHECK(open == 0);
+  CHECK(rig.open == 0);
 }
 
 TEST_CASE("dialer: a listening origin is connected, its write event no longer added") {
-  Origin origin;
   Rig rig;
-  std::uint64_t open = 0;
-  const std::vector<IpAddress> answers = {loopback(2)};
-  CHECK(rig.dial(TunnelSlot(open), answers, origin.port) == Dialer::Result::connected);
+  CHECK(rig.dial({2}) == Dialer::Result::connected);
   CHECK(rig.dialer.address_text() == "127.0.0.2");
-  CHECK(open == 1);
+  CHECK(rig.open == 1);
   const Endpoint& upstream = rig.dialer.upstream();
   REQUIRE(upstream.fd.valid());
-  CHECK(peer_of(upstream.fd.get()) == std::pair<std::uint32_t, std::uint16_t>{0x7f000002, origin.port});
+  CHECK(peer_of(upstream.fd.get()) == std::pair<std::uint32_t, std::uint16_t>{0x7f000002, rig.origin.port});
   CHECK(event_pending(upstream.write_event.get(), EV_WRITE, nullptr) == 0);
   CHECK(upstream.read_event != nullptr);
   CHECK(event_pending(upstream.read_event.get(), EV_READ, nullptr) == 0);  // the owner adds it
-  (void)origin.accept_one();
+  (void)rig.origin.accept_one();
 }
 
 TEST_CASE("dialer: a refused first answer, then the listening second") {
-  Origin origin;
   Rig rig;
-  std::uint64_t open = 0;
-  const std::vector<IpAddress> answers = {loopback(3), loopback(2)};
-  CHECK(rig.dial(TunnelSlot(open), answers, origin.port) == Dialer::Result::connected);
+  CHECK(rig.dial({3, 2}) == Dialer::Result::connected);
   CHECK(rig.dialer.address_text() == "127.0.0.2");
   CHECK(peer_of(rig.dialer.upstream().fd.get()).first == 0x7f000002);
-  CHECK(open == 1);
+  CHECK(rig.open == 1);
 }
 
 TEST_CASE("dialer: every answer refused fails, naming the last; the slot stays held until release()") {
-  Origin origin;  // holds the port, so nobody else listens on it meanwhile
   Rig rig;
-  std::uint64_t open = 0;
-  const std::vector<IpAddress> answers = {loopback(3), loopback(4)};
-  CHECK(rig.dial(TunnelSlot(open), answers, origin.port) == Dialer::Result::failed);
+  CHECK(rig.dial({3, 4}) == Dialer::Result::failed);
   CHECK(rig.dialer.address_text() == "127.0.0.4");
-  CHECK(open == 1);  // the owner gives it back when it refuses (ClientConnection::refuse)
+  CHECK(rig.open == 1);  // the owner gives it back when it refuses (ClientConnection::refuse)
   rig.dialer.release();
-  CHECK(open == 0);
+  CHECK(rig.open == 0);
   CHECK_FALSE(rig.dialer.upstream().fd.valid());
 }
 
@@ -153,25 +148,19 @@ TEST_CASE("dialer: every answer refused fails, naming the last; the slot stays h
 // first read). Expected to fail until Dialer::dial_next() closes (or stops watching) the socket
 // when it runs out of answers; then remove should_fail().
 TEST_CASE("dialer: a failed dial leaves no write event to wake the owner" * doctest::should_fail()) {
-  Origin origin;
   Rig rig;
-  std::uint64_t open = 0;
-  const std::vector<IpAddress> answers = {loopback(3), loopback(4)};
-  REQUIRE(rig.dial(TunnelSlot(open), answers, origin.port) == Dialer::Result::failed);
+  REQUIRE(rig.dial({3, 4}) == Dialer::Result::failed);
   CHECK(rig.late_write_events == 0);
 }
 
 TEST_CASE("dialer: release() gives the slot back and closes the socket; reset() forgets the address") {
-  Origin origin;
   Rig rig;
-  std::uint64_t open = 0;
-  const std::vector<IpAddress> answers = {loopback(2)};
-  REQUIRE(rig.dial(TunnelSlot(open), answers, origin.port) == Dialer::Result::connected);
-  const UniqueFd peer = origin.accept_one();
-  REQUIRE(open == 1);
+  REQUIRE(rig.dial({2}) == Dialer::Result::connected);
+  const UniqueFd peer = rig.origin.accept_one();
+  REQUIRE(rig.open == 1);
 
   rig.dialer.release();
-  CHECK(open == 0);
+  CHECK(rig.open == 0);
   CHECK_FALSE(rig.dialer.upstream().fd.valid());
   CHECK(rig.dialer.upstream().write_event == nullptr);
   CHECK(sees_fin(peer.get()));
@@ -179,14 +168,13 @@ TEST_CASE("dialer: release() gives the slot back and closes the socket; reset() 
 
   rig.dialer.reset();
   CHECK(rig.dialer.address_text() == "-");
-  CHECK(open == 0);
+  CHECK(rig.open == 0);
 
   // A keep-alive connection's next request dials afresh with the same dialer.
-  const std::vector<IpAddress> again = {loopback(2)};
-  CHECK(rig.dial(TunnelSlot(open), again, origin.port) == Dialer::Result::connected);
-  CHECK(open == 1);
+  CHECK(rig.dial({2}) == Dialer::Result::connected);
+  CHECK(rig.open == 1);
   rig.dialer.reset();
-  CHECK(open == 0);
+  CHECK(rig.open == 0);
 }
 
 }  // namespace boxproxy

@@ -15,10 +15,8 @@
 namespace boxproxy {
 namespace {
 
-using testing::read_some;
-using testing::run_until;
-using testing::send_all;
-using Rig = testing::SessionRig<PlainHttpSession>;
+using namespace testing;
+using Rig = SessionRig<PlainHttpSession>;
 
 constexpr std::string_view kHead = "POST /up HTTP/1.1\r\nHost: origin.test\r\nContent-Length: 5\r\nConnection: close\r\n\r\n";
 constexpr std::string_view kResponse = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -36,20 +34,10 @@ struct Plain : Rig {
   explicit Plain(const PlainRequest& r) : Rig(r) { update_reading(client); }
 };
 
-// Reads at `fd` until it holds `size` bytes (or the bound passes).
-std::string receive(Rig& rig, int fd, std::size_t size) {
-  std::string got;
-  CHECK(run_until(rig.base.get(), [&] {
-    (void)read_some(fd, got);
-    return got.size() >= size;
-  }));
-  return got;
-}
-
 // The origin reads the request, answers kResponse, and the client has it all: the exchange done.
 std::string one_exchange(Plain& rig, std::string_view early) {
   rig.follow(rig.session->start(kHead, early));
-  (void)receive(rig, rig.origin.get(), kHead.size() + 5);
+  (void)rig.receive(rig.origin.get(), kHead.size() + 5);
   send_all(rig.origin.get(), kResponse);
   CHECK(rig.run_until_seen(SessionNext::exchange_done));
   std::string got;
@@ -63,7 +51,7 @@ TEST_CASE("plain session: the head and body go up, the response comes back; read
   Plain rig(request(5, true));
   rig.follow(rig.session->start(kHead, "hel"));
   send_all(rig.box.get(), "lo");
-  CHECK(receive(rig, rig.origin.get(), kHead.size() + 5) == std::string(kHead) + "hello");
+  CHECK(rig.receive(rig.origin.get(), kHead.size() + 5) == std::string(kHead) + "hello");
   CHECK(rig.seen.empty());
 
   send_all(rig.origin.get(), kResponse);
@@ -74,8 +62,7 @@ TEST_CASE("plain session: the head and body go up, the response comes back; read
   const std::string rewritten = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok";
   CHECK(at_box == rewritten);
   CHECK(rig.session->end() == TunnelEnd::upstream_closed);
-  CHECK(rig.session->traffic().up == kHead.size() + 5);
-  CHECK(rig.session->traffic().down == rewritten.size());
+  CHECK(rig.traffic() == Counts{kHead.size() + 5, rewritten.size()});
 }
 
 TEST_CASE("plain session: a keep-alive client's next request is what it sent after the body") {

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,9 @@
 #include "tests/unit/proxy_test_sides.h"
 
 namespace boxproxy::testing {
+
+// A session's counts, up and down (Session::Traffic without its time).
+using Counts = std::pair<std::uint64_t, std::uint64_t>;
 
 template <typename S>
 struct SessionRig {
@@ -55,6 +59,22 @@ struct SessionRig {
 
   bool run_until_seen(SessionNext next) {
     return run_until(base.get(), [&] { return !seen.empty() && seen.back() == next; });
+  }
+
+  // Reads at `fd` (box or origin) until it holds `size` bytes (or the bound passes).
+  std::string receive(int fd, std::size_t size) {
+    std::string got;
+    CHECK(run_until(base.get(), [&] {
+      (void)read_some(fd, got);
+      return got.size() >= size;
+    }));
+    return got;
+  }
+
+  // The done line's counts so far, up and down.
+  [[nodiscard]] Counts traffic() const noexcept {
+    const Session::Traffic counts = session->traffic();
+    return {counts.up, counts.down};
   }
 
   static void on_client_read(evutil_socket_t, short, void* self) noexcept {

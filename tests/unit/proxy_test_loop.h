@@ -31,7 +31,7 @@ bool run_until(event_base* base, Done done) {
 
 // Reads what `fd` (non-blocking) has now into `into`; true once its peer has sent FIN.
 inline bool read_some(int fd, std::string& into) {
-  char buffer[16 * 1024];
+  char buffer[64 * 1024];
   for (;;) {
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n > 0) {

@@ -14,25 +14,13 @@
 namespace boxproxy {
 namespace {
 
-using testing::read_some;
-using testing::run_until;
-using testing::send_all;
-using Rig = testing::SessionRig<TunnelSession>;
+using namespace testing;
+using Rig = SessionRig<TunnelSession>;
 
 constexpr std::string_view kReply = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
 std::unique_ptr<FirstBytesGate> gate(std::uint16_t port) {
   return std::make_unique<FirstBytesGate>("good.test", port, 1024);
-}
-
-// Reads at `fd` until it holds `size` bytes (or the bound passes).
-std::string receive(Rig& rig, int fd, std::size_t size) {
-  std::string got;
-  CHECK(run_until(rig.base.get(), [&] {
-    (void)read_some(fd, got);
-    return got.size() >= size;
-  }));
-  return got;
 }
 
 // Runs the loop a while, reading at `fd`: for bytes that must not come.
@@ -51,43 +39,40 @@ std::string receive_for_a_while(Rig& rig, int fd) {
 TEST_CASE("tunnel session: the reply reaches the client and is not the tunnel's traffic") {
   Rig rig;
   rig.follow(rig.session->start(kReply, {}, nullptr));
-  CHECK(receive(rig, rig.box.get(), kReply.size()) == kReply);
-  CHECK(rig.session->traffic().up == 0);
-  CHECK(rig.session->traffic().down == 0);
+  CHECK(rig.receive(rig.box.get(), kReply.size()) == kReply);
+  CHECK(rig.traffic() == Counts{0, 0});
 
   send_all(rig.box.get(), "hello");
-  CHECK(receive(rig, rig.origin.get(), 5) == "hello");
+  CHECK(rig.receive(rig.origin.get(), 5) == "hello");
   send_all(rig.origin.get(), "world!");
-  CHECK(receive(rig, rig.box.get(), 6) == "world!");
-  CHECK(rig.session->traffic().up == 5);
-  CHECK(rig.session->traffic().down == 6);
+  CHECK(rig.receive(rig.box.get(), 6) == "world!");
+  CHECK(rig.traffic() == Counts{5, 6});
   CHECK(rig.seen.empty());
 }
 
 TEST_CASE("tunnel session: early bytes go up first, and count") {
   Rig rig;
   rig.follow(rig.session->start(kReply, "early bytes", nullptr));
-  CHECK(receive(rig, rig.origin.get(), 11) == "early bytes");
+  CHECK(rig.receive(rig.origin.get(), 11) == "early bytes");
   send_all(rig.box.get(), " then more");
-  CHECK(receive(rig, rig.origin.get(), 10) == " then more");
-  CHECK(rig.session->traffic().up == 21);
-  CHECK(rig.session->traffic().down == 0);
+  CHECK(rig.receive(rig.origin.get(), 10) == " then more");
+  CHECK(rig.traffic() == Counts{21, 0});
 }
 
 TEST_CASE("tunnel session: a request naming the host passes; its first line went up while it waited") {
   Rig rig;
   rig.follow(rig.session->start(kReply, {}, gate(80)));
-  CHECK(receive(rig, rig.box.get(), kReply.size()) == kReply);
+  CHECK(rig.receive(rig.box.get(), kReply.size()) == kReply);
   send_all(rig.box.get(), "GET / HTTP/1.1\r\nHost: good");
-  CHECK(receive(rig, rig.origin.get(), 10) == "GET / HTTP");  // up to the version's slash
+  CHECK(rig.receive(rig.origin.get(), 10) == "GET / HTTP");  // up to the version's slash
   CHECK(receive_for_a_while(rig, rig.origin.get()).empty());  // the rest is held
   send_all(rig.box.get(), ".test\r\n\r\n");
   const std::string rest = "/1.1\r\nHost: good.test\r\n\r\n";
-  CHECK(receive(rig, rig.origin.get(), rest.size()) == rest);
+  CHECK(rig.receive(rig.origin.get(), rest.size()) == rest);
   // Passed: from now on the tunnel relays, unread.
   const std::string next = "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n";
   send_all(rig.box.get(), next);
-  CHECK(receive(rig, rig.origin.get(), next.size()) == next);
+  CHECK(rig.receive(rig.origin.get(), next.size()) == next);
   CHECK(rig.session->traffic().up == 10 + rest.size() + next.size());
   CHECK(rig.seen.empty());
 }
@@ -99,7 +84,7 @@ TEST_CASE("tunnel session: a request naming another host is a host mismatch, and
     Rig rig;
     rig.follow(rig.session->start(kReply, early ? evil : std::string(), gate(80)));
     if (!early) {
-      CHECK(receive(rig, rig.box.get(), kReply.size()) == kReply);
+      CHECK(rig.receive(rig.box.get(), kReply.size()) == kReply);
       send_all(rig.box.get(), evil);
     }
     CHECK(rig.run_until_seen(SessionNext::host_mismatch));
@@ -114,15 +99,14 @@ TEST_CASE("tunnel session: a request naming another host is a host mismatch, and
 TEST_CASE("tunnel session: a ping with no line end goes up while the gate waits, and is answered") {
   Rig rig;
   rig.follow(rig.session->start(kReply, {}, gate(7)));
-  CHECK(receive(rig, rig.box.get(), kReply.size()) == kReply);
+  CHECK(rig.receive(rig.box.get(), kReply.size()) == kReply);
   send_all(rig.box.get(), "ping");
-  CHECK(receive(rig, rig.origin.get(), 4) == "ping");
+  CHECK(rig.receive(rig.origin.get(), 4) == "ping");
   send_all(rig.origin.get(), "pong");
-  CHECK(receive(rig, rig.box.get(), 4) == "pong");
+  CHECK(rig.receive(rig.box.get(), 4) == "pong");
   send_all(rig.box.get(), "\r\n");  // the line ends: not HTTP, the gate passes what it held
-  CHECK(receive(rig, rig.origin.get(), 2) == "\r\n");
-  CHECK(rig.session->traffic().up == 6);
-  CHECK(rig.session->traffic().down == 4);
+  CHECK(rig.receive(rig.origin.get(), 2) == "\r\n");
+  CHECK(rig.traffic() == Counts{6, 4});
   CHECK(rig.seen.empty());
 }
 
