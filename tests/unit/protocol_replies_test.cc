@@ -155,3 +155,26 @@ TEST_CASE("SOCKS4 replies") {
   CHECK(socks4_reply(true) == std::array<std::uint8_t, 8>{0, 0x5A, 0, 0, 0, 0, 0, 0});
   CHECK(socks4_reply(false) == std::array<std::uint8_t, 8>{0, 0x5B, 0, 0, 0, 0, 0, 0});
 }
+
+TEST_CASE("RESOLVE answered with an address: 05 00 00 ATYP ADDR 00 00") {
+  const auto v4 = parse_strict_address("192.0.2.200");
+  REQUIRE(v4.has_value());
+  CHECK(socks5_resolved_reply(*v4) == "\x05\x00\x00\x01\xc0\x00\x02\xc8\x00\x00"s);
+
+  const auto v6 = parse_strict_address("2001:db8::a:1");
+  REQUIRE(v6.has_value());
+  CHECK(socks5_resolved_reply(*v6) ==
+        "\x05\x00\x00\x04\x20\x01\x0d\xb8\x00\x00\x00\x00\x00\x00\x00\x00\x00\x0a\x00\x01\x00\x00"s);
+}
+
+TEST_CASE("RESOLVE answered by name: 05 00 00 03 LEN NAME 00 00") {
+  CHECK(socks5_resolved_by_name_reply("a") == "\x05\x00\x00\x03\x01" "a\x00\x00"s);
+  const std::string longest = std::string(63, 'a') + '.' + std::string(63, 'b') + '.' + std::string(63, 'c') + '.' +
+                              std::string(61, 'd');
+  REQUIRE(longest.size() == 253);
+  const std::string reply = socks5_resolved_by_name_reply(longest);
+  CHECK(reply.size() == 4 + 1 + 253 + 2);
+  CHECK(reply.substr(0, 5) == "\x05\x00\x00\x03\xfd"s);
+  CHECK(reply.substr(5, 253) == longest);
+  CHECK(reply.substr(258) == "\x00\x00"s);
+}

@@ -10,6 +10,7 @@
 
 #include "proxy/event_owners.h"
 #include "proxy/http_exchange.h"
+#include "tests/unit/proxy_test_loop.h"
 #include "tests/unit/proxy_test_sides.h"
 
 namespace boxproxy {
@@ -97,21 +98,8 @@ struct Rig {
   }
 };
 
-bool read_some(int fd, std::string& into) {
-  char buffer[16 * 1024];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n > 0) {
-      into.append(buffer, static_cast<std::size_t>(n));
-      continue;
-    }
-    return n == 0;
-  }
-}
-
-void send_all(int fd, std::string_view bytes) {
-  REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
-}
+using testing::read_some;
+using testing::send_all;
 
 PlainRequest request(BodyFraming::Kind kind = BodyFraming::Kind::none, std::uint64_t length = 0) {
   PlainRequest r;

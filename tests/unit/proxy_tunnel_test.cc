@@ -9,6 +9,7 @@
 
 #include "proxy/event_owners.h"
 #include "proxy/tunnel.h"
+#include "tests/unit/proxy_test_loop.h"
 #include "tests/unit/proxy_test_sides.h"
 
 namespace boxproxy {
@@ -76,18 +77,7 @@ struct Rig {
   }
 };
 
-// Reads what `fd` has now into `into`; true once it has sent FIN.
-bool read_some(int fd, std::string& into) {
-  char buffer[64 * 1024];
-  for (;;) {
-    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
-    if (n > 0) {
-      into.append(buffer, static_cast<std::size_t>(n));
-      continue;
-    }
-    return n == 0;
-  }
-}
+using testing::read_some;
 
 // Writes as much of `bytes` as `fd` takes now; returns how much.
 std::size_t write_some(int fd, std::string_view bytes) {
