@@ -27,6 +27,9 @@ Dialer::Result Dialer::dial_next() {
     upstream_.reset();
     if (connect_to(address)) return Result::pending;
   }
+  // Nothing left to try: the last socket closes now, so its write event cannot wake the owner
+  // again (nor a later connect_finished() take the refused socket, its error read, for made).
+  upstream_.reset();
   return Result::failed;
 }
 

@@ -32,7 +32,7 @@ class Dialer {
   enum class Result : std::uint8_t {
     pending,    // a connect is in flight: wait for the write event, then call connect_finished()
     connected,  // the upstream socket is connected; its write event is no longer added
-    failed,     // every answer failed (address_text() names the last one tried)
+    failed,     // every answer failed (address_text() names the last one tried); no socket is left
   };
 
   explicit Dialer(UpstreamEvents events) noexcept : events_(events) {}
