@@ -17,35 +17,34 @@ StatsLine& StatsLine::number(std::string_view field, std::uint64_t value) {
   return *this;
 }
 
-StatsLine& StatsLine::counts(std::string_view field, const std::map<std::string, std::uint64_t, std::less<>>& counts) {
-  name(field);
-  char separator = '{';
-  for (const auto& [key, count] : counts) {
-    text_ += separator;
-    text_ += json_quote(key);
-    text_ += ':';
-    text_ += std::to_string(count);
-    separator = ',';
-  }
-  if (separator == '{') text_ += '{';
-  text_ += '}';
-  return *this;
-}
-
-StatsLine& StatsLine::numbers(std::string_view field,
-                              std::initializer_list<std::pair<std::string_view, std::uint64_t>> fields) {
+// {"key":value,...}: each key written by `write_key`.
+template <typename Fields, typename WriteKey>
+void StatsLine::object(std::string_view field, const Fields& fields, WriteKey write_key) {
   name(field);
   char separator = '{';
   for (const auto& [key, value] : fields) {
     text_ += separator;
-    text_ += '"';
-    text_ += key;
-    text_ += "\":";
+    write_key(key);
+    text_ += ':';
     text_ += std::to_string(value);
     separator = ',';
   }
   if (separator == '{') text_ += '{';
   text_ += '}';
+}
+
+StatsLine& StatsLine::counts(std::string_view field, const std::map<std::string, std::uint64_t, std::less<>>& counts) {
+  object(field, counts, [this](const std::string& key) { text_ += json_quote(key); });
+  return *this;
+}
+
+StatsLine& StatsLine::numbers(std::string_view field,
+                              std::initializer_list<std::pair<std::string_view, std::uint64_t>> fields) {
+  object(field, fields, [this](std::string_view key) {
+    text_ += '"';
+    text_ += key;
+    text_ += '"';
+  });
   return *this;
 }
 

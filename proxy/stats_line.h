@@ -28,6 +28,8 @@ class StatsLine {
 
  private:
   void name(std::string_view name);
+  template <typename Fields, typename WriteKey>
+  void object(std::string_view field, const Fields& fields, WriteKey write_key);
 
   std::string text_;
 };
