@@ -11,8 +11,8 @@
 
 #include "proxy/plain_http_session.h"
 #include "proxy/proxy_server.h"
-#include "proxy/replies.h"
-#include "proxy/resolve_request.h"
+#include "proxy/wire/replies.h"
+#include "proxy/wire/resolve_request.h"
 #include "proxy/transient_error.h"
 #include "proxy/tunnel_session.h"
 #include "table/policy.h"

@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "proxy/ask_registry.h"
-#include "proxy/client_kind.h"
+#include "proxy/wire/client_kind.h"
 #include "proxy/connection_list.h"
 #include "proxy/decision_log.h"
 #include "proxy/dialer.h"
 #include "proxy/event_owners.h"
-#include "proxy/handshake.h"
+#include "proxy/wire/handshake.h"
 #include "proxy/held_count.h"
 #include "proxy/relay.h"
 #include "proxy/resolver.h"
@@ -91,7 +91,7 @@ class ClientConnection : public ListLink<ClientConnection> {
   Next timer_fired();
   Next idle_check();
 
-  // The handshake (proxy/handshake.h decides what the bytes say; these act on it).
+  // The handshake (proxy/wire/handshake.h decides what the bytes say; these act on it).
   [[nodiscard]] std::unique_ptr<Handshake> new_handshake() const noexcept;  // null when out of memory
   Next handshake_answered(Handshake::Outcome outcome);
   Next refused_before_target();

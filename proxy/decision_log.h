@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/client_kind.h"
+#include "proxy/wire/client_kind.h"
 #include "proxy/event_owners.h"
 #include "proxy/tunnel.h"
 #include "table/reason.h"

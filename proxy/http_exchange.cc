@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "proxy/http_forward.h"
-#include "proxy/http_head.h"
+#include "proxy/wire/http_forward.h"
+#include "proxy/wire/http_head.h"
 #include "proxy/transient_error.h"
 
 namespace boxproxy {

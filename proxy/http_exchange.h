@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/handshake.h"
-#include "proxy/http_body.h"
+#include "proxy/wire/handshake.h"
+#include "proxy/wire/http_body.h"
 #include "proxy/clock.h"
 #include "proxy/relay.h"
 

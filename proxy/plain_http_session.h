@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/handshake.h"
+#include "proxy/wire/handshake.h"
 #include "proxy/http_exchange.h"
 #include "proxy/session.h"
 

@@ -1,6 +1,6 @@
 // A tunnel (SPEC §7, §9, §10): a CONNECT or SOCKS request allowed. The reply goes to the client,
 // then bytes both ways until both sides have closed (proxy/tunnel.h), with the SNI and Host checks
-// (proxy/first_bytes_gate.h, SPEC §16) as a gate on the client's first bytes when they apply.
+// (proxy/wire/first_bytes_gate.h, SPEC §16) as a gate on the client's first bytes when they apply.
 //
 // While the gate waits, the tunnel already runs the other way: a server that speaks first (SMTP,
 // SSH on a listed port) is heard, and the client, which answers it, is then read. The idle timer
@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/first_bytes_gate.h"
+#include "proxy/wire/first_bytes_gate.h"
 #include "proxy/session.h"
 #include "proxy/tunnel.h"
 

@@ -23,12 +23,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "proxy/bridge.h"
+#include "proxy/bridge/bridge.h"
 #include "proxy/decision_log.h"
 #include "proxy/defaults.h"
-#include "proxy/dns_responder.h"
+#include "proxy/bridge/dns_responder.h"
 #include "proxy/event_owners.h"
-#include "proxy/proxy_socket.h"
+#include "proxy/bridge/proxy_socket.h"
 #include "proxy/stats_line.h"
 #include "socketd/command_shell.h"
 #include "socketd/message_text.h"
@@ -272,7 +272,7 @@ struct Bridge {
   // without ever blocking: a reader that stalls never stalls the bridge (SPEC §12).
   std::unique_ptr<DecisionLog> log;
   std::optional<LibeventLogRoute> libevent_messages;
-  // The proxy's socket, pinned at start (proxy/proxy_socket.h), and the addresses the DNS
+  // The proxy's socket, pinned at start (proxy/bridge/proxy_socket.h), and the addresses the DNS
   // responder gives out: before the server and the responder that read them.
   ProxySocket proxy;
   NameAddresses names;
@@ -320,7 +320,7 @@ struct Bridge {
 // StartupError.
 void set_up(Bridge& bridge, const BridgeOptions& options) {
   // Pinned before anything from the box can reach the bridge: every client and DNS question goes
-  // to this socket, never to whatever the name leads to later (proxy/proxy_socket.h). So the
+  // to this socket, never to whatever the name leads to later (proxy/bridge/proxy_socket.h). So the
   // proxy must be listening first: a missing socket is a start-up failure, not one per client.
   if (const std::string why = bridge.proxy.pin(options.socket_path); !why.empty()) {
     throw StartupError{ExitCode::failure, fmt::format("--socket {}: {}", quote(options.socket_path), why)};

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/defaults.h"
-#include "proxy/json_nesting.h"
+#include "proxy/wire/json_nesting.h"
 #include "proxy/unique_fd.h"
 #include "socketd/message_text.h"
 

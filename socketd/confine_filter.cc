@@ -187,7 +187,7 @@ void allow_memory(scmp_filter_ctx filter) {
   }
 }
 
-// The bridge's SIGHUP (proxy/proxy_socket.h): openat(2) (and open(2) where it exists) with O_PATH
+// The bridge's SIGHUP (proxy/bridge/proxy_socket.h): openat(2) (and open(2) where it exists) with O_PATH
 // and nothing that writes or creates. An O_PATH descriptor reads and writes nothing; the only use
 // the bridge makes of it, connect(2) through /proc/self/fd, it could make by the path anyway.
 [[maybe_unused]] void allow_path_only_opens(scmp_filter_ctx filter) {

@@ -152,7 +152,7 @@ int box_init(const RunOptions& options, const BoxEnvironment& environment, Uniqu
   if (!error && options.transparent) error = mount_box_resolv_conf(kBoxResolvConf);
   // Before the inner user namespace, which locks these mounts: COMMAND (the caller, to the file
   // system) cannot rename or replace the socket, nor write the proxy's files. (The bridge is held
-  // to the socket it was started with anyway, proxy/proxy_socket.h; this keeps the name true for
+  // to the socket it was started with anyway, proxy/bridge/proxy_socket.h; this keeps the name true for
   // whoever connects by it later, and the proxy's files the proxy's.)
   if (!error) error = protect_proxy_paths(environment.protected_paths);
   if (!error) error = enter_inner_user_namespace(self_dir.get());

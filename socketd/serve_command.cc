@@ -13,7 +13,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "proxy/control_hub.h"
+#include "proxy/control/control_hub.h"
 #include "proxy/decision_log.h"
 #include "proxy/event_owners.h"
 #include "proxy/proxy_server.h"

@@ -2,7 +2,7 @@
 //
 // Each reason maps, in reason.cc and nowhere else, to its log class, its HTTP status and its SOCKS5
 // reply. SOCKS4 needs no column: it has one refusal, 0x5B, whatever the reason (refusal_reply_for
-// in proxy/handshake.h). Address classes (§5 step 4) are reasons too: a target refused for being
+// in proxy/wire/handshake.h). Address classes (§5 step 4) are reasons too: a target refused for being
 // loopback is logged "class=loopback" and answered 403 / SOCKS5 2 / SOCKS4 0x5B.
 #pragma once
 

@@ -14,7 +14,7 @@
 //     with no trailer field that a fresh scanner finishes exactly at its end (trailers dropped).
 #include <string>
 
-#include "proxy/http_body.h"
+#include "proxy/wire/http_body.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;

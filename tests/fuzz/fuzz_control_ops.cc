@@ -1,5 +1,5 @@
 // proxy/control_ops: the requests of the supervisor's channel (SPEC §15), line by line, against
-// a fake session (proxy/session_control.h) that holds a host list and one pending ask.
+// a fake session (proxy/control/session_control.h) that holds a host list and one pending ask.
 //
 // The input is split at '\n' as the channel splits it, and every line goes to control_reply in
 // turn, so that sequences (set, add, remove, answer) reach states one line cannot. Invariants:
@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/ask_registry.h"
-#include "proxy/control_ops.h"
+#include "proxy/control/control_ops.h"
 #include "proxy/event_owners.h"
 #include "proxy/session_control.h"
 #include "tests/fuzz/fuzz_support.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/dns_message.h"
+#include "proxy/wire/dns_message.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;

@@ -15,7 +15,7 @@
 //     nothing lost, nothing sent twice.
 #include <string>
 
-#include "proxy/first_bytes_gate.h"
+#include "proxy/wire/first_bytes_gate.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;

@@ -16,8 +16,8 @@
 #include <optional>
 #include <string>
 
-#include "proxy/handshake.h"
-#include "proxy/replies.h"
+#include "proxy/wire/handshake.h"
+#include "proxy/wire/replies.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;
@@ -70,7 +70,7 @@ Result drive(const HandshakeRules& rules, std::string_view payload, Piece piece)
     case Handshake::Outcome::refuse:
       result.log_host = std::string(handshake.log_host());
       result.log_port = handshake.log_port();
-      // The answer the connection sends for it (proxy/client_handshake.cc).
+      // The answer the connection sends for it (proxy/client_connection.cc).
       result.refusal = refusal_reply_for(handshake.protocol(), handshake.reason().value_or(Reason::bad_request));
       break;
     default:

@@ -22,9 +22,9 @@
 #include <algorithm>
 #include <string>
 
-#include "proxy/http_body.h"
-#include "proxy/http_forward.h"
-#include "proxy/http_head.h"
+#include "proxy/wire/http_body.h"
+#include "proxy/wire/http_forward.h"
+#include "proxy/wire/http_head.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;

@@ -11,7 +11,7 @@
 //     authorized for A only when B == A.
 #include <string>
 
-#include "proxy/proxy_auth.h"
+#include "proxy/wire/proxy_auth.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;

@@ -13,7 +13,7 @@
 //   - mode 1: the name comes back exactly (when the hello fits the bound), else unreadable.
 #include <string>
 
-#include "proxy/sni.h"
+#include "proxy/wire/sni.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <string>
 
-#include "proxy/socks4.h"
+#include "proxy/wire/socks4.h"
 #include "table/target.h"
 #include "tests/fuzz/fuzz_support.h"
 

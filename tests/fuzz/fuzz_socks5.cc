@@ -17,7 +17,7 @@
 #include <cstring>
 #include <string>
 
-#include "proxy/socks5.h"
+#include "proxy/wire/socks5.h"
 #include "table/target.h"
 #include "tests/fuzz/fuzz_support.h"
 

@@ -15,8 +15,8 @@
 //     request_names_host on the parser's own result).
 #include <string>
 
-#include "proxy/http_head.h"
-#include "proxy/tunnel_host.h"
+#include "proxy/wire/http_head.h"
+#include "proxy/wire/tunnel_host.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;

@@ -5,10 +5,10 @@
 #include <random>
 #include <string>
 
-#include "proxy/http_body.h"
-#include "proxy/http_head.h"
-#include "proxy/socks4.h"
-#include "proxy/socks5.h"
+#include "proxy/wire/http_body.h"
+#include "proxy/wire/http_head.h"
+#include "proxy/wire/socks4.h"
+#include "proxy/wire/socks5.h"
 
 using namespace boxproxy;
 

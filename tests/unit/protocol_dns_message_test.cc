@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/dns_message.h"
+#include "proxy/wire/dns_message.h"
 
 using namespace boxproxy;
 using Status = DnsQuery::Status;

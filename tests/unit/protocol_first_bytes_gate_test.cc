@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "proxy/first_bytes_gate.h"
+#include "proxy/wire/first_bytes_gate.h"
 
 using namespace boxproxy;
 using Verdict = FirstBytesGate::Verdict;

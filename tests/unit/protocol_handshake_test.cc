@@ -1,4 +1,4 @@
-// The pure handshake (proxy/handshake.h): every form of SPEC §7, §8, §9, §10, §11, fed whole, a
+// The pure handshake (proxy/wire/handshake.h): every form of SPEC §7, §8, §9, §10, §11, fed whole, a
 // byte at a time, and split at every byte, with the same answer each way.
 #include <doctest/doctest.h>
 
@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "proxy/handshake.h"
-#include "proxy/replies.h"
-#include "proxy/socks4.h"
-#include "proxy/socks5.h"
+#include "proxy/wire/handshake.h"
+#include "proxy/wire/replies.h"
+#include "proxy/wire/socks4.h"
+#include "proxy/wire/socks5.h"
 
 namespace boxproxy {
 namespace {
@@ -62,7 +62,7 @@ Seen run(const HandshakeRules& rules, std::string_view input, const std::vector<
   seen.reason = handshake.reason();
   seen.log_host = std::string(handshake.log_host());
   seen.log_port = handshake.log_port();
-  // The answer the connection sends for a refused handshake (proxy/client_handshake.cc).
+  // The answer the connection sends for a refused handshake (proxy/client_connection.cc).
   if (seen.outcome == Outcome::refuse) {
     seen.refusal = refusal_reply_for(handshake.protocol(), handshake.reason().value_or(Reason::bad_request));
   }

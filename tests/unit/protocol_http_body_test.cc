@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/http_body.h"
+#include "proxy/wire/http_body.h"
 
 using namespace boxproxy;
 using namespace std::string_literals;

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "proxy/http_forward.h"
+#include "proxy/wire/http_forward.h"
 
 using namespace boxproxy;
 

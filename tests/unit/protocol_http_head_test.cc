@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "proxy/http_head.h"
+#include "proxy/wire/http_head.h"
 
 using namespace boxproxy;
 using namespace std::string_literals;

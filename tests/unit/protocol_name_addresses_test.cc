@@ -1,11 +1,11 @@
 // The addresses the bridge's DNS responder gives out and the names they stand for
-// (proxy/name_addresses.h): stable, in range, reversible, bounded.
+// (proxy/bridge/name_addresses.h): stable, in range, reversible, bounded.
 #include <doctest/doctest.h>
 
 #include <set>
 #include <string>
 
-#include "proxy/name_addresses.h"
+#include "proxy/bridge/name_addresses.h"
 
 using namespace boxproxy;
 using Family = IpAddress::Family;

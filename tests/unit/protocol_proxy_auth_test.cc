@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "proxy/proxy_auth.h"
+#include "proxy/wire/proxy_auth.h"
 
 using namespace boxproxy;
 using namespace std::string_literals;

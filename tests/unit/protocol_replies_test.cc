@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "proxy/replies.h"
+#include "proxy/wire/replies.h"
 
 using namespace boxproxy;
 using namespace std::string_literals;

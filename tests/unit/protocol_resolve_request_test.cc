@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "proxy/resolve_request.h"
+#include "proxy/wire/resolve_request.h"
 
 using namespace boxproxy;
 

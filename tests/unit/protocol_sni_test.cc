@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/sni.h"
+#include "proxy/wire/sni.h"
 
 using namespace boxproxy;
 using Verdict = SniReader::Verdict;

@@ -1,10 +1,10 @@
-// The bridge's side of SOCKS5 (proxy/socks5_client.h): the request it sends for a captured
+// The bridge's side of SOCKS5 (proxy/bridge/socks5_client.h): the request it sends for a captured
 // connection, and the reader that takes exactly the proxy's answers, in any pieces.
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "proxy/socks5_client.h"
+#include "proxy/bridge/socks5_client.h"
 
 using namespace boxproxy;
 using State = Socks5ReplyReader::State;

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "proxy/socks4.h"
-#include "proxy/socks5.h"
+#include "proxy/wire/socks4.h"
+#include "proxy/wire/socks5.h"
 
 using namespace boxproxy;
 using namespace std::string_literals;

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "proxy/tunnel_host.h"
+#include "proxy/wire/tunnel_host.h"
 
 using namespace boxproxy;
 using Verdict = TunnelHostReader::Verdict;

@@ -1,4 +1,4 @@
-// The requests of the supervisor's channel (SPEC §15, proxy/control_ops.h) against a fake
+// The requests of the supervisor's channel (SPEC §15, proxy/control/control_ops.h) against a fake
 // session: every op, every error reply, byte for byte, and that a refused request changes nothing.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "proxy/ask_registry.h"
-#include "proxy/control_channel.h"
-#include "proxy/control_ops.h"
+#include "proxy/control/control_channel.h"
+#include "proxy/control/control_ops.h"
 #include "proxy/event_owners.h"
 #include "proxy/session_control.h"
 

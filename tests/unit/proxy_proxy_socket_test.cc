@@ -1,4 +1,4 @@
-// The pinned proxy socket (proxy/proxy_socket.h): once pinned, a connection reaches the socket
+// The pinned proxy socket (proxy/bridge/proxy_socket.h): once pinned, a connection reaches the socket
 // that was at the path then, whatever is put at the path afterwards; re-pinning is the only way
 // to follow the name.
 #include <doctest/doctest.h>
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "proxy/event_owners.h"
-#include "proxy/proxy_socket.h"
+#include "proxy/bridge/proxy_socket.h"
 
 namespace boxproxy {
 namespace {

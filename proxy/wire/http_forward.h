@@ -1,0 +1,40 @@
+// Plain HTTP forwarding (SPEC §8): judging an absolute-form request and rewriting it for the
+// origin, and rewriting the origin's response head for the client.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "proxy/wire/http_body.h"
+#include "proxy/wire/http_head.h"
+#include "table/target.h"
+
+namespace boxproxy {
+
+struct ForwardRequest {
+  Target target;            // from the URI's authority (port 80 when absent)
+  std::string upstream_head;  // origin-form request line, Host, the kept headers, Connection: close, blank line
+  BodyFraming framing;      // the request body as framed (never until_close)
+};
+
+// Judges a plain request's head and builds what goes upstream. Refusals, checked in this order:
+// not_absolute_uri (origin form), not_http_uri (a scheme other than http, compared without regard
+// to case), invalid_target (userinfo, a backslash or '#' anywhere in the target, an authority
+// that will not split), invalid_host, host_mismatch (a Host header naming another host or port;
+// port 80 when absent), upgrade_not_supported (an Upgrade header), bad_framing (request_framing).
+// Hop-by-hop headers are removed (Connection, Proxy-Connection, Keep-Alive, Proxy-Authorization,
+// Proxy-Authenticate, TE, Trailer, Upgrade, and every name Connection lists except Host,
+// Content-Length and Transfer-Encoding); Host is set from the URI; "Connection: close" is added.
+[[nodiscard]] std::variant<ForwardRequest, Reason> prepare_forward_request(const RequestHead& head);
+
+// The origin's response head as the client gets it: the same hop-by-hop headers removed, every
+// x-egress-refused removed (that header always means this proxy refused), and a Connection header
+// that says whether the client connection stays open (`keep_alive`).
+[[nodiscard]] std::string rewrite_response_head(const ResponseHead& head, bool keep_alive);
+
+// Whether a request asks to keep the client connection open afterwards: HTTP/1.1 unless
+// "Connection: close"; HTTP/1.0 only with "Connection: keep-alive" (or Proxy-Connection).
+[[nodiscard]] bool client_wants_keep_alive(const RequestHead& head);
+
+}  // namespace boxproxy
