@@ -48,17 +48,17 @@ ClientConnection::ClientConnection(ProxyServer& server, int client_fd)
       dialer_(UpstreamEvents{server.base(), &on_event<&ClientConnection::upstream_readable>,
                              &on_event<&ClientConnection::upstream_writable>, this}),
       timer_(server.base(), &on_timer, this) {
-  client_.fd.reset(client_fd);
+  client_.adopt(client_fd);
   client_count_ = server_.count_client();
   undecided_ = server_.mark_undecided();
 }
 
 bool ClientConnection::init_events() {
   event_base* base = server_.base();
-  client_.read_event = make_event(base, client_.fd.get(), EV_READ | EV_PERSIST, &on_event<&ClientConnection::client_readable>, this);
-  client_.write_event = make_event(base, client_.fd.get(), EV_WRITE | EV_PERSIST, &on_event<&ClientConnection::client_writable>, this);
+  const bool watched = client_.watch(base, &on_event<&ClientConnection::client_readable>,
+                                     &on_event<&ClientConnection::client_writable>, this);
   handshake_ = new_handshake();
-  if (!client_.read_event || !client_.write_event || !timer_.valid() || !handshake_) return false;
+  if (!watched || !timer_.valid() || !handshake_) return false;
   update_reading(client_);
   timer_.arm(server_.config().head_timeout);
   return true;
@@ -77,8 +77,7 @@ ClientConnection::~ClientConnection() {
   // members are destroyed in reverse order, but be explicit for the reader.
   timer_.disarm();
   dialer_.release();
-  client_.read_event.reset();
-  client_.write_event.reset();
+  client_.reset();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -153,7 +152,7 @@ ClientConnection::Next ClientConnection::read_before_session() {
     }
   }
   char buffer[kReadChunk];
-  const ssize_t n = ::recv(client_.fd.get(), buffer, std::min(cap, sizeof buffer), 0);
+  const ssize_t n = ::recv(client_.fd(), buffer, std::min(cap, sizeof buffer), 0);
   if (n == -1) return transient_error(errno) ? Next::keep : Next::close;
   if (n == 0) return client_read_ended();
   if (phase_ == Phase::replying) return Next::keep;
@@ -167,14 +166,14 @@ ClientConnection::Next ClientConnection::read_before_session() {
 ClientConnection::Next ClientConnection::client_read_ended() {
   if (phase_ == Phase::replying) {
     // A client that shut down its writing still reads its refusal: close once it is written.
-    client_.read_eof = true;
+    client_.set_read_eof();
     update_reading(client_);
     return client_.has_queued() ? Next::keep : Next::close;
   }
   if (phase_ == Phase::asking || phase_ == Phase::resolving || phase_ == Phase::dialling) {
     // The client has left, or only shut down its writing (it may still read the reply).
-    if (peer_fully_closed(client_.fd.get())) return Next::close;  // gives the slot back at once
-    client_.read_eof = true;
+    if (peer_fully_closed(client_.fd())) return Next::close;  // gives the slot back at once
+    client_.set_read_eof();
     update_reading(client_);
     return Next::keep;
   }
@@ -262,7 +261,7 @@ ClientConnection::Next ClientConnection::refused_before_target() {
   handshake_.reset();
   phase_ = Phase::replying;
   undecided_.release();
-  return client_.out.empty() ? Next::close : Next::keep;
+  return client_.has_queued() ? Next::keep : Next::close;
 }
 
 // A complete request: what came after it is kept (early data, or a body), the handshake and its
@@ -417,14 +416,13 @@ ClientConnection::Next ClientConnection::send_refusal(std::string reply) {
       // The answer waits for the client's write event, which only the loop's next poll can fire:
       // the log syncs the audit before that poll (DecisionLog::audit_sync_owed). Nothing holds
       // this connection, so it may die meanwhile.
-      client_.out.append(reply);
-      event_add(client_.write_event.get(), nullptr);
+      client_.queue_for_later(reply);
       return Next::keep;
     }
     server_.log().sync_audit_now();  // the write event may already be due in this iteration
   }
   if (!send_or_queue(client_, reply)) return Next::close;
-  return client_.out.empty() ? Next::close : Next::keep;
+  return client_.has_queued() ? Next::keep : Next::close;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ Dialer::Result Dialer::dial_next() {
 bool Dialer::connect_to(const IpAddress& address) {
   const int fd = ::socket(address.is_v4() ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd == -1) return false;
-  upstream_.fd.reset(fd);
+  upstream_.adopt(fd);
   const int one = 1;
   (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   // A zone ("fe80::1%eth0") picks the interface; one that names none gives 0, and the kernel
@@ -47,19 +47,17 @@ bool Dialer::connect_to(const IpAddress& address) {
   const std::uint32_t scope_id = address.zone.empty() ? 0 : interface_index(address.zone);
   const SocketAddress peer = address.to_sockaddr(port_, scope_id);
   if (::connect(fd, peer.get(), peer.length) == -1 && errno != EINPROGRESS) return false;
-  upstream_.read_event = make_event(events_.base, fd, EV_READ | EV_PERSIST, events_.on_read, events_.arg);
-  upstream_.write_event = make_event(events_.base, fd, EV_WRITE | EV_PERSIST, events_.on_write, events_.arg);
-  if (!upstream_.read_event || !upstream_.write_event) return false;
-  event_add(upstream_.write_event.get(), nullptr);
+  if (!upstream_.watch(events_.base, events_.on_read, events_.on_write, events_.arg)) return false;
+  upstream_.watch_writable();
   return true;
 }
 
 Dialer::Result Dialer::connect_finished() {
   int error = 0;
   socklen_t length = sizeof error;
-  if (::getsockopt(upstream_.fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) == -1) error = errno;
+  if (::getsockopt(upstream_.fd(), SOL_SOCKET, SO_ERROR, &error, &length) == -1) error = errno;
   if (error != 0) return dial_next();
-  event_del(upstream_.write_event.get());
+  upstream_.unwatch_writable();
   return Result::connected;
 }
 

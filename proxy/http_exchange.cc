@@ -74,10 +74,10 @@ HttpExchange::Step HttpExchange::client_readable() {
   }
   char buffer[kReadChunk];
   const auto want = static_cast<std::size_t>(request_body_.wanted_at_most(sizeof buffer));
-  const ssize_t n = ::recv(client_.fd.get(), buffer, want, 0);
+  const ssize_t n = ::recv(client_.fd(), buffer, want, 0);
   if (n == -1) return transient_error(errno) ? Step::keep : Step::close;
   if (n == 0) {
-    client_.read_eof = true;  // the client left in the middle of its body (its done line's end=)
+    client_.set_read_eof();  // the client left in the middle of its body (its done line's end=)
     return Step::close;
   }
   last_activity_ = Clock::now();
@@ -106,10 +106,10 @@ HttpExchange::Step HttpExchange::pass_request_body(std::string_view bytes) {
 
 HttpExchange::Step HttpExchange::upstream_readable() {
   char buffer[kReadChunk];
-  const ssize_t n = ::recv(upstream_.fd.get(), buffer, sizeof buffer, 0);
+  const ssize_t n = ::recv(upstream_.fd(), buffer, sizeof buffer, 0);
   if (n == -1) return transient_error(errno) ? Step::keep : Step::close;
   if (n == 0) {
-    upstream_.read_eof = true;
+    upstream_.set_read_eof();
     update_reading(upstream_);
     if (response_head_done_ && response_body_.framing().kind == BodyFraming::Kind::until_close) {
       response_done_ = true;

@@ -54,7 +54,7 @@ SessionNext PlainHttpSession::response_delivered() {
 
 std::optional<std::string> PlainHttpSession::next_request() {
   // A client that has shut down its writing sends no next request: close, the response all out.
-  if (!exchange_.keep_alive() || !exchange_.request_done() || client_.read_eof) return std::nullopt;
+  if (!exchange_.keep_alive() || !exchange_.request_done() || client_.read_eof()) return std::nullopt;
   return exchange_.take_pipelined();
 }
 
@@ -63,8 +63,8 @@ TunnelEnd PlainHttpSession::end() const noexcept {
   // Ended by one of the exchange's own steps: a side that sent FIN ended it (the client first,
   // as for a tunnel: a client that shut down its writing after its request closed first);
   // otherwise a read or write failed.
-  if (client_.read_eof) return TunnelEnd::client_closed;
-  if (upstream_.read_eof) return TunnelEnd::upstream_closed;
+  if (client_.read_eof()) return TunnelEnd::client_closed;
+  if (upstream_.read_eof()) return TunnelEnd::upstream_closed;
   return TunnelEnd::error;
 }
 

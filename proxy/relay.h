@@ -47,44 +47,93 @@ enum PauseBit : unsigned {
   pause_no_more_wanted = 1u << 1,  // this end's input is not wanted now (decision, exchange done)
 };
 
-struct Endpoint {
-  UniqueFd fd;
-  EventPtr read_event;   // EV_READ | EV_PERSIST on fd; added only while reading
-  EventPtr write_event;  // EV_WRITE | EV_PERSIST on fd; added only while something is queued
-  OutQueue out;          // bytes queued for this end, not yet written
-  unsigned pause = 0;          // PauseBit mask
-  bool reading = false;        // read_event is added
-  bool read_eof = false;       // this end sent FIN (or its reading is over)
-  bool shut_after_out = false; // send FIN to this end once everything queued is written
-  bool write_shut = false;     // FIN sent to this end
+// One end of a relayed connection: its socket, its two events, what is queued for it, why its
+// reads are paused, and its half-close state. Its state is its own and the relay pump's (the
+// functions below): an owner opens it, pauses and resumes its reading, watches it for writing,
+// and reads what it needs to know.
+class Endpoint {
+ public:
+  Endpoint() noexcept = default;
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  // Takes `fd` (non-blocking; closed by reset() or the Endpoint's end).
+  void adopt(int fd) noexcept { fd_.reset(fd); }
+  // Makes the socket's events: EV_READ | EV_PERSIST (added only while reading) and EV_WRITE |
+  // EV_PERSIST (added only while something is queued, or a connect is watched), calling
+  // on_read and on_write with `arg`. False when libevent cannot allocate.
+  [[nodiscard]] bool watch(event_base* base, event_callback_fn on_read, event_callback_fn on_write, void* arg) noexcept;
+  // adopt, then watch.
+  [[nodiscard]] bool open(event_base* base, int fd, event_callback_fn on_read, event_callback_fn on_write,
+                          void* arg) noexcept {
+    adopt(fd);
+    return watch(base, on_read, on_write, arg);
+  }
+  [[nodiscard]] int fd() const noexcept { return fd_.get(); }
+  [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+
+  // Reading is on exactly when the end has a socket and events, no pause bit, and has not sent
+  // FIN; these keep the read event so.
+  void pause(unsigned bit) noexcept;
+  void resume(unsigned bit) noexcept;
+  void update_reading() noexcept;
+  [[nodiscard]] unsigned paused() const noexcept { return pause_; }
+  // This end sent FIN (or its reading is over): it is read no more.
+  void set_read_eof() noexcept;
+  [[nodiscard]] bool read_eof() const noexcept { return read_eof_; }
+  // Once everything queued for this end is written, send it FIN (half-close by the book).
+  void shut_after_queue() noexcept { shut_after_out_ = true; }
+
+  // The write event: watched while a connect is in flight (or bytes wait), then not.
+  void watch_writable() noexcept { event_add(write_event_.get(), nullptr); }
+  void unwatch_writable() noexcept { event_del(write_event_.get()); }
+  // Queues `bytes` to be written when the write event fires, without writing now.
+  void queue_for_later(std::string_view bytes);
+
+  [[nodiscard]] bool has_queued() const noexcept { return !out_.empty() || pipe_bytes_ > 0; }
+  [[nodiscard]] std::size_t queued_bytes() const noexcept { return out_.size() + pipe_bytes_; }
+  [[nodiscard]] std::size_t pipe_bytes() const noexcept { return pipe_bytes_; }
+  [[nodiscard]] bool uses_pipe() const noexcept { return pipe_write_.valid(); }
+  [[nodiscard]] bool reads_in_bulk() const noexcept { return bulk_reads_; }
+  [[nodiscard]] const event* write_event() const noexcept { return write_event_.get(); }
+  [[nodiscard]] const event* read_event() const noexcept { return read_event_.get(); }
+  // Bytes written to this end's socket (by send or splice) in all, kept through reset(): what the
+  // done line counts is what the peer was given, never what was read or queued and then lost.
+  [[nodiscard]] std::uint64_t written() const noexcept { return written_; }
+
+  // Closes the socket, its pipe and its events (events first), and forgets every state bit
+  // (but not written()).
+  void reset() noexcept;
+
+ private:
+  friend struct RelayPump;  // the pump's steps (relay.cc)
+
+  UniqueFd fd_;
+  EventPtr read_event_;
+  EventPtr write_event_;
+  OutQueue out_;                 // bytes queued for this end, not yet written
+  unsigned pause_ = 0;           // PauseBit mask
+  bool reading_ = false;         // read_event_ is added
+  bool read_eof_ = false;        // this end sent FIN (or its reading is over)
+  bool shut_after_out_ = false;  // send FIN to this end once everything queued is written
+  bool write_shut_ = false;      // FIN sent to this end
   // The splice(2) fast path for bytes going to this end: a pipe the other end's bytes are spliced
   // into and then out of to this end, never copied to user space. Made only once a direction
   // carries bulk data (a read filled the whole read buffer), so short exchanges spend no
   // descriptors on it; counted in the descriptor budget; and only when the other end is a TCP
   // socket (see relay.cc: splicing out of a Unix socket costs more than reading it).
-  UniqueFd pipe_read;
-  UniqueFd pipe_write;
-  std::size_t pipe_bytes = 0;  // bytes in the pipe not yet written to this end
-  bool splice_failed = false;  // the kernel refused splice here: buffers from now on
-  bool bulk_reads = false;     // bytes from the other end come kBulkReadChunk at a time (no pipe)
-  // Bytes written to this end's socket (by send or splice) in all, kept through reset(): what the
-  // done line counts is what the peer was given, never what was read or queued and then lost.
-  std::uint64_t written = 0;
-
-  [[nodiscard]] bool has_queued() const noexcept { return !out.empty() || pipe_bytes > 0; }
-  [[nodiscard]] std::size_t queued_bytes() const noexcept { return out.size() + pipe_bytes; }
-  [[nodiscard]] bool uses_pipe() const noexcept { return pipe_write.valid(); }
-
-  // Closes the socket, its pipe and its events (events first), and forgets every state bit
-  // (but not `written`).
-  void reset() noexcept;
+  UniqueFd pipe_read_;
+  UniqueFd pipe_write_;
+  std::size_t pipe_bytes_ = 0;  // bytes in the pipe not yet written to this end
+  bool splice_failed_ = false;  // the kernel refused splice here: buffers from now on
+  bool bulk_reads_ = false;     // bytes from the other end come kBulkReadChunk at a time (no pipe)
+  std::uint64_t written_ = 0;
 };
 
-// Adds or deletes the read event so that it is added exactly when the end has a socket, no pause
-// bit, and has not sent FIN.
-void update_reading(Endpoint& end) noexcept;
-void pause_reading(Endpoint& end, unsigned bit) noexcept;
-void resume_reading(Endpoint& end, unsigned bit) noexcept;
+// The pump's steps as free functions, for the tunnel, the exchange and the bridge.
+inline void pause_reading(Endpoint& end, unsigned bit) noexcept { end.pause(bit); }
+inline void resume_reading(Endpoint& end, unsigned bit) noexcept { end.resume(bit); }
+inline void update_reading(Endpoint& end) noexcept { end.update_reading(); }
 
 // Writes `bytes` to `end` now as far as the socket takes them and queues the rest (in order,
 // behind anything already queued). False on a write error: the connection must end.

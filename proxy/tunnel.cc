@@ -21,10 +21,10 @@ Tunnel::Step Tunnel::start(std::string_view early) {
   // the client's reads wait (one read's worth at most is ever held for a direction).
   if (!send_or_queue(upstream_, early)) return fail();
   if (upstream_.has_queued()) pause_reading(client_, pause_peer_full);
-  if (client_.read_eof) {
+  if (client_.read_eof()) {
     // The client half-closed while it waited (the dial): its FIN follows its early data.
     note_fin(client_);
-    upstream_.shut_after_out = true;
+    upstream_.shut_after_queue();
     if (!flush_queued(upstream_)) return fail();
   }
   update_reading(client_);

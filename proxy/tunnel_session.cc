@@ -16,7 +16,7 @@ SessionNext TunnelSession::start(std::string_view reply, std::string early, std:
   gate_ = std::move(gate);
   FirstBytesGate::Verdict verdict = gate_->start(std::move(early));
   // A client that already half-closed sends nothing more: what it sent is all there is.
-  if (verdict == FirstBytesGate::Verdict::wait && client_.read_eof) verdict = gate_->finish();
+  if (verdict == FirstBytesGate::Verdict::wait && client_.read_eof()) verdict = gate_->finish();
   if (verdict == FirstBytesGate::Verdict::wait) {
     if (tunnel_.start() == Tunnel::Step::over) return SessionNext::close;
     return forward_undecided_bytes();
@@ -39,7 +39,7 @@ SessionNext TunnelSession::gate_readable() {
   if (room == 0) return gate_->overflow_reason() == Reason::sni_mismatch ? SessionNext::sni_mismatch
                                                                         : SessionNext::host_mismatch;
   char buffer[kReadChunk];
-  const ssize_t n = ::recv(client_.fd.get(), buffer, std::min(room, sizeof buffer), 0);
+  const ssize_t n = ::recv(client_.fd(), buffer, std::min(room, sizeof buffer), 0);
   if (n == -1) {
     if (transient_error(errno)) return SessionNext::keep;
     tunnel_.end_by(TunnelEnd::error);

@@ -65,9 +65,8 @@ std::optional<IpAddressAndPort> original_destination(int fd) {
 BridgeConnection* BridgeConnection::open(BridgeServer& server, int client_fd, std::string request) {
   auto* connection = new BridgeConnection(server, client_fd, std::move(request));
   event_base* base = server.base();
-  connection->client_.read_event = make_event(base, client_fd, EV_READ | EV_PERSIST, &on_client_read, connection);
-  connection->client_.write_event = make_event(base, client_fd, EV_WRITE | EV_PERSIST, &on_client_write, connection);
-  if (!connection->client_.read_event || !connection->client_.write_event || !connection->retry_timer_.valid() ||
+  const bool watched = connection->client_.watch(base, &on_client_read, &on_client_write, connection);
+  if (!watched || !connection->retry_timer_.valid() ||
       connection->try_connect() == Next::close) {
     delete connection;
     return nullptr;
@@ -77,10 +76,10 @@ BridgeConnection* BridgeConnection::open(BridgeServer& server, int client_fd, st
 
 BridgeConnection::BridgeConnection(BridgeServer& server, int client_fd, std::string request)
     : server_(server), retry_timer_(server.base(), &on_retry, this), request_(std::move(request)) {
-  client_.fd.reset(client_fd);
+  client_.adopt(client_fd);
   // Nothing is read from the client until the socket has taken us: its bytes (and its FIN) wait
   // in the kernel, so there is nothing to hold and nothing to pass on early.
-  client_.pause = pause_no_more_wanted;
+  client_.pause(pause_no_more_wanted);
   const int one = 1;
   // The client already chose its segments; the relay must not delay them further.
   (void)::setsockopt(client_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -130,18 +129,14 @@ BridgeConnection::Next BridgeConnection::try_connect() {
   upstream_.reset();
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd == -1) return give_up(errno);
-  upstream_.fd.reset(fd);
-  event_base* base = server_.base();
-  upstream_.read_event = make_event(base, fd, EV_READ | EV_PERSIST, &on_upstream_read, this);
-  upstream_.write_event = make_event(base, fd, EV_WRITE | EV_PERSIST, &on_upstream_write, this);
-  if (!upstream_.read_event || !upstream_.write_event) return Next::close;
-  upstream_.pause = pause_no_more_wanted;
+  if (!upstream_.open(server_.base(), fd, &on_upstream_read, &on_upstream_write, this)) return Next::close;
+  upstream_.pause(pause_no_more_wanted);
 
   // The socket pinned at start, never its name (proxy/bridge/proxy_socket.h says what that stops).
   const int result = server_.proxy().connect(fd);
   if (result == 0) return connected();
   if (result == EINPROGRESS) {
-    event_add(upstream_.write_event.get(), nullptr);  // writable: the connect has finished
+    upstream_.watch_writable();  // writable: the connect has finished
     return Next::keep;
   }
   if (result == EAGAIN) {
@@ -158,13 +153,13 @@ BridgeConnection::Next BridgeConnection::try_connect() {
 BridgeConnection::Next BridgeConnection::connect_finished() {
   int error = 0;
   socklen_t length = sizeof error;
-  if (::getsockopt(upstream_.fd.get(), SOL_SOCKET, SO_ERROR, &error, &length) == -1) error = errno;
+  if (::getsockopt(upstream_.fd(), SOL_SOCKET, SO_ERROR, &error, &length) == -1) error = errno;
   if (error != 0) return give_up(error);
   return connected();
 }
 
 BridgeConnection::Next BridgeConnection::connected() {
-  event_del(upstream_.write_event.get());
+  upstream_.unwatch_writable();
   if (request_.empty()) return start_relaying();
   // A captured connection: the handshake goes first, whole (the proxy takes it pipelined); the
   // client's bytes wait in the kernel until the proxy has said yes.
@@ -179,7 +174,7 @@ BridgeConnection::Next BridgeConnection::read_reply() {
   // Exactly the answers' bytes (wanted() of them at most): what the origin sends after them
   // (an SSH or SMTP banner) stays in the socket for the relay.
   char buffer[2 + 4 + 1 + 255 + 2];
-  const ssize_t n = ::recv(upstream_.fd.get(), buffer, std::min(sizeof buffer, reply_.wanted()), 0);
+  const ssize_t n = ::recv(upstream_.fd(), buffer, std::min(sizeof buffer, reply_.wanted()), 0);
   if (n == -1 && transient_error(errno)) return Next::keep;
   const auto state = n <= 0 ? Socks5ReplyReader::State::malformed
                             : reply_.feed({buffer, static_cast<std::size_t>(n)});
@@ -194,7 +189,7 @@ BridgeConnection::Next BridgeConnection::read_reply() {
   // Refused by the proxy (its decision line says why) or the proxy went away: the box's program
   // sees a reset, the nearest a connection already accepted can come to "refused".
   ++server_.stats().refused;
-  close_with_reset(client_.fd.get());
+  close_with_reset(client_.fd());
   return Next::close;
 }
 
@@ -210,7 +205,7 @@ BridgeConnection::Next BridgeConnection::give_up(int error) {
     server_.report_unreachable(error);
   }
   ++server_.stats().failed;
-  close_with_reset(client_.fd.get());
+  close_with_reset(client_.fd());
   return Next::close;
 }
 

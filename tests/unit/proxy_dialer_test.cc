@@ -63,7 +63,7 @@ struct Rig {
     if (rig->result != Dialer::Result::pending) {
       // Left added, a ready write event would keep the loop from ever going idle.
       ++rig->late_write_events;
-      event_del(rig->dialer.upstream().write_event.get());
+      rig->dialer.upstream().unwatch_writable();
       return;
     }
     rig->result = rig->dialer.connect_finished();
@@ -114,11 +114,11 @@ TEST_CASE("dialer: a listening origin is connected, its write event no longer ad
   CHECK(rig.dialer.address_text() == "127.0.0.2");
   CHECK(rig.open == 1);
   const Endpoint& upstream = rig.dialer.upstream();
-  REQUIRE(upstream.fd.valid());
-  CHECK(peer_of(upstream.fd.get()) == std::pair<std::uint32_t, std::uint16_t>{0x7f000002, rig.origin.port});
-  CHECK(event_pending(upstream.write_event.get(), EV_WRITE, nullptr) == 0);
-  CHECK(upstream.read_event != nullptr);
-  CHECK(event_pending(upstream.read_event.get(), EV_READ, nullptr) == 0);  // the owner adds it
+  REQUIRE(upstream.is_open());
+  CHECK(peer_of(upstream.fd()) == std::pair<std::uint32_t, std::uint16_t>{0x7f000002, rig.origin.port});
+  CHECK(event_pending(upstream.write_event(), EV_WRITE, nullptr) == 0);
+  CHECK(upstream.read_event() != nullptr);
+  CHECK(event_pending(upstream.read_event(), EV_READ, nullptr) == 0);  // the owner adds it
   (void)rig.origin.accept_one();
 }
 
@@ -126,7 +126,7 @@ TEST_CASE("dialer: a refused first answer, then the listening second") {
   Rig rig;
   CHECK(rig.dial({3, 2}) == Dialer::Result::connected);
   CHECK(rig.dialer.address_text() == "127.0.0.2");
-  CHECK(peer_of(rig.dialer.upstream().fd.get()).first == 0x7f000002);
+  CHECK(peer_of(rig.dialer.upstream().fd()).first == 0x7f000002);
   CHECK(rig.open == 1);
 }
 
@@ -137,7 +137,7 @@ TEST_CASE("dialer: every answer refused fails, naming the last; the slot stays h
   CHECK(rig.open == 1);  // the owner gives it back when it refuses (ClientConnection::refuse)
   rig.dialer.release();
   CHECK(rig.open == 0);
-  CHECK_FALSE(rig.dialer.upstream().fd.valid());
+  CHECK_FALSE(rig.dialer.upstream().is_open());
 }
 
 // A failed dial closes its last socket: no write event wakes the owner again, and a second
@@ -156,8 +156,8 @@ TEST_CASE("dialer: release() gives the slot back and closes the socket; reset() 
 
   rig.dialer.release();
   CHECK(rig.open == 0);
-  CHECK_FALSE(rig.dialer.upstream().fd.valid());
-  CHECK(rig.dialer.upstream().write_event == nullptr);
+  CHECK_FALSE(rig.dialer.upstream().is_open());
+  CHECK(rig.dialer.upstream().write_event() == nullptr);
   CHECK(sees_fin(peer.get()));
   CHECK(rig.dialer.address_text() == "127.0.0.2");  // the done line still names it
 

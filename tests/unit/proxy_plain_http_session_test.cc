@@ -84,7 +84,7 @@ TEST_CASE("plain session: no next request after Connection: close, nor from a cl
 
   Plain shut(request(5, true));
   REQUIRE(::shutdown(shut.box.get(), SHUT_WR) == 0);
-  shut.client.read_eof = true;  // what the owner saw before the session began
+  shut.client.set_read_eof();  // what the owner saw before the session began
   (void)one_exchange(shut, "hello");
   CHECK(shut.session->next_request() == std::nullopt);
 }

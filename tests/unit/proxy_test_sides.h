@@ -51,15 +51,10 @@ void wire_sides(event_base* base, Endpoint& client, UniqueFd& box, Endpoint& ups
                 Owner* owner) {
   auto [c, b] = stream_pair();
   auto [u, o] = tcp_pair();
-  client.fd = std::move(c);
   box = std::move(b);
-  upstream.fd = std::move(u);
   origin = std::move(o);
-  client.read_event = make_event(base, client.fd.get(), EV_READ | EV_PERSIST, &Owner::on_client_read, owner);
-  client.write_event = make_event(base, client.fd.get(), EV_WRITE | EV_PERSIST, &Owner::on_client_write, owner);
-  upstream.read_event = make_event(base, upstream.fd.get(), EV_READ | EV_PERSIST, &Owner::on_upstream_read, owner);
-  upstream.write_event = make_event(base, upstream.fd.get(), EV_WRITE | EV_PERSIST, &Owner::on_upstream_write, owner);
-  REQUIRE((client.read_event && client.write_event && upstream.read_event && upstream.write_event));
+  REQUIRE(client.open(base, c.release(), &Owner::on_client_read, &Owner::on_client_write, owner));
+  REQUIRE(upstream.open(base, u.release(), &Owner::on_upstream_read, &Owner::on_upstream_write, owner));
 }
 
 }  // namespace boxproxy::testing

@@ -113,7 +113,7 @@ TEST_CASE("tunnel session: a ping with no line end goes up while the gate waits,
 TEST_CASE("tunnel session: a client that half-closed before the start is judged on what it sent") {
   Rig rig;
   REQUIRE(::shutdown(rig.box.get(), SHUT_WR) == 0);
-  rig.client.read_eof = true;  // what the owner saw while it dialled
+  rig.client.set_read_eof();  // what the owner saw while it dialled
   rig.follow(rig.session->start(kReply, "ping", gate(7)));
   std::string at_origin;
   CHECK(run_until(rig.base.get(), [&] { return read_some(rig.origin.get(), at_origin); }));  // bytes, then FIN

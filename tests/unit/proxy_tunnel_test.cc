@@ -130,8 +130,8 @@ TEST_CASE("a tunnel carries bytes both ways, small and bulk") {
   CHECK(at_origin == up);
   CHECK(at_box == down);
   CHECK(rig.client.uses_pipe());
-  CHECK_FALSE(rig.client.bulk_reads);
-  CHECK(rig.upstream.bulk_reads);
+  CHECK_FALSE(rig.client.reads_in_bulk());
+  CHECK(rig.upstream.reads_in_bulk());
   CHECK_FALSE(rig.upstream.uses_pipe());
   CHECK_FALSE(rig.over);
   CHECK_FALSE(rig.tunnel.end().has_value());
@@ -140,7 +140,7 @@ TEST_CASE("a tunnel carries bytes both ways, small and bulk") {
 TEST_CASE("early data goes upstream first, and a FIN the client sent before the start follows it") {
   Rig rig;
   REQUIRE(::shutdown(rig.box.get(), SHUT_WR) == 0);
-  rig.client.read_eof = true;  // what the owner saw while it dialled
+  rig.client.set_read_eof();  // what the owner saw while it dialled
   rig.start("early bytes");
   std::string at_origin;
   bool fin = false;
@@ -229,13 +229,13 @@ TEST_CASE("back-pressure: a peer that does not read makes the tunnel hold one re
   for (int i = 0; i < 400; ++i) {
     sent += write_some(rig.box.get(), std::string_view(bytes).substr(sent));
     rig.pass();
-    most_queued_out = std::max(most_queued_out, rig.upstream.out.size());
-    most_in_pipe = std::max(most_in_pipe, rig.upstream.pipe_bytes);
+    most_queued_out = std::max(most_queued_out, rig.upstream.queued_bytes() - rig.upstream.pipe_bytes());
+    most_in_pipe = std::max(most_in_pipe, rig.upstream.pipe_bytes());
   }
   CHECK(sent < bytes.size());                       // the box was held back
   CHECK(most_queued_out <= kBulkReadChunk);         // one read's worth in user space at most
   CHECK(most_in_pipe <= kSpliceChunk);              // or one pipe's worth in the kernel
-  CHECK((rig.client.pause & pause_peer_full) != 0); // and the client side is not read meanwhile
+  CHECK((rig.client.paused() & pause_peer_full) != 0); // and the client side is not read meanwhile
   CHECK_FALSE(rig.over);
 
   // Once the origin reads, everything arrives, in order.
@@ -246,7 +246,7 @@ TEST_CASE("back-pressure: a peer that does not read makes the tunnel hold one re
     return received.size() == bytes.size();
   }));
   CHECK(received == bytes);
-  CHECK(rig.client.pause == 0);
+  CHECK(rig.client.paused() == 0);
 }
 
 TEST_CASE("bulk bytes out of the box are read on in one wake-up while the origin takes them, up to the budget") {
@@ -256,7 +256,7 @@ TEST_CASE("bulk bytes out of the box are read on in one wake-up while the origin
   // once (forcing a size past the sysctl maximum needs CAP_NET_ADMIN: CI runs as root).
   const int big = 64 * 1024 * 1024;
   if (::setsockopt(rig.box.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) != 0 ||
-      ::setsockopt(rig.upstream.fd.get(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) != 0) {
+      ::setsockopt(rig.upstream.fd(), SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof big) != 0) {
     MESSAGE("skipped: forcing socket buffer sizes needs CAP_NET_ADMIN");
     return;
   }
@@ -264,16 +264,16 @@ TEST_CASE("bulk bytes out of the box are read on in one wake-up while the origin
   const std::string first = pattern(kReadChunk);
   REQUIRE(write_some(rig.box.get(), first) == first.size());
   rig.step(rig.tunnel.readable(rig.client));
-  REQUIRE(rig.upstream.bulk_reads);
-  REQUIRE(rig.upstream.written == first.size());
+  REQUIRE(rig.upstream.reads_in_bulk());
+  REQUIRE(rig.upstream.written() == first.size());
 
   const std::string bytes = pattern(kBulkBytesPerWake + kBulkBytesPerWake / 2);
   REQUIRE(write_some(rig.box.get(), bytes) == bytes.size());
   rig.step(rig.tunnel.readable(rig.client));  // one wake-up: the budget, no more
-  CHECK(rig.upstream.written == first.size() + kBulkBytesPerWake);
+  CHECK(rig.upstream.written() == first.size() + kBulkBytesPerWake);
   CHECK_FALSE(rig.upstream.has_queued());
   rig.step(rig.tunnel.readable(rig.client));  // the next: the rest, up to the short read
-  CHECK(rig.upstream.written == first.size() + bytes.size());
+  CHECK(rig.upstream.written() == first.size() + bytes.size());
   CHECK_FALSE(rig.over);
 
   std::string received;
