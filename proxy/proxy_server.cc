@@ -122,9 +122,7 @@ void ProxyServer::on_client(void* self, int fd) noexcept {
 }
 
 void ProxyServer::on_accept_paused(void* self, int error) noexcept {
-  static_cast<ProxyServer*>(self)->log_.message(fmt::format("accept: {}; pausing accepts for {} ms",
-                                                            evutil_socket_error_to_string(error),
-                                                            static_cast<int>(kAcceptBackoffSeconds * 1000)));
+  static_cast<ProxyServer*>(self)->log_.message("accept: " + accept_pause_words(error));
 }
 
 }  // namespace boxproxy
