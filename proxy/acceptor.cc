@@ -23,11 +23,11 @@ Acceptor::Acceptor(event_base* base, void* owner, OnClient on_client, OnPause on
   if (!resume_timer_.valid()) throw std::runtime_error("cannot create the accept timer");
 }
 
-void Acceptor::add(int listen_fd) {
+void Acceptor::add(int listen_fd, std::string_view what) {
   ListenerPtr listener(evconnlistener_new(base_, &Acceptor::on_accept, this, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd));
   if (!listener) {
     ::close(listen_fd);
-    throw std::runtime_error("cannot listen");
+    throw std::runtime_error(what.empty() ? std::string("cannot listen") : "cannot listen on " + std::string(what));
   }
   evconnlistener_set_error_cb(listener.get(), &Acceptor::on_accept_error);
   listeners_.push_back(std::move(listener));

@@ -38,8 +38,9 @@ class Acceptor {
   Acceptor& operator=(const Acceptor&) = delete;
 
   // Starts accepting on `listen_fd` (listening, non-blocking), taking ownership of it. Throws
-  // std::runtime_error at start-up when libevent cannot listen (the descriptor is closed).
-  void add(int listen_fd);
+  // std::runtime_error at start-up when libevent cannot listen (the descriptor is closed): "cannot
+  // listen", and " on <what>" when `what` names the socket.
+  void add(int listen_fd, std::string_view what = {});
   // Closes every listener: no client is accepted after this.
   void stop() noexcept;
   // Pauses every listener for kAcceptBackoffSeconds when `error` is a shortage (and it is not

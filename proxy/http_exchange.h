@@ -76,7 +76,7 @@ class HttpExchange {
   [[nodiscard]] bool keep_alive() const noexcept { return keep_alive_; }
   // Bytes the client sent past its request body: its next request, kept until this one ends.
   [[nodiscard]] std::string take_pipelined() noexcept { return std::move(pipelined_); }
-  [[nodiscard]] std::chrono::steady_clock::time_point last_activity() const noexcept { return last_activity_; }
+  [[nodiscard]] Clock::time_point last_activity() const noexcept { return last_activity_; }
 
  private:
   [[nodiscard]] Step pass_request_body(std::string_view bytes);
@@ -90,7 +90,7 @@ class HttpExchange {
   BodyCursor response_body_;
   std::string response_head_;  // bytes of the response head so far
   std::string pipelined_;
-  std::chrono::steady_clock::time_point last_activity_ = Clock::now();
+  Clock::time_point last_activity_ = Clock::now();
   bool client_keep_alive_ = false;
   bool client_http10_ = false;  // an HTTP/1.0 request: no interim (1xx) response goes back
   bool request_done_ = false;

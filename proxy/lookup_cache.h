@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/clock.h"
 #include "table/address.h"
 
 namespace boxproxy {
@@ -36,7 +37,7 @@ inline constexpr std::uint32_t kLookupCacheMaxSeconds = 300;
 
 class LookupCache {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = boxproxy::Clock;  // the proxy's (proxy/clock.h): tests can advance it
 
   explicit LookupCache(std::size_t max_entries = kLookupCacheEntries,
                        std::size_t max_addresses = kLookupCacheAddresses) noexcept

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/clock.h"
 #include "proxy/wire/handshake.h"
 #include "proxy/http_exchange.h"
 #include "proxy/session.h"
@@ -28,7 +29,7 @@ class PlainHttpSession final : public Session {
   [[nodiscard]] SessionNext writable(Endpoint& end) override;
   [[nodiscard]] SessionNext upstream_released() override;
   [[nodiscard]] std::optional<std::string> next_request() override;
-  [[nodiscard]] std::chrono::steady_clock::time_point last_activity() const noexcept override {
+  [[nodiscard]] Clock::time_point last_activity() const noexcept override {
     return exchange_.last_activity();
   }
   void end_by(TunnelEnd cause) noexcept override {

@@ -19,11 +19,7 @@ ProxyServer::~ProxyServer() { stop(); }
 
 void ProxyServer::start(int listen_fd) {
   acceptor_ = std::make_unique<Acceptor>(base_, this, &ProxyServer::on_client, &ProxyServer::on_accept_paused);
-  try {
-    acceptor_->add(listen_fd);
-  } catch (const std::runtime_error&) {
-    throw std::runtime_error("cannot listen on the session socket");
-  }
+  acceptor_->add(listen_fd, "the session socket");
 }
 
 void ProxyServer::stop() noexcept {

@@ -1,3 +1,4 @@
+#include "proxy/clock.h"
 #include "proxy/resolver.h"
 
 #include <event2/util.h>
@@ -145,7 +146,7 @@ Resolver::Lookup* Resolver::start(const std::string& name, Callback callback, vo
     return nullptr;
   }
   std::string key = ascii_lower(name);
-  if (auto cached = cache_.find(key, LookupCache::Clock::now())) {
+  if (auto cached = cache_.find(key, Clock::now())) {
     immediate = std::move(*cached);
     return nullptr;
   }
@@ -255,7 +256,7 @@ void Resolver::finish(Query& query) noexcept {
       // refuse: reused for a whole TTL, the partial answer would keep it out of every later
       // decision, where one lost packet should cost one decision at most.
       if (query.halves[0].settled && query.halves[1].settled) {
-        cache_.store(query.key, answers, query.ttl, LookupCache::Clock::now());
+        cache_.store(query.key, answers, query.ttl, Clock::now());
       }
     }
   } catch (...) {

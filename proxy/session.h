@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "proxy/clock.h"
 #include "proxy/relay.h"
 #include "proxy/tunnel.h"
 
@@ -48,7 +49,7 @@ class Session {
   [[nodiscard]] virtual std::optional<std::string> next_request() { return std::nullopt; }
 
   // When bytes last moved (for the owner's idle timer).
-  [[nodiscard]] virtual std::chrono::steady_clock::time_point last_activity() const noexcept = 0;
+  [[nodiscard]] virtual Clock::time_point last_activity() const noexcept = 0;
   // Ended from outside: the idle timer, shutdown, a refusal midway. The first cause is kept.
   virtual void end_by(TunnelEnd cause) noexcept = 0;
   // Why it ended (SPEC §12 `end=`).
@@ -74,7 +75,7 @@ class Session {
   Endpoint& upstream_;
 
  private:
-  std::chrono::steady_clock::time_point started_;
+  Clock::time_point started_;
   std::uint64_t up_mark_ = 0;
   std::uint64_t down_mark_ = 0;
 };

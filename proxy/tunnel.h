@@ -67,7 +67,7 @@ class Tunnel {
   // that, the side that has sent FIN first, if any.
   [[nodiscard]] std::optional<TunnelEnd> end() const noexcept;
   // When bytes last moved in either direction (for the owner's idle timer).
-  [[nodiscard]] std::chrono::steady_clock::time_point last_activity() const noexcept { return last_activity_; }
+  [[nodiscard]] Clock::time_point last_activity() const noexcept { return last_activity_; }
 
   [[nodiscard]] Endpoint& client() noexcept { return client_; }
   [[nodiscard]] Endpoint& upstream() noexcept { return upstream_; }
@@ -80,7 +80,7 @@ class Tunnel {
 
   Endpoint& client_;
   Endpoint& upstream_;
-  std::chrono::steady_clock::time_point last_activity_ = Clock::now();
+  Clock::time_point last_activity_ = Clock::now();
   std::optional<TunnelEnd> first_fin_;  // the side that sent FIN first
   std::optional<TunnelEnd> ended_by_;   // error, idle_timeout or shutdown, when one ended it
 };

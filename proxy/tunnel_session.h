@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "proxy/clock.h"
 #include "proxy/wire/first_bytes_gate.h"
 #include "proxy/session.h"
 #include "proxy/tunnel.h"
@@ -32,7 +33,7 @@ class TunnelSession final : public Session {
   [[nodiscard]] SessionNext client_readable() override;
   [[nodiscard]] SessionNext upstream_readable() override { return after(tunnel_.readable(upstream_)); }
   [[nodiscard]] SessionNext writable(Endpoint& end) override { return after(tunnel_.writable(end)); }
-  [[nodiscard]] std::chrono::steady_clock::time_point last_activity() const noexcept override {
+  [[nodiscard]] Clock::time_point last_activity() const noexcept override {
     return tunnel_.last_activity();
   }
   void end_by(TunnelEnd cause) noexcept override { tunnel_.end_by(cause); }

@@ -36,11 +36,7 @@ void ControlHub::adopt(int fd) {
 
 void ControlHub::listen(int listen_fd) {
   acceptor_ = std::make_unique<Acceptor>(base_, this, &ControlHub::on_client, &ControlHub::on_accept_paused);
-  try {
-    acceptor_->add(listen_fd);
-  } catch (const std::runtime_error&) {
-    throw std::runtime_error("cannot listen on the control socket");
-  }
+  acceptor_->add(listen_fd, "the control socket");
 }
 
 ControlChannel* ControlHub::add_channel(int fd, ControlChannel::Origin origin) {
