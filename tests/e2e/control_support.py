@@ -10,7 +10,7 @@ import select
 import socket
 import time
 
-from harness import SOCKET_TIMEOUT
+from harness import SOCKET_TIMEOUT, wait_until
 
 MAX_LINE = 64 * 1024
 
@@ -21,11 +21,12 @@ def control_pair():
     return ours, theirs
 
 
-def proxy_with_control_fd(test, *args, **kwargs):
-    """A proxy started with --control-fd; returns (proxy, ControlClient)."""
+def proxy_with_control_fd(test, *args, start=None, **kwargs):
+    """A proxy started with --control-fd (by `start`, the test's own start-up when it adds options
+    of its own, else test.proxy); returns (proxy, ControlClient)."""
     ours, theirs = control_pair()
     fd = theirs.fileno()
-    p = test.proxy("--control-fd", str(fd), *args, pass_fds=(fd,), **kwargs)
+    p = (start or test.proxy)("--control-fd", str(fd), *args, pass_fds=(fd,), **kwargs)
     theirs.close()
     client = ControlClient(ours)
     test.addCleanup(client.close)
@@ -49,6 +50,59 @@ def advance_clock(client, seconds):
     r = client.request("advance-clock", seconds=seconds)
     if not r.get("ok"):
         raise AssertionError(f"advance-clock: {r}")
+
+
+def proxy_on_clock(test, *args, **kwargs):
+    """A proxy whose clock the test moves: proxy_with_control_fd, and the test skipped when the
+    binary cannot have its clock moved. Returns (proxy, ControlClient)."""
+    p, client = proxy_with_control_fd(test, *args, **kwargs)
+    skip_without_clock_hooks(test, client)
+    return p, client
+
+
+def wait_stats(client, timeout=5.0, **want):
+    """Polls the stats op until its keys equal `want` (e.g. clients=1: the proxy has accepted a
+    client, and armed its timer); returns that reply, or raises AssertionError."""
+    last = {}
+
+    def has_them():
+        last.update(client.request("stats"))
+        return all(last.get(k) == v for k, v in want.items())
+    if not wait_until(has_them, timeout):
+        raise AssertionError(f"stats never had {want}: {last}")
+    return last
+
+
+def readable_within(sock, wait):
+    """True when `sock` has something to read (bytes, EOF or an error) within `wait` seconds.
+    poll, not select: a test may hold more than 1024 descriptors."""
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(wait * 1000))
+
+
+def nothing_to_read(sock, wait=0.3):
+    """True when `sock` has nothing to read, not even EOF, for `wait` seconds: the proxy has
+    neither answered nor closed."""
+    return not readable_within(sock, wait)
+
+
+CLOCK_SHORT_BY = 2.0  # seconds short of a timeout the clock is first moved to (see past_the_timeout)
+
+
+def past_the_timeout(test, client, sock, timeout, what, within=3.0):
+    """Runs one timeout on the proxy's clock, for `sock` whose timer of `timeout` seconds the proxy
+    has armed already: nothing comes on `sock` now, nor with the clock moved to CLOCK_SHORT_BY
+    seconds short of the timeout, and something (an answer, or EOF) within `within` seconds of real
+    time once the clock has passed it. Short of it by whole seconds, because the real time since
+    the timer was armed counts too; the timeout itself is long (30 s), so that real time alone
+    never reaches it during a test. The caller reads what came."""
+    test.assertTrue(nothing_to_read(sock), f"{what}: answered or closed at once")
+    advance_clock(client, timeout - CLOCK_SHORT_BY)
+    test.assertTrue(nothing_to_read(sock), f"{what}: answered or closed {CLOCK_SHORT_BY}s before its {timeout}s")
+    advance_clock(client, CLOCK_SHORT_BY + 1)
+    test.assertTrue(readable_within(sock, within),
+                    f"{what}: nothing within {within}s of real time once the clock passed {timeout}s")
 
 
 def connect_control_socket(path, timeout=SOCKET_TIMEOUT):

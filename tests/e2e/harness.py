@@ -974,7 +974,7 @@ class DnsServer:
     to a list of address strings; A queries get the IPv4 ones, AAAA the IPv6 ones; an unknown name
     is NXDOMAIN. `silent` never answers; `delays` maps a name to seconds to wait before answering;
     `ttl` is every answer's TTL in seconds; questions of a type in `silent_types` are never answered.
-    `queries` records (name, qtype) of everything asked."""
+    `queries` records (name, qtype) of everything asked, `answered` the same of every answer sent."""
 
     def __init__(self, records=None, silent=False, delays=None, host=DNS_HOST, ttl=60, silent_types=()):
         self.records = {k.lower().rstrip("."): v for k, v in (records or {}).items()}
@@ -983,6 +983,7 @@ class DnsServer:
         self.silent = silent
         self.delays = dict(delays or {})
         self.queries = []
+        self.answered = []
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.bind((host, 0))
         self.sock.settimeout(0.1)
@@ -1013,18 +1014,19 @@ class DnsServer:
             answer = self._answer(data, name, qtype, question_end)
             delay = self.delays.get(name)
             if delay:
-                t = threading.Timer(delay, self._send, args=(answer, peer))
+                t = threading.Timer(delay, self._send, args=(answer, peer, (name, qtype)))
                 t.daemon = True
                 self._timers.append(t)
                 t.start()
             else:
-                self._send(answer, peer)
+                self._send(answer, peer, (name, qtype))
 
-    def _send(self, answer, peer):
+    def _send(self, answer, peer, question):
         try:
             self.sock.sendto(answer, peer)
         except OSError:
-            pass
+            return
+        self.answered.append(question)
 
     @staticmethod
     def _parse(data):

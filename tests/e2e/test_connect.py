@@ -7,9 +7,10 @@ import threading
 import time
 import unittest
 
+from control_support import advance_clock, nothing_to_read, past_the_timeout, proxy_on_clock, wait_stats
 from harness import (ORIGIN_HOST, Blackhole, EchoServer, HalfCloseServer, OriginsMixin, ProxyTestCase,
                      ReplyAfterEofServer, assert_http_refusal, low_port_server, closed_within, connect_request, free_port,
-                     http_connect, read_http_response, recv_all, recv_exact, refusal_bytes, still_open,
+                     http_connect, read_http_response, recv_all, recv_exact, refusal_bytes,
                      wait_until)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
@@ -276,10 +277,14 @@ class ConnectTest(OriginsMixin, ProxyTestCase):
         self.addCleanup(hole.close)
         if not hole.usable:
             self.skipTest("a full accept queue does not drop SYNs here; no way to make a dial hang on loopback")
-        p = self.start("--connect-timeout", "1")
-        t0 = time.monotonic()
-        self.assert_refused(p, f"origin.test:{hole.port}", 504, "dial timed out")
-        self.assertLess(time.monotonic() - t0, 3.5)
+        p, c = proxy_on_clock(self, "--connect-timeout", "30", start=self.start)
+        s = p.connect()
+        s.sendall(connect_request(f"origin.test:{hole.port}"))
+        wait_stats(c, open=1)  # dialling: the connect timer is armed
+        past_the_timeout(self, c, s, 30, "a dial that hangs")
+        assert_http_refusal(self, s, 504, "dial timed out")
+        s.close()
+        p.wait_log(kind="connect", cls="dial timed out", ip=ORIGIN_HOST, port=hole.port)
 
     def test_not_listed_words(self):
         p = self.start("--allow", "origin.test", "--resolve", "other.test=127.0.0.2")
@@ -320,50 +325,67 @@ class ConnectTest(OriginsMixin, ProxyTestCase):
         self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
         s.close()
 
-    # -- timeouts
+    # -- timeouts (on the proxy's clock: control_support.past_the_timeout)
+
+    def start_on_clock(self, *args):
+        return proxy_on_clock(self, *args, start=self.start)
 
     def test_head_timeout_closes_a_silent_client(self):
-        p = self.start("--head-timeout", "1")
+        p, c = self.start_on_clock("--head-timeout", "30")
         s = p.connect()
-        t0 = time.monotonic()
-        self.assertTrue(closed_within(s, 4), "a silent client must be closed after --head-timeout")
-        self.assertGreater(time.monotonic() - t0, 0.5)
+        wait_stats(c, clients=1)  # accepted: the head timer is armed
+        past_the_timeout(self, c, s, 30, "a silent client")
+        self.assertTrue(closed_within(s, 1), "a silent client must be closed after --head-timeout")
+        s.close()
 
     def test_head_timeout_closes_a_client_with_half_a_head(self):
-        p = self.start("--head-timeout", "1")
+        p, c = self.start_on_clock("--head-timeout", "30")
         s = p.connect()
+        wait_stats(c, clients=1)
         s.sendall(b"CONNECT origin.test:443 HTTP/1.1\r\nHost: ori")
-        self.assertTrue(closed_within(s, 4), "an unfinished head must be closed after --head-timeout")
+        past_the_timeout(self, c, s, 30, "half a head")
+        self.assertTrue(closed_within(s, 1), "an unfinished head must be closed after --head-timeout")
+        s.close()
 
     def test_head_timeout_does_not_apply_to_a_tunnel(self):
-        p = self.start("--head-timeout", "1")
+        p, c = self.start_on_clock("--head-timeout", "30")
         s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
-        time.sleep(1.6)
+        advance_clock(c, 31)
+        self.assertTrue(nothing_to_read(s), "a tunnel was closed at --head-timeout")
         s.sendall(b"alive")
         self.assertEqual(recv_exact(s, 5), b"alive")
         s.close()
 
     def test_idle_timeout_closes_a_quiet_tunnel(self):
-        p = self.start("--idle-timeout", "1")
+        p, c = self.start_on_clock("--idle-timeout", "30")
         s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
-        t0 = time.monotonic()
-        self.assertTrue(closed_within(s, 4), "a tunnel quiet for --idle-timeout must be closed")
-        self.assertGreater(time.monotonic() - t0, 0.5)
-        p.wait_log(kind="connect", cls="done")
+        past_the_timeout(self, c, s, 30, "a quiet tunnel")
+        self.assertTrue(closed_within(s, 1), "a tunnel quiet for --idle-timeout must be closed")
+        s.close()
+        (done,) = p.wait_log(kind="connect", cls="done")
+        self.assertEqual(done.end, "idle-timeout")
 
     def test_idle_timeout_spares_a_busy_tunnel(self):
-        p = self.start("--idle-timeout", "1")
+        # Bytes every 20 s of the clock keep a tunnel with --idle-timeout 30 open well past 30 s
+        # from its start; 31 s without any end it.
+        p, c = self.start_on_clock("--idle-timeout", "30")
         s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
-        for i in range(8):
+        for i in range(4):
+            advance_clock(c, 20)
+            self.assertTrue(nothing_to_read(s), f"a tunnel busy every 20 s closed after {20 * (i + 1)} s")
             s.sendall(b"%d" % i)
             self.assertEqual(recv_exact(s, 1), b"%d" % i)
-            time.sleep(0.3)
+        advance_clock(c, 31)
+        self.assertTrue(closed_within(s, 3), "a tunnel quiet for --idle-timeout must be closed")
         s.close()
 
     def test_no_idle_timeout_by_default(self):
-        p = self.start()
+        p, c = self.start_on_clock()
         s = self.open_tunnel(p, f"origin.test:{self.echo.port}")
-        self.assertTrue(still_open(s, 1.5))
+        advance_clock(c, 7 * 86400)  # a quiet week on the proxy's clock
+        self.assertTrue(nothing_to_read(s), "a tunnel was closed without --idle-timeout")
+        s.sendall(b"alive")
+        self.assertEqual(recv_exact(s, 5), b"alive")
         s.close()
 
     # -- descriptors

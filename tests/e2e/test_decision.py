@@ -6,10 +6,11 @@ import threading
 import time
 import unittest
 
+from control_support import past_the_timeout, proxy_on_clock, proxy_with_control_fd, wait_stats
 from harness import (ORIGIN_HOST, SOCKS4_OK, SOCKS4_REFUSED, Blackhole, DnsServer, EchoServer, OriginsMixin,
                      ProxyTestCase, assert_http_refusal, closed_within, connect_request, free_port,
-                     read_http_response, recv_all, low_port_server, recv_exact, socks4_connect, socks5_connect, socks5_reply,
-                     wait_until)
+                     read_http_response, recv_all, low_port_server, recv_exact, refusal_bytes, socks4_connect,
+                     socks4_request, socks5_connect, socks5_greeting, socks5_reply, socks5_request, wait_until)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 HTTP_STATUS = {"ok": 200, "invalid target": 400, "invalid host": 400, "not-listed": 403, "loopback": 403,
@@ -312,10 +313,13 @@ class CapsTest(OriginsMixin, ProxyTestCase):
         self.addCleanup(hole.close)
         if not hole.usable:
             self.skipTest("a full accept queue does not drop SYNs here; no way to make a dial hang on loopback")
-        p = self.proxy("--max-tunnels", "1", "--connect-timeout", "10", "--resolve", "origin.test=127.0.0.2")
+        # --connect-timeout 30: real time never reaches it in this test (the dial must be pending
+        # when the client leaves).
+        p, c = proxy_with_control_fd(self, "--max-tunnels", "1", "--connect-timeout", "30",
+                                     "--resolve", "origin.test=127.0.0.2")
         s = p.connect()
         s.sendall(connect_request(f"origin.test:{hole.port}"))
-        time.sleep(0.3)
+        wait_stats(c, open=1)  # dialling
         s.close()
         # The dial is still pending (or cancelled). Make room in the accept queue so that a
         # retransmitted SYN lands: the dial then finishes for a client that has gone.
@@ -344,18 +348,22 @@ class CapsTest(OriginsMixin, ProxyTestCase):
         before = self.echo.count()
         s = p.connect()
         s.sendall(connect_request(f"slow.test:{self.echo.port}"))
-        time.sleep(0.3)
+        self.assertTrue(wait_until(lambda: "slow.test" in dns.names_asked(), 5))
         s.close()
         # No slot is taken while resolving: another client gets through at once.
         t = Through(self, p)
         t0 = time.monotonic()
         t.connect("origin.test", self.echo.port, "ok").close()
         self.assertLess(time.monotonic() - t0, 1.0)
-        time.sleep(1.8)  # the delayed answer arrives for a client that has gone
-        self.assertEqual(self.echo.count(), before + 1, "nothing may be dialled for a client that left")
-        self.assertTrue(p.alive())
+        # The delayed answer arrives for a client that has gone; a tunnel opened after it is
+        # the second and last thing dialled.
+        self.assertTrue(wait_until(lambda: ("slow.test", 1) in dns.answered, 5), "the answer was never sent")
         p.wait_log(kind="connect", cls="done")
         t.connect("origin.test", self.echo.port, "ok").close()
+        self.assertTrue(wait_until(lambda: self.echo.count() >= before + 2, 5))
+        p.wait_log(kind="connect", cls="done", count=2)
+        self.assertEqual(self.echo.count(), before + 2, "nothing may be dialled for a client that left")
+        self.assertTrue(p.alive())
 
 
 class DnsTest(OriginsMixin, ProxyTestCase):
@@ -421,16 +429,23 @@ class DnsTest(OriginsMixin, ProxyTestCase):
 
     def test_silent_server_times_out(self):
         d = self.dns({}, silent=True)
-        p = self.proxy("--dns-timeout", "1", dns=d)
-        t = Through(self, p)
-        for kind in ["connect", "socks", "socks4"]:
+        p, c = proxy_on_clock(self, "--dns-timeout", "30", dns=d)
+        # kind: (request, what the proxy answers before the lookup, its refusal)
+        kinds = {"connect": (connect_request("silent.test:443"), b"", refusal_bytes(502, "name not resolved")),
+                 "socks": (socks5_greeting() + socks5_request("silent.test", 443), b"\x05\x00", socks5_reply(4)),
+                 "socks4": (socks4_request(443, host="silent.test"), b"", SOCKS4_REFUSED)}
+        for kind, (request, first, refusal) in kinds.items():
             with self.subTest(kind=kind):
-                t0 = time.monotonic()
-                t.all("silent.test", 443, "name not resolved", kinds=(kind,))
-                elapsed = time.monotonic() - t0
-                self.assertGreater(elapsed, 0.5)
-                self.assertLess(elapsed, 2.5)
-        self.assertTrue(d.queries, "the lookup never reached the test's nameserver")
+                asked = len(d.queries)
+                s = p.connect()
+                s.sendall(request)
+                self.assertEqual(recv_exact(s, len(first)), first)
+                self.assertTrue(wait_until(lambda: len(d.queries) > asked, 5),
+                                "the lookup never reached the test's nameserver")  # its timer is armed
+                past_the_timeout(self, c, s, 30, f"{kind}: a name the nameserver never answers")
+                self.assertEqual(recv_all(s), refusal)
+                s.close()
+                p.wait_log(kind=kind, cls="name not resolved")
 
     def test_concurrent_lookups_do_not_block_each_other(self):
         d = self.dns({"slow.test": ["127.0.0.2"], "fast.test": ["127.0.0.2"]}, delays={"slow.test": 1.5})

@@ -17,10 +17,12 @@ import tempfile
 import time
 import unittest
 
+from control_support import advance_clock, nothing_to_read, past_the_timeout, proxy_on_clock, wait_stats
 from fault_support import (LoopOrigin, cpu_seconds, fd_targets, linger_reset, proxy_env, raise_own_nofile,
                            rss_kib, sanitized, wait_settled, connect_waiting, wait_slots_free)
 from harness import (ORIGIN_HOST, Blackhole, ProxyTestCase, closed_within, connect_request, recv_all,
-                     recv_exact, refusal_bytes, socks5_connect, socks5_reply, still_open, wait_until)
+                     recv_exact, refusal_bytes, socks5_connect, socks5_greeting, socks5_reply, socks5_request,
+                     still_open, wait_until)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 
@@ -186,21 +188,25 @@ class FaultTest(ProxyTestCase):
         if not hole.usable:
             self.skipTest("this kernel answers a SYN to a full accept queue; no blackhole")
         echo = self.origin("echo")
-        p = self.proxy("--connect-timeout", "1", "--max-tunnels", "1", log_file=True)
+        p, c = proxy_on_clock(self, "--connect-timeout", "30", "--max-tunnels", "1", log_file=True)
         before = self.baseline(p, echo)
-        for attempt in range(2):  # twice: the slot comes back each time
+
+        def dial_times_out(request, answered_first=b""):
+            wait_stats(c, open=0)  # the slot is free (it comes back after each timeout)
             s = p.connect()
-            t0 = time.monotonic()
-            s.sendall(connect_request(f"{ORIGIN_HOST}:{hole.port}"))
-            data = recv_all(s, timeout=5)
-            took = time.monotonic() - t0
-            self.assertEqual(data, refusal_bytes(504, "dial timed out"))
-            self.assertGreaterEqual(took, 0.9)
-            self.assertLess(took, 3.0)
+            s.sendall(request)
+            self.assertEqual(recv_exact(s, len(answered_first)), answered_first)
+            wait_stats(c, open=1)  # dialling: the connect timer is armed
+            past_the_timeout(self, c, s, 30, "a dial to an origin that never accepts")
+            return s
+
+        for attempt in range(2):  # twice: the slot comes back each time
+            s = dial_times_out(connect_request(f"{ORIGIN_HOST}:{hole.port}"))
+            self.assertEqual(recv_all(s, timeout=5), refusal_bytes(504, "dial timed out"))
             s.close()
         p.wait_log(kind="connect", cls="dial timed out", ip=ORIGIN_HOST, port=hole.port, count=2)
-        s, _, _, reply = socks5_connect(p, ORIGIN_HOST, hole.port)
-        self.assertEqual(reply, socks5_reply(4))
+        s = dial_times_out(socks5_greeting() + socks5_request(ORIGIN_HOST, hole.port), answered_first=b"\x05\x00")
+        self.assertEqual(recv_all(s, timeout=5), socks5_reply(4))
         s.close()
         t = open_tunnel(p, echo.port)
         echo_round_trip(self, t)
@@ -210,27 +216,23 @@ class FaultTest(ProxyTestCase):
 
     # -- a client that trickles its head
 
-    def test_head_one_byte_a_second_is_cut_at_the_head_timeout(self):
+    def test_head_trickled_a_byte_at_a_time_is_cut_at_the_head_timeout(self):
+        # On the proxy's clock: a byte every 5 s does not restart --head-timeout 30, so the client
+        # is closed 30 s after it came, 4 s after its last byte.
         echo = self.origin("echo")
-        p = self.proxy("--head-timeout", "2", log_file=True)
+        p, c = proxy_on_clock(self, "--head-timeout", "30", log_file=True)
         before = self.baseline(p, echo)
         head = connect_request(f"{ORIGIN_HOST}:{echo.port}")
         s = p.connect()
-        t0 = time.monotonic()
-        closed_at = None
-        for i in range(6):  # at most six bytes, one a second
-            try:
-                s.send(head[i:i + 1])
-            except (BrokenPipeError, ConnectionResetError):
-                closed_at = time.monotonic()
-                break
-            if closed_within(s, 1.0):
-                closed_at = time.monotonic()
-                break
-        self.assertIsNotNone(closed_at, "a client trickling its head was not closed")
-        took = closed_at - t0
-        self.assertGreaterEqual(took, 1.8)
-        self.assertLess(took, 3.2, f"closed after {took:.2f}s with --head-timeout 2")
+        wait_stats(c, clients=1)  # accepted: the head timer is armed
+        for i in range(6):  # bytes at 0, 5, ... 25 s, then one at 27 s
+            s.sendall(head[i:i + 1])
+            self.assertTrue(nothing_to_read(s, 0.05), f"closed {5 * i} s after it came, before --head-timeout")
+            advance_clock(c, 5 if i < 5 else 2)
+        self.assertTrue(nothing_to_read(s), "closed 3 s before --head-timeout")
+        s.sendall(head[6:7])
+        advance_clock(c, 4)
+        self.assertTrue(closed_within(s, 3), "a client trickling its head was not closed at --head-timeout")
         s.close()
         # No decision was made for it: nothing but the baseline tunnel's two lines.
         self.assertEqual(len(p.log_lines()), 2, p.raw_log_lines())
@@ -244,7 +246,7 @@ class FaultTest(ProxyTestCase):
         if raise_own_nofile(n + 200) < n + 200:
             self.skipTest("cannot raise this process's descriptor limit past 1300")
         echo = self.origin("echo")
-        p = self.proxy("--head-timeout", "3", log_file=True)
+        p, c = proxy_on_clock(self, "--head-timeout", "60", log_file=True)
         before = self.baseline(p, echo)
         tunnel = open_tunnel(p, echo.port)
         echo_round_trip(self, tunnel, b"before")
@@ -273,7 +275,12 @@ class FaultTest(ProxyTestCase):
             late.close()
             # The established tunnel is not a handshaking client: it carries on.
             echo_round_trip(self, tunnel, b"during")
-            # The silent ones time out (--head-timeout 3), and a new client is served again.
+            # The silent ones time out (--head-timeout 60, on the proxy's clock: opening them took
+            # seconds of real time, far less than 10), and a new client is served again.
+            advance_clock(c, 50)
+            self.assertEqual([i for i, s in enumerate(silent[:cap]) if not nothing_to_read(s, 0)], [],
+                             "silent clients closed 10 s before --head-timeout")
+            advance_clock(c, 11)
             ends = time.monotonic() + 6
             for s in silent[:cap]:
                 self.assertTrue(closed_within(s, max(0.1, ends - time.monotonic())),

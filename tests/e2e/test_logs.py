@@ -12,6 +12,8 @@ import tempfile
 import time
 import unittest
 
+from control_support import (advance_clock, has_clock_hooks, past_the_timeout, proxy_on_clock,
+                             proxy_with_control_fd)
 from harness import (ORIGIN_HOST, HalfCloseServer, OriginsMixin, ProxyTestCase, SilentServer, _TcpServer, binary,
                      closed_within, connect_request, free_port, parse_log_line, read_http_response, recv_all,
                      recv_exact, socks4_connect, socks5_connect, wait_until)
@@ -108,27 +110,32 @@ class LogTest(OriginsMixin, ProxyTestCase):
                 self.assert_no_c1(hosts[0], "audit")
                 self.assertEqual(hosts[0], self.HIGH_BYTES_TEXT)
 
-    def fail_the_nameserver(self, *args):
-        # A nameserver that never answers: after a few timed-out requests evdns reports
-        # "[msg] Nameserver ... has failed", a message libevent writes itself unless it is routed.
+    def fail_the_nameserver(self, message, *args):
+        """A nameserver that never answers: after a few timed-out requests evdns reports
+        "[msg] Nameserver ... has failed", a message libevent writes itself unless it is routed.
+        Returns (the proxy, the line that matched `message`). evdns times its requests out itself,
+        in real time (half of --dns-timeout); the clients' own --dns-timeout is then run on the
+        proxy's clock when the binary allows it, else waited for."""
         from harness import DnsServer
         dns = DnsServer(silent=True)
         self.addCleanup(dns.close)
-        p = self.proxy("--dns-timeout", "2", *args, dns=dns)
+        p, c = proxy_with_control_fd(self, "--dns-timeout", "2", *args, dns=dns)
         clients = []
         for i in range(3):
             s = p.connect()
             s.sendall(connect_request(f"nx{i}.test:443"))
             clients.append(s)
+        line = p.wait_raw(message)
+        if has_clock_hooks(c):
+            advance_clock(c, 3)
         for s in clients:
             recv_all(s)
             s.close()
         p.wait_log(kind="connect", cls="name not resolved", count=3)
-        return p
+        return p, line
 
     def test_libevent_messages_are_json_lines_with_log_json(self):
-        p = self.fail_the_nameserver("--log", "json")
-        message = p.wait_raw(r'"event":"message".*libevent.*[Nn]ameserver')
+        p, message = self.fail_the_nameserver(r'"event":"message".*libevent.*[Nn]ameserver', "--log", "json")
         p.stop()
         for line in p.stderr_text().splitlines():
             obj = json.loads(line)  # every line on standard error is JSON
@@ -138,8 +145,7 @@ class LogTest(OriginsMixin, ProxyTestCase):
         self.assertTrue(obj["text"].startswith("libevent: "), obj)
 
     def test_libevent_messages_are_text_lines_with_log_text(self):
-        p = self.fail_the_nameserver()
-        line = p.wait_raw(r"^boxproxy: libevent: \[\w+\] .*[Nn]ameserver")
+        p, line = self.fail_the_nameserver(r"^boxproxy: libevent: \[\w+\] .*[Nn]ameserver")
         self.assertTrue(line.isascii())
         p.stop()
         self.assertFalse([l for l in p.stderr_text().splitlines() if l.startswith("[")])
@@ -570,13 +576,18 @@ class JoinableLinesTest(OriginsMixin, ProxyTestCase):
     def test_idle_tunnel_and_idle_plain_request_end_by_idle_timeout(self):
         origin = SilentServer()
         self.addCleanup(origin.close)
-        p = self.start("--idle-timeout", "0.3")
+        p, c = proxy_on_clock(self, "--idle-timeout", "30", start=self.start)
         s = self.open_tunnel(p, origin.port)
-        self.assertTrue(closed_within(s, 5))
+        past_the_timeout(self, c, s, 30, "a quiet tunnel")
+        self.assertTrue(closed_within(s, 1))
+        s.close()
         self.assertEqual(self.only_done(p, kind="connect").end, "idle-timeout")
         h = p.connect()
         h.sendall(plain_get(origin.port))  # the origin never answers
-        self.assertTrue(closed_within(h, 5))
+        p.wait_log(kind="http", cls="ok")  # allowed: the idle timer is armed
+        past_the_timeout(self, c, h, 30, "a request the origin never answers")
+        self.assertTrue(closed_within(h, 1))
+        h.close()
         self.assertEqual(self.only_done(p, kind="http").end, "idle-timeout")
 
     def test_sigterm_ends_open_tunnels_and_requests_as_shutdown(self):

@@ -10,8 +10,9 @@ import ssl
 import time
 import unittest
 
+from control_support import past_the_timeout, proxy_on_clock
 from harness import (ORIGIN_HOST, EchoServer, ProxyTestCase, _TcpServer, closed_within, connect_request,
-                     recv_exact, socks5_connect, socks5_reply, still_open)
+                     recv_exact, socks5_connect, socks5_reply)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 
@@ -58,10 +59,10 @@ class CheckedTunnelCase(ProxyTestCase):
     def tearDownClass(cls):
         cls.echo.close()
 
-    def start(self, *args, allow=True):
+    def start(self, *args, allow=True, **kwargs):
         listed = ("--allow", f"{self.HOST}:{self.echo.port}") if allow else ()
         return self.proxy("--resolve", f"{self.HOST}=127.0.0.2", "--resolve", f"{self.OTHER}=127.0.0.2", *listed,
-                          *args)
+                          *args, **kwargs)
 
     def connect_tunnel(self, proxy, extra=b""):
         s = proxy.connect()
@@ -230,11 +231,13 @@ class SniTest(CheckedTunnelCase):
     # -- waiting, and bounds
 
     def test_a_silent_client_waits_and_the_idle_timeout_still_applies(self):
-        p = self.start("--idle-timeout", "1")
+        p, c = proxy_on_clock(self, "--idle-timeout", "30", start=self.start)
         s = self.connect_tunnel(p)
-        self.assertTrue(still_open(s, 0.5))
-        self.assertTrue(closed_within(s, 5))
-        p.wait_log(kind="connect", cls="done")
+        past_the_timeout(self, c, s, 30, "a tunnel whose client never sends its first bytes")
+        self.assertTrue(closed_within(s, 1))
+        s.close()
+        (done,) = p.wait_log(kind="connect", cls="done")
+        self.assertEqual(done.end, "idle-timeout")
         self.assertEqual(p.find_logs(cls="sni mismatch"), [])
 
     def test_a_server_that_speaks_first_is_heard_while_the_check_waits(self):

@@ -4,6 +4,7 @@ import socket
 import time
 import unittest
 
+from control_support import past_the_timeout, proxy_on_clock, wait_stats
 from harness import (ORIGIN_HOST, SOCKS4_OK, SOCKS4_REFUSED, Blackhole, HalfCloseServer, OriginsMixin,
                      ProxyTestCase, ReplyAfterEofServer, closed_within, free_port, recv_all, recv_exact,
                      socks4_connect, socks4_request, wait_until)
@@ -139,8 +140,15 @@ class Socks4Test(OriginsMixin, ProxyTestCase):
         self.addCleanup(hole.close)
         if not hole.usable:
             self.skipTest("a full accept queue does not drop SYNs here; no way to make a dial hang on loopback")
-        p = self.start("--connect-timeout", "1")
-        self.assert_refused(p, hole.port, "dial timed out", host="origin.test")
+        p, c = proxy_on_clock(self, "--connect-timeout", "30", start=self.start)
+        s = p.connect()
+        s.sendall(socks4_request(hole.port, host="origin.test"))
+        wait_stats(c, open=1)  # dialling: the connect timer is armed
+        past_the_timeout(self, c, s, 30, "a dial that hangs")
+        self.assertEqual(recv_exact(s, 8).hex(), SOCKS4_REFUSED.hex())
+        self.assertTrue(closed_within(s, 3), "the proxy must close after a refusal")
+        s.close()
+        p.wait_log(kind="socks4", cls="dial timed out", port=hole.port)
 
     def test_tunnel_cap_and_budget(self):
         p = self.start("--max-tunnels", "1", "--max-connections", "2")

@@ -5,6 +5,7 @@ import struct
 import time
 import unittest
 
+from control_support import past_the_timeout, proxy_on_clock, wait_stats
 from harness import (ORIGIN_HOST, Blackhole, EchoServer, HalfCloseServer, OriginsMixin, ProxyTestCase,
                      ReplyAfterEofServer, closed_within, free_port, recv_all, recv_exact, socks5_connect,
                      socks5_greeting, socks5_reply, socks5_request, wait_until)
@@ -215,8 +216,16 @@ class Socks5Test(OriginsMixin, ProxyTestCase):
         self.addCleanup(hole.close)
         if not hole.usable:
             self.skipTest("a full accept queue does not drop SYNs here; no way to make a dial hang on loopback")
-        p = self.start("--connect-timeout", "1")
-        self.assert_reply(p, "origin.test", hole.port, 4, "dial timed out")
+        p, c = proxy_on_clock(self, "--connect-timeout", "30", start=self.start)
+        s = p.connect()
+        s.sendall(socks5_greeting() + socks5_request("origin.test", hole.port))
+        self.assertEqual(recv_exact(s, 2), b"\x05\x00")
+        wait_stats(c, open=1)  # dialling: the connect timer is armed
+        past_the_timeout(self, c, s, 30, "a dial that hangs")
+        self.assertEqual(recv_exact(s, 10).hex(), socks5_reply(4).hex())
+        self.assertTrue(closed_within(s, 3), "the proxy must close after a refusal")
+        s.close()
+        p.wait_log(kind="socks", cls="dial timed out", port=hole.port)
 
     def test_tunnel_cap_and_budget(self):
         p = self.start("--max-tunnels", "1")
@@ -233,11 +242,13 @@ class Socks5Test(OriginsMixin, ProxyTestCase):
         self.assert_reply(p, "origin.test", self.echo.port, 2, "connection budget")
 
     def test_head_timeout(self):
-        p = self.start("--head-timeout", "1")
+        p, c = proxy_on_clock(self, "--head-timeout", "30", start=self.start)
         s = p.connect()
         s.sendall(socks5_greeting())
-        self.assertEqual(recv_exact(s, 2), b"\x05\x00")
-        self.assertTrue(closed_within(s, 4), "a SOCKS5 client that stalls mid-handshake must be closed")
+        self.assertEqual(recv_exact(s, 2), b"\x05\x00")  # the head timer is armed since the accept
+        past_the_timeout(self, c, s, 30, "a SOCKS5 handshake stalled after its greeting")
+        self.assertTrue(closed_within(s, 1), "a SOCKS5 client that stalls mid-handshake must be closed")
+        s.close()
 
 
 if __name__ == "__main__":
