@@ -23,8 +23,12 @@ Acceptor::Acceptor(event_base* base, void* owner, OnClient on_client, OnPause on
   if (!resume_timer_.valid()) throw std::runtime_error("cannot create the accept timer");
 }
 
+// The listener closes its socket when freed, and every socket it accepts is close-on-exec: no
+// client's descriptor can leak into a program started later.
+constexpr unsigned kListenerFlags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC;
+
 void Acceptor::add(int listen_fd, std::string_view what) {
-  ListenerPtr listener(evconnlistener_new(base_, &Acceptor::on_accept, this, LEV_OPT_CLOSE_ON_FREE, -1, listen_fd));
+  ListenerPtr listener(evconnlistener_new(base_, &Acceptor::on_accept, this, kListenerFlags, -1, listen_fd));
   if (!listener) {
     ::close(listen_fd);
     throw std::runtime_error(what.empty() ? std::string("cannot listen") : "cannot listen on " + std::string(what));

@@ -31,23 +31,26 @@ class OutQueue {
     bytes_.push_back(c);
   }
 
+  struct Written {
+    std::size_t bytes = 0;  // written by this call (maybe 0: the socket is full), failed or not
+    bool failed = false;    // an error that ends the connection
+  };
   // Writes what is queued to `fd` as far as it takes it now (send(2) with MSG_NOSIGNAL and
-  // `flags`; EINTR is retried). The bytes written (maybe 0: the socket is full), or -1 on an error
-  // that ends the connection.
-  [[nodiscard]] ssize_t write_to(int fd, int flags = 0) noexcept {
-    std::size_t written = 0;
+  // `flags`; EINTR is retried).
+  [[nodiscard]] Written write_to(int fd, int flags = 0) noexcept {
+    Written written;
     while (!empty()) {
       const ssize_t n = ::send(fd, bytes_.data() + offset_, size(), MSG_NOSIGNAL | flags);
       if (n == -1) {
         if (errno == EINTR) continue;
-        if (transient_error(errno)) break;
-        return -1;
+        written.failed = !transient_error(errno);
+        break;
       }
       offset_ += static_cast<std::size_t>(n);
-      written += static_cast<std::size_t>(n);
+      written.bytes += static_cast<std::size_t>(n);
     }
     if (empty()) clear();
-    return static_cast<ssize_t>(written);
+    return written;
   }
 
   // Drops what is already written from the front once it is at least `bytes` (a queue that is

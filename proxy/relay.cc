@@ -188,9 +188,9 @@ struct RelayPump {
   }
 
   static bool flush_queued(Endpoint& end) {
-    const ssize_t n = end.out_.write_to(end.fd_.get());
-    if (n == -1) return false;  // an error on either end ends both
-    end.written_ += static_cast<std::size_t>(n);
+    const OutQueue::Written written = end.out_.write_to(end.fd_.get());
+    end.written_ += written.bytes;  // what reached the peer counts, even before an error
+    if (written.failed) return false;  // an error on either end ends both
     if (!end.out_.empty()) {
       event_add(end.write_event_.get(), nullptr);  // the peer is behind: the write event says when
       return true;

@@ -200,7 +200,7 @@ class DnsResponder::TcpClient {
   }
 
   bool flush() {
-    if (out_.write_to(fd_.get()) == -1) return false;
+    if (out_.write_to(fd_.get()).failed) return false;
     if (!out_.empty()) {
       event_add(write_event_.get(), nullptr);
       timer_.arm(kDnsTcpIdleSeconds);  // a client that never reads is not kept

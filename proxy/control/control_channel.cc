@@ -155,7 +155,7 @@ void ControlChannel::append(std::string_view line) {
 bool ControlChannel::write_some() noexcept {
   for (int round = 0; round < 2; ++round) {
     // The peer is behind when not all is written: the write event says when it takes more.
-    if (out_.write_to(fd_.get(), MSG_DONTWAIT) == -1) return false;
+    if (out_.write_to(fd_.get(), MSG_DONTWAIT).failed) return false;
     out_.compact_past(kControlReadChunk);  // what is written is not kept
     // Writing works again: say how many events were lost, once, in order with the rest.
     if (dropped_ == 0) break;
