@@ -19,7 +19,7 @@ import tempfile
 import time
 import unittest
 
-from box_support import RUN_TIMEOUT, namespaces_usable
+from box_support import RUN_TIMEOUT, BoxTestCase
 from harness import binary
 from test_run_output import run_on_a_terminal
 
@@ -28,14 +28,15 @@ README = os.path.join(ROOT, "README.md")
 MANUAL = os.path.join(ROOT, "man", "boxproxy.1")
 EXAMPLE_PORT = "8080"
 ORIGIN_TEXT = "hello from the origin\n"
-# Commands of the listed blocks that need the Internet (or a session's socket): not run.
-ONLINE = re.compile(r"example\.com|pypi\.org|--socket /run/")
-
-# The blocks run here, each found by a command it holds: (file, command substring).
-BLOCKS = [
-    (README, "mkdir /tmp/o && echo 'hello from the origin'"),
-    (MANUAL, "boxproxy run --permit 127.0.0.2/32 --resolve origin.test=127.0.0.2"),
-]
+# The blocks run here, each found by a command it holds: (file, command substring, the block's
+# commands that are not run: they need the Internet, or a proxy the example started elsewhere).
+BLOCKS = {
+    "readme_30_seconds": (README, "boxproxy check 0x7f.1", r"scripts/demo|\$S|^S="),
+    "readme_run_offline": (README, "mkdir /tmp/o && echo 'hello from the origin'", None),
+    "manual_check": (MANUAL, "boxproxy check 0x7f.1", None),
+    "manual_boxproxy_run": (MANUAL, "boxproxy run --permit 127.0.0.2/32 --resolve origin.test=127.0.0.2",
+                            r"pypi\.org|--socket /run/"),
+}
 
 
 def groff_text(line):
@@ -115,15 +116,9 @@ def wait_listening(port, seconds=10.0):
     raise AssertionError(f"nothing listens on 127.0.0.2:{port}")
 
 
-class ManualExamplesTest(unittest.TestCase):
+class ManualExamplesTest(BoxTestCase):
 
-    @classmethod
-    def setUpClass(cls):
-        why = namespaces_usable()
-        if why:
-            raise unittest.SkipTest(why)
-
-    def setUp(self):
+    def setUp(self):  # no self.box: the examples' commands start run themselves
         tmp = tempfile.TemporaryDirectory(prefix="boxproxy-examples-")
         self.addCleanup(tmp.cleanup)
         self.dir = tmp.name
@@ -140,6 +135,7 @@ class ManualExamplesTest(unittest.TestCase):
         self.port = free_port()
         self.background = []
         self.addCleanup(self.stop_background)
+        self.last_status = 0
 
     def stop_background(self):
         for proc in self.background:
@@ -171,20 +167,24 @@ class ManualExamplesTest(unittest.TestCase):
                                                     stdin=subprocess.DEVNULL, start_new_session=True))
             wait_listening(self.port)
             return [], []
-        status, stdout, shown = run_on_a_terminal(["bash", "-c", command], self.env, timeout=RUN_TIMEOUT, cwd=self.dir)
+        # Each command has a shell of its own: `$?` is the previous command's status, given on.
+        status, stdout, shown = run_on_a_terminal(["bash", "-c", f"(exit {self.last_status}); {command}"], self.env,
+                                                  timeout=RUN_TIMEOUT, cwd=self.dir)
+        self.last_status = status
         # A comment after the command may say what it shows; the status is the example's to show.
         err = shown.decode().splitlines()
         return ([line for line in err if is_proxy_line(line)],
                 stdout.decode().splitlines() + [line for line in err if not is_proxy_line(line)])
 
-    def check_block(self, path, marker):
+    def check_block(self, name):
+        path, marker, not_run = BLOCKS[name]
         found = [block for block in example_blocks(path) if any(marker in command for command, _ in block)]
         self.assertEqual(len(found), 1, f"{os.path.basename(path)}: no single example block holds {marker!r}")
         block = found[0]
-        if not any("http.server" in command for command, _ in block):
+        if "boxproxy run" in marker and not any("http.server" in command for command, _ in block):
             self.start_origin()
         for command, shown in block:
-            if ONLINE.search(command):
+            if not_run and re.search(not_run, command):
                 continue
             proxy, other = self.run_command(command)
             expected = [self.localised(line) for line in shown]
@@ -194,11 +194,17 @@ class ManualExamplesTest(unittest.TestCase):
                 self.assertEqual([masked(line) for line in other],
                                  [masked(line) for line in expected if not is_proxy_line(line)])
 
+    def test_readme_30_seconds(self):
+        self.check_block("readme_30_seconds")
+
     def test_readme_run_offline(self):
-        self.check_block(*BLOCKS[0])
+        self.check_block("readme_run_offline")
+
+    def test_manual_check(self):
+        self.check_block("manual_check")
 
     def test_manual_boxproxy_run(self):
-        self.check_block(*BLOCKS[1])
+        self.check_block("manual_boxproxy_run")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ import tempfile
 import textwrap
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxRun, TlsOrigin, make_certificate, namespaces_usable
-from harness import HttpOrigin
+from box_support import RUN_TIMEOUT, TlsOrigin, make_certificate
+from test_run_output import BoxOriginTestCase
 
 BODY = b"x" * 511 + b"\n"  # what the harness's HTTP origin answers GET / with
 JAVA_PROPERTIES = ("-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 "
@@ -95,21 +95,7 @@ def node_major():
     return int(match.group(1)) if match else None
 
 
-class RunEnvironmentTest(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        why = namespaces_usable()
-        if why:
-            raise unittest.SkipTest(why)
-        cls.http = HttpOrigin()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.http.close()
-
-    def setUp(self):
-        self.box = BoxRun(self)
+class RunEnvironmentTest(BoxOriginTestCase):
 
     def run_box(self, command, java_tool_options=None, timeout=RUN_TIMEOUT):
         """run COMMAND with JAVA_TOOL_OPTIONS set to `java_tool_options` in run's environment, or unset."""

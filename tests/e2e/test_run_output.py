@@ -12,7 +12,7 @@ import subprocess
 import time
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxRun, namespaces_usable
+from box_support import RUN_TIMEOUT, BoxTestCase
 from harness import HttpOrigin
 
 BODY = b"x" * 511 + b"\n"  # what the harness's HTTP origin answers GET / with
@@ -51,21 +51,23 @@ def run_on_a_terminal(argv, env, timeout=RUN_TIMEOUT, cwd=None):
     return proc.returncode, stdout, shown.replace(b"\r\n", b"\n")
 
 
-class RunOutputTest(unittest.TestCase):
+class BoxOriginTestCase(BoxTestCase):
+    """Boxes (self.box) and the harness's HTTP origin on 127.0.0.2 (cls.http)."""
 
     @classmethod
     def setUpClass(cls):
-        why = namespaces_usable()
-        if why:
-            raise unittest.SkipTest(why)
+        super().setUpClass()
         cls.http = HttpOrigin()
 
     @classmethod
     def tearDownClass(cls):
         cls.http.close()
 
+
+class RunOutputTest(BoxOriginTestCase):
+
     def setUp(self):
-        self.box = BoxRun(self)
+        super().setUp()
         self.curl = ["curl", "-sS", "--max-time", "20", f"http://origin.test:{self.http.port}/"]
 
     def argv(self, *serve_args):
