@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +42,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/defaults.h"
 #include "proxy/unique_fd.h"
 #include "socketd/box_capture.h"
 #include "socketd/box_namespaces.h"
@@ -57,7 +59,8 @@ constexpr std::string_view kCommand = "run";
 // Where the bridge listens inside the box, and what the command is told. The box's namespace is
 // new, so the port is always free. The bridge hands every byte to the proxy, which tells SOCKS5
 // from HTTP by the first byte: the same port serves both.
-constexpr const char* kProxyHostPort = "127.0.0.1:3128";
+constexpr const char* kProxyHost = "127.0.0.1";
+constexpr std::uint16_t kProxyPort = defaults::kBridgePort;
 constexpr const char* kNoProxy = "localhost,127.0.0.1,::1";
 // With --transparent: where nftables sends the box's captured connections (the bridge listens
 // there on 127.0.0.1 and [::1]).
@@ -93,8 +96,21 @@ std::string userinfo_encoded(std::string_view text) {
 
 // "SCHEME://127.0.0.1:3128", with box:TOKEN@ when the proxy wants a token.
 std::string proxy_url(std::string_view scheme, const std::optional<std::string>& token) {
-  if (!token) return fmt::format("{}://{}", scheme, kProxyHostPort);
-  return fmt::format("{}://{}:{}@{}", scheme, kTokenUser, userinfo_encoded(*token), kProxyHostPort);
+  if (!token) return fmt::format("{}://{}:{}", scheme, kProxyHost, kProxyPort);
+  return fmt::format("{}://{}:{}@{}:{}", scheme, kTokenUser, userinfo_encoded(*token), kProxyHost, kProxyPort);
+}
+
+// JAVA_TOOL_OPTIONS for the box: Java reads no proxy variable, only its http(s).proxyHost and
+// proxyPort properties, and every JVM reads this variable at start. The caller's value is kept and
+// ours appended: of two -D for one property the last is in force, so the box's proxy wins while the
+// caller's other options stay. (Java takes no credentials from properties: with a token it needs
+// an Authenticator of its own.)
+std::string java_tool_options(const char* existing) {
+  std::string options = existing != nullptr ? existing : "";
+  if (!options.empty()) options.push_back(' ');
+  options += fmt::format("-Dhttp.proxyHost={0} -Dhttp.proxyPort={1} -Dhttps.proxyHost={0} -Dhttps.proxyPort={1}",
+                         kProxyHost, kProxyPort);
+  return options;
 }
 
 // --- the box --------------------------------------------------------------------------------
@@ -113,6 +129,9 @@ struct BoxEnvironment {
   for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) ::setenv(name, http.c_str(), 1);
   for (const char* name : {"ALL_PROXY", "all_proxy"}) ::setenv(name, all.c_str(), 1);
   for (const char* name : {"NO_PROXY", "no_proxy"}) ::setenv(name, kNoProxy, 1);
+  ::setenv("JAVA_TOOL_OPTIONS", java_tool_options(std::getenv("JAVA_TOOL_OPTIONS")).c_str(), 1);
+  // Node (24 and later) reads HTTP_PROXY, HTTPS_PROXY and NO_PROXY only when this is set.
+  ::setenv("NODE_USE_ENV_PROXY", "1", 1);
   ::setenv("BOXPROXY_SOCKET", environment.socket_path.c_str(), 1);
   std::vector<char*> argv;
   for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));

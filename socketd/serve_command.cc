@@ -277,6 +277,10 @@ int serve(const ServeOptions& options) {
 
   Daemon daemon(options);
   const int log_fd = open_log(daemon, options);
+  // A text log on a terminal has a person reading it (as under `run`), to whom a JSON line at the
+  // end is noise; a JSON log, a file or a pipe has a program that may want the session's totals.
+  // Asked now: the confined process may not ask the terminal.
+  const bool exit_stats = options.log_format == LogFormat::json || ::isatty(log_fd) != 1;
   if (auto warning = raise_descriptor_limit(options.proxy.max_tunnels)) daemon.log->message(*warning);
   try {
     daemon.resolver =
@@ -312,7 +316,7 @@ int serve(const ServeOptions& options) {
   daemon.finish_cancelled_lookups();
   // The last line, after every connection's done line (shut_down ended them): what the session
   // did in all, however it ended (SPEC §12).
-  daemon.log->raw_line(daemon.server->stats_json());
+  if (exit_stats) daemon.log->raw_line(daemon.server->stats_json());
   daemon.log->flush();
   return as_status(daemon.exit_code);
 }
