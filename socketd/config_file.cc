@@ -160,6 +160,17 @@ RawValue raw_value(std::string_view command, const OptionSpec& spec, const std::
   return slot;
 }
 
+// Why an option may not be a config key, as the manual gives it (boxproxy(1), CONFIGURATION FILE).
+std::string_view command_line_only_reason(std::string_view key) {
+  // Confinement is what stands between a parser bug reached from the box and the host: turning
+  // it off must be seen on the command line, never hidden in a file that someone else may edit.
+  if (key == "no-confine") {
+    return "a configuration file cannot turn confinement off (give --no-confine on the command line)";
+  }
+  if (key == "config") return "a configuration file cannot name another";
+  return "it is a question for the command line, not a setting";
+}
+
 }  // namespace
 
 std::optional<std::string> read_file_capped(const std::string& path, std::size_t cap, std::string& error) {
@@ -197,9 +208,13 @@ RawOptions read_config_file(const std::string& path, const OptionTable& table) {
   RawOptions raw;
   for (const auto& [key, value] : document.items()) {
     const OptionSpec* spec = table.find(key);
-    if (spec == nullptr || !spec->config_key) {
+    if (spec == nullptr) {
       throw usage_error(command, fmt::format("{}: unknown key {} (keys are serve's long option names without \"--\")",
                                              where, quote(key)));
+    }
+    if (!spec->config_key) {
+      throw usage_error(command, fmt::format("{}: key {} is command line only: {}", where, quote(key),
+                                             command_line_only_reason(key)));
     }
     raw[key] = raw_value(command, *spec, fmt::format("{}: key {}", where, quote(key)), value);
   }

@@ -128,7 +128,10 @@ void add_policy_rows(std::vector<ServeRow>& rows) {
                       "turn on the host list: names separated by commas or white space (example.com, "
                       "*.example.com, example.com:8080)",
                       "no list", [](const Given& given, ServeOptions& options) {
+                        // The first list row: the list holds --allow's entries alone until
+                        // --allow-file's row appends the file's.
                         add_allow_items(host_list(options), given.raw.label, given.raw.values);
+                        options.allow_option_entries = host_list(options).entries().size();
                       }));
   rows.push_back(value("allow-file", "FILE", "host-list entries, one a line, '#' starts a comment; re-read on SIGHUP",
                        "none", [](const Given& given, ServeOptions& options) {
@@ -316,7 +319,8 @@ std::vector<ServeRow> make_serve_rows() {
   rows.push_back(command_line_only(
       flag("check-config",
            "read and check everything serve would read (the options, --config, --allow-file, --auth-token-file), "
-           "print what is in force as one JSON object, and exit 0, or 2 on a usage error; nothing is bound or created",
+           "print what is in force as one JSON object (a --config file that reads back to the same), and exit 0, or 2 "
+           "on a usage error; nothing is bound or created",
            "off", nullptr)));
   return rows;
 }
@@ -356,44 +360,24 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   return options;
 }
 
-}  // namespace
-
-const OptionTable& serve_option_table() {
-  static const OptionTable serve_table = [] {
-    std::vector<OptionSpec> specs;
-    specs.reserve(serve_rows().size());
-    for (const ServeRow& row : serve_rows()) specs.push_back(row.spec);
-    return OptionTable(std::string(kCommand), std::move(specs));
-  }();
-  return serve_table;
-}
-
-ServeOptions parse_serve_options(int argc, char** argv) {
-  // Accept argv either starting at the first option or at the word "serve" itself.
-  if (argc > 0 && argv[0] != nullptr && std::string_view(argv[0]) == kCommand) {
-    --argc;
-    ++argv;
-  }
-  return read_options(parse_arguments(table(), argc, argv, Operands::none).options, Reader::serve);
-}
-
-ServeOptions read_options_for_check(const RawOptions& command_line) { return read_options(command_line, Reader::check); }
-
-std::string options_in_force(const ServeOptions& options) {
-  using nlohmann::json;
+// Every config key's value in force, null or empty where none was given (options_in_force
+// leaves those out).
+nlohmann::ordered_json values_in_force(const ServeOptions& options) {
+  using json = nlohmann::ordered_json;
   const auto or_null = [](const std::optional<std::string>& value) { return value ? json(*value) : json(nullptr); };
   const auto ranges = [](const std::vector<Cidr>& cidrs) {
     json out = json::array();
     for (const Cidr& cidr : cidrs) out.push_back(cidr.to_string());
     return out;
   };
+  // --allow's entries alone (a JSON array even when empty: an empty --allow still turns the list
+  // on); the --allow-file's follow them in the list and stay in their file.
   json allow = nullptr;
-  if (options.proxy.policy.allow) {
+  if (options.allow_option_entries && options.proxy.policy.allow) {
     allow = json::array();
-    for (const HostEntry& entry : options.proxy.policy.allow->entries()) {
-      std::string text = (entry.wildcard ? "*." : "") + entry.name;
-      if (entry.port) text += fmt::format(":{}", *entry.port);
-      allow.push_back(std::move(text));
+    const std::vector<HostEntry>& entries = options.proxy.policy.allow->entries();
+    for (std::size_t i = 0; i < *options.allow_option_entries && i < entries.size(); ++i) {
+      allow.push_back(entry_text(entries[i]));
     }
   }
   json resolve = json::array();
@@ -402,10 +386,8 @@ std::string options_in_force(const ServeOptions& options) {
     for (std::size_t i = 0; i < answers.size(); ++i) text += (i == 0 ? "" : ",") + answers[i].to_string();
     resolve.push_back(std::move(text));
   }
-  // The keys are the config file's, so what is printed reads back as a --config (but for
-  // "allow", which holds the --allow-file's entries too, and "socket", which may be absent).
-  json out = {
-      {"socket", options.socket_path.empty() ? json(nullptr) : json(options.socket_path)},
+  return {
+      {"socket", options.socket_path},
       {"allow", std::move(allow)},
       {"allow-file", or_null(options.allow_file)},
       {"allow-hint", options.proxy.allow_hint},
@@ -434,8 +416,47 @@ std::string options_in_force(const ServeOptions& options) {
       {"control-socket", or_null(options.control_socket)},
       {"ask", options.ask},
       {"ask-timeout", options.ask_timeout},
-      {"config", or_null(options.config_path)},
   };
+}
+
+}  // namespace
+
+const OptionTable& serve_option_table() {
+  static const OptionTable serve_table = [] {
+    std::vector<OptionSpec> specs;
+    specs.reserve(serve_rows().size());
+    for (const ServeRow& row : serve_rows()) specs.push_back(row.spec);
+    return OptionTable(std::string(kCommand), std::move(specs));
+  }();
+  return serve_table;
+}
+
+ServeOptions parse_serve_options(int argc, char** argv) {
+  // Accept argv either starting at the first option or at the word "serve" itself.
+  if (argc > 0 && argv[0] != nullptr && std::string_view(argv[0]) == kCommand) {
+    --argc;
+    ++argv;
+  }
+  return read_options(parse_arguments(table(), argc, argv, Operands::none).options, Reader::serve);
+}
+
+ServeOptions read_options_for_check(const RawOptions& command_line) { return read_options(command_line, Reader::check); }
+
+std::string options_in_force(const ServeOptions& options) {
+  using json = nlohmann::ordered_json;
+  json values = values_in_force(options);
+  // In the table's order, so that the object reads like --help; a key with no value is left
+  // out, as a config file that never set it would leave it out.
+  json out = json::object();
+  for (const ServeRow& row : serve_rows()) {
+    if (!row.spec.config_key) continue;
+    const auto value = values.find(row.spec.name);
+    if (value == values.end() || value->is_null()) continue;
+    // An empty "allow" is a list that refuses every name; any other empty value is none given.
+    const bool empty = value->is_string() ? value->get_ref<const std::string&>().empty() : value->empty();
+    if (empty && row.spec.name != "allow") continue;
+    out[row.spec.name] = std::move(*value);
+  }
   // ASCII only (a path or hint may hold other bytes): nothing but printable text reaches stdout.
   return out.dump(-1, ' ', true, json::error_handler_t::replace);
 }

@@ -24,6 +24,9 @@ struct ServeOptions {
   // --no-sni-check. Their defaults are ProxyConfig's (proxy/defaults.h).
   ProxyConfig proxy;
   std::vector<std::string> allow_items;     // --allow values from the command line, as given
+  // How many of the host list's first entries --allow gave (the command line's, else the
+  // config's; the --allow-file's follow them); nullopt when --allow was not given.
+  std::optional<std::size_t> allow_option_entries;
   std::optional<std::string> allow_file;    // --allow-file, re-read on SIGHUP
   std::vector<std::string> nameservers;     // --nameserver ADDR[:PORT]
   std::uint64_t max_lookups = defaults::kMaxLookups;  // --max-lookups
@@ -70,8 +73,11 @@ inline constexpr std::string_view kDecisionOptions[] = {"config",  "allow",   "a
 // Throws UsageError under serve's name (the caller re-labels it with for_command).
 [[nodiscard]] ServeOptions read_options_for_check(const RawOptions& command_line);
 
-// `serve --check-config`: every value in force as one JSON object (ASCII), keyed like a config
-// file; the token itself is never in it, only its file.
+// `serve --check-config`: every value in force as one JSON object (ASCII) that --config reads
+// back to the same options: keyed like a config file, in the table's order, an option with no
+// value (no path, an empty list) left out, and no "config" key. "allow" holds --allow's entries
+// alone, canonical: the --allow-file's stay in their file, which SIGHUP re-reads. The token
+// itself is never in it, only its file.
 [[nodiscard]] std::string options_in_force(const ServeOptions& options);
 
 // Builds the host list afresh for SIGHUP: --allow from the command line, "allow" and

@@ -1,10 +1,12 @@
 """The published formats (SPEC §12, §15): schemas/*.v1.json, JSON Schema draft 2020-12.
 
 Real output is validated against them: the JSON log and audit lines of every protocol (ok, refused,
-done), the stats lines (SIGUSR1 and at exit), a message line and a log-dropped line, real config
-files (the schema and serve's own reading must agree on each), and, once the binary has the control
+done), the stats lines (SIGUSR1 and at exit), a message line and a log-dropped line, the listening
+lines of serve and of the bridge, the bridge's stats line, real config files (the schema and serve's
+own reading must agree on each) and what --check-config prints, and, once the binary has the control
 channel, its replies and events. The schemas are also shown to refuse what breaks the promises (a
-line without an id, a C1 control in a host, an unknown class), so these tests can fail.
+line without an id, a C1 control in a host, an unknown class), so these tests can fail. Their
+descriptions point at sections of the manual the package carries, never at a document it does not.
 
 Needs Debian's python3-jsonschema (scripts/install-deps).
 """
@@ -14,6 +16,7 @@ import glob
 import inspect
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -29,6 +32,7 @@ except ImportError:  # an interpreter of its own (pyenv): Debian's package is wh
     sys.path.append("/usr/lib/python3/dist-packages")
     import jsonschema
 
+from box_support import Bridge
 from harness import (OriginsMixin, Proxy, ProxyTestCase, binary, connect_request, read_http_response, recv_all,
                      recv_exact, socks4_connect, socks5_connect, wait_until)
 from test_log_bounds import StalledReaderProxy
@@ -38,6 +42,8 @@ SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCHEMAS = os.path.join(SOURCE, "schemas")
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 LINE_SCHEMAS = ("decision-line", "done-line", "stats-line", "log-dropped-line", "message-line")
+OTHER_SCHEMAS = ("config", "check-config", "listening-line", "bridge-stats-line", "control-request", "control-reply",
+                 "control-event")
 
 
 def load_schema(name):
@@ -58,8 +64,7 @@ class SchemaFilesTest(unittest.TestCase):
     def test_every_schema_is_draft_2020_12_and_carries_its_version(self):
         files = sorted(glob.glob(os.path.join(SCHEMAS, "*.json")))
         names = {os.path.basename(f) for f in files}
-        self.assertEqual(names, {f"{n}.v1.json" for n in LINE_SCHEMAS + (
-            "config", "control-request", "control-reply", "control-event")})
+        self.assertEqual(names, {f"{n}.v1.json" for n in LINE_SCHEMAS + OTHER_SCHEMAS})
         for path in files:
             with self.subTest(schema=os.path.basename(path)):
                 with open(path) as f:
@@ -70,6 +75,21 @@ class SchemaFilesTest(unittest.TestCase):
                 self.assertEqual(schema["version"], 1)
                 with open(path, "rb") as f:
                     f.read().decode("ascii")
+
+    def test_descriptions_point_at_the_manual(self):
+        with open(os.path.join(SOURCE, "man", "boxproxy.1")) as f:
+            sections = {line[4:].strip('"') for line in f.read().splitlines() if line.startswith((".SH ", ".SS "))}
+        for path in sorted(glob.glob(os.path.join(SCHEMAS, "*.json"))):
+            with open(path) as f:
+                text = f.read()
+            with self.subTest(schema=os.path.basename(path)):
+                self.assertNotIn("SPEC", text, "the package carries no SPEC: point at the manual")
+                self.assertNotIn("\\u00a7", text)
+                # "boxproxy(1), A SECTION", "... and ANOTHER", "..., A SECTION, Subsection"
+                for cited in re.findall(r"boxproxy\(1\), ([^)]*)\)", text):
+                    for name in re.split(r", | and |; ", cited):
+                        self.assertIn(name, sections, cited)
+                self.assertIn("boxproxy(1), ", json.loads(text)["description"])
 
     def test_cmake_installs_them_under_share_boxproxy_schemas(self):
         build = os.path.dirname(os.path.dirname(os.path.abspath(binary())))
@@ -207,6 +227,44 @@ class LogLinesTest(OriginsMixin, ProxyTestCase):
         p.stop()
 
 
+class ListeningAndBridgeLinesTest(ProxyTestCase):
+    """serve's and the bridge's listening lines, and the bridge's stats line, as they really come."""
+
+    def bridge(self, *extra):
+        b = Bridge(self.p.socket_path, "127.0.0.1:0", extra=extra)
+        self.addCleanup(b.proc.stderr.close)  # after stop, which leaves it to the reader
+        self.addCleanup(b.stop)
+        return b
+
+    def bridge_stats(self, b):
+        os.kill(b.pid, signal.SIGUSR1)
+        line = None
+        deadline = time.monotonic() + 5
+        while line is None and time.monotonic() < deadline:
+            line = next((l for l in b.stderr_lines if l.startswith('{"event":"stats"')), None)
+            time.sleep(0.02)
+        self.assertIsNotNone(line, b.stderr_text())
+        return json.loads(line)
+
+    def test_listening_lines_and_the_bridge_stats_line_validate(self):
+        self.p = self.proxy()
+        self.assertEqual(errors("listening-line", self.p.listening), [], self.p.listening)
+        self.assertEqual(set(self.p.listening), {"event", "socket", "pid"})
+        plain = self.bridge()
+        self.assertEqual(errors("listening-line", plain.listening), [], plain.listening)
+        every = self.bridge("--transparent", "127.0.0.1:0", "--dns", "127.0.0.1:0")
+        self.assertEqual(errors("listening-line", every.listening), [], every.listening)
+        self.assertLessEqual({"listen", "transparent", "dns"}, set(every.listening))
+        with socket.create_connection((plain.host, plain.port), timeout=5) as c:  # one connection counted
+            c.sendall(connect_request("10.0.0.1:443"))
+            recv_all(c)
+        for b, has_dns, accepted in ((plain, False, 1), (every, True, 0)):
+            stats = self.bridge_stats(b)
+            self.assertEqual(errors("bridge-stats-line", stats), [], stats)
+            self.assertEqual(("dns" in stats, stats["accepted"]), (has_dns, accepted), stats)
+            self.assertEqual([n for n in LINE_SCHEMAS if validator(n).is_valid(stats)], [], stats)
+
+
 class SchemasRefuseTest(unittest.TestCase):
     """What breaks a promise does not validate: a schema that took anything would prove nothing."""
 
@@ -269,10 +327,62 @@ class SchemasRefuseTest(unittest.TestCase):
         self.check("message-line", {"ts": "2026-12-01T12:49:22.233Z", "event": "message", "text": "sighup"},
                    [("non-ASCII text", lambda o: o.update(text="\u009b2J")), ("no ts", lambda o: o.pop("ts"))])
 
+    def test_listening_lines(self):
+        self.check("listening-line", {"event": "listening", "socket": "/run/boxproxy/s1.sock", "pid": 4242}, [
+            ("no pid", lambda o: o.pop("pid")),
+            ("pid 0", lambda o: o.update(pid=0)),
+            ("no socket", lambda o: o.pop("socket")),
+            ("another event", lambda o: o.update(event="ready")),
+            ("a key of its own", lambda o: o.update(port=3128)),
+            ("transparent without listen", lambda o: o.update(transparent=["127.0.0.1:3129"])),
+        ])
+        self.check("listening-line", {"event": "listening", "socket": "/run/egress.sock",
+                                      "listen": ["127.0.0.1:3128", "[::1]:3128"], "transparent": ["127.0.0.1:3129"],
+                                      "dns": ["[::1]:53"], "pid": 42}, [
+            ("a name for an address", lambda o: o.update(listen=["localhost:3128"])),
+            ("no port", lambda o: o.update(listen=["127.0.0.1"])),
+            ("IPv6 without brackets", lambda o: o.update(dns=["::1:53"])),
+            ("an empty list", lambda o: o.update(transparent=[])),
+            ("dns as a string", lambda o: o.update(dns="127.0.0.1:53")),
+        ])
+
+    def test_bridge_stats_line(self):
+        line = {"event": "stats", "open": 1, "accepted": 9, "failed": 0, "captured": 2, "refused": 1,
+                "dns": {"queries": 3, "refused": 1, "busy": 0}}
+        self.check("bridge-stats-line", line, [
+            ("no accepted", lambda o: o.pop("accepted")),
+            ("negative open", lambda o: o.update(open=-1)),
+            ("refused by class, as serve's", lambda o: o.update(refused={"private": 1})),
+            ("dns without busy", lambda o: o["dns"].pop("busy")),
+            ("a serve key", lambda o: o.update(lookups=3)),
+        ])
+        # The two stats lines are told apart by their keys: neither schema takes the other's line.
+        self.assertFalse(validator("bridge-stats-line").is_valid(self.STATS))
+        self.assertEqual([n for n in LINE_SCHEMAS if validator(n).is_valid(line)], [])
+
+    def test_check_config(self):
+        printed = {"socket": "/run/s1.sock", "allow": ["example.com", "*.example.org:8443"], "max-tunnels": 64,
+                   "max-connections": 65536, "max-lookups": 65536, "head-timeout": 30.0, "dns-timeout": 5.0,
+                   "connect-timeout": 20.0, "idle-timeout": 0.0, "max-head-bytes": 32768, "log": "json",
+                   "die-with-parent": False, "no-sni-check": False, "ask": False, "ask-timeout": 30.0}
+        self.assertEqual(errors("config", printed), [])
+        self.check("check-config", printed, [
+            ("a config key", lambda o: o.update(config="/etc/boxproxy/s1.json")),
+            ("no max-tunnels", lambda o: o.pop("max-tunnels")),
+            ("an entry not canonical", lambda o: o.update(allow=["Example.com."])),
+            ("two entries in one item", lambda o: o.update(allow=["a.example, b.example"])),
+            ("an unset value as null", lambda o: o.update(audit=None)),
+            ("an empty label", lambda o: o.update(label="")),
+            ("an empty list", lambda o: o.update(permit=[])),
+            ("a no-confine key", lambda o: o.update({"no-confine": True})),
+        ])
+
     def test_control_messages(self):
         self.check("control-request", {"op": "allow", "id": 1, "add": ["example.com"]}, [
             ("an unknown op", lambda o: o.update(op="delete")),
             ("allow with nothing to do", lambda o: o.pop("add")),
+            ("add and set at once", lambda o: o.update(set=None)),
+            ("add and remove at once", lambda o: o.update(remove=["example.com"])),
             ("a misspelt key", lambda o: o.update(sett=[])),
             ("entries that are not strings", lambda o: o.update(add=[1])),
         ])
@@ -318,10 +428,12 @@ class ConfigTest(unittest.TestCase):
         return r.returncode == 0
 
     def test_the_schema_names_every_key_serve_reads(self):
-        r = subprocess.run([binary(), "serve", "--check-config"], capture_output=True, timeout=10)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        keys = set(json.loads(r.stdout)) - {"config"}  # --config is command line only
-        self.assertLessEqual(keys, set(load_schema("config")["properties"]))
+        # Every option of --help but the three a config refuses (test_check_config.py shows serve
+        # refuses them, and prints every other key).
+        r = subprocess.run([binary(), "serve", "--help"], capture_output=True, text=True, timeout=10)
+        options = set(re.findall(r"^\s+--([a-z-]+)", r.stdout, re.MULTILINE)) - {"help"}
+        self.assertEqual(set(load_schema("config")["properties"]), options - {"config", "check-config", "no-confine"})
+        self.assertEqual(set(load_schema("check-config")["properties"]), set(load_schema("config")["properties"]))
 
     def test_schema_and_serve_agree_on_each_config(self):
         valid = [
@@ -368,8 +480,9 @@ class ConfigTest(unittest.TestCase):
                             "--log", "json", "--nameserver", "127.0.0.1:5353", "--die-with-parent"],
                            capture_output=True, timeout=10)
         self.assertEqual(r.returncode, 0, r.stderr)
-        config = {k: v for k, v in json.loads(r.stdout).items() if v is not None and k not in ("socket", "config")}
+        config = json.loads(r.stdout)  # as printed: nothing to take out
         self.assertEqual(list(validator("config").iter_errors(config)), [], config)
+        self.assertEqual(list(validator("check-config").iter_errors(config)), [], config)
         self.assertTrue(self.serve_accepts(config))
 
     def test_where_the_schema_is_looser_than_serve(self):
@@ -443,6 +556,8 @@ class ControlMessagesTest(OriginsMixin, ProxyTestCase):
         self.assertTrue(self.request({"op": "stats", "id": "s"})["ok"])
         self.assertTrue(self.request({"op": "allow", "add": [f"origin.test:{self.echo.port}"]})["ok"])
         self.assertFalse(self.request({"op": "allow", "add": ["not a name!"]})["ok"])
+        # Exactly one of add, remove and set: the schema refuses two, and so does the proxy.
+        self.assertFalse(self.request({"op": "allow", "add": ["a.test"], "set": None}, valid=False)["ok"])
         self.assertFalse(self.request({"op": "no-such-op"}, valid=False)["ok"])
         self.assertFalse(self.request({"op": "answer", "ask": 999, "verdict": "once"})["ok"])
         self.ours.sendall(b"{not json\n")

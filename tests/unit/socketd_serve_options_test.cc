@@ -372,7 +372,7 @@ TEST_CASE("--config errors name the key and the value") {
   };
   const std::vector<Case> cases = {
       {R"({"socket": "/s", "max-tunnel": 5})", "\"max-tunnel\"", "unknown key"},
-      {R"({"socket": "/s", "config": "/other.json"})", "\"config\"", "unknown key"},
+      {R"({"socket": "/s", "config": "/other.json"})", "\"config\"", "command line only: a configuration file cannot name"},
       {R"({"socket": "/s", "max-tunnels": "64"})", "\"max-tunnels\"", "\"\\\"64\\\"\""},
       {R"({"socket": "/s", "max-tunnels": 64.5})", "\"max-tunnels\"", "64.5"},
       {R"({"socket": "/s", "max-tunnels": 0})", "\"max-tunnels\"", "\"0\" is not a number from 1 to 1000000"},
