@@ -1,16 +1,19 @@
 """One version for the binary, the manual and the package (issue 11 item 5).
 
-The version is CMakeLists.txt's project VERSION: the binary prints it (--version), the build fills
-it into the manual's .TH line (build/man/boxproxy.1), and debian/changelog must name the same one,
-or the .deb would carry another. (scripts/build-deb builds and installs the .deb itself; CI runs it.)
+The version is CMakeLists.txt's project VERSION: the binary prints it (--version), the manual's
+.TH line names it (in the source tree too, so that `man -l man/boxproxy.1` shows it; configuring
+fails while they differ), and debian/changelog must name the same one, or the .deb would carry
+another. (scripts/build-deb builds the .deb and tests/package/check_deb.py inspects it; CI runs it.)
 """
 
 import os
 import re
+import shutil
 import subprocess
 import unittest
 
 from harness import binary
+from test_manual_systemd import systemd_unit
 
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -26,15 +29,24 @@ class VersionTest(unittest.TestCase):
         out = subprocess.run([binary(), "--version"], capture_output=True, text=True, timeout=10).stdout
         self.assertEqual(out, f"boxproxy {project_version()}\n")
 
-    def test_built_manual_carries_the_project_version(self):
+    def test_both_manuals_carry_the_project_version(self):
         # The binary is BUILD/socketd/boxproxy; the manual the build made is BUILD/man/boxproxy.1.
         build = os.path.dirname(os.path.dirname(os.path.abspath(binary())))
-        with open(os.path.join(build, "man", "boxproxy.1")) as f:
-            th = [line for line in f if line.startswith(".TH ")]
-        self.assertEqual(len(th), 1)
-        self.assertIn(f'"boxproxy {project_version()}"', th[0])
-        with open(os.path.join(SOURCE, "man", "boxproxy.1")) as f:
-            self.assertIn('"boxproxy @PROJECT_VERSION@"', f.read(), "the source page names no version of its own")
+        for page in (os.path.join(build, "man", "boxproxy.1"), os.path.join(SOURCE, "man", "boxproxy.1")):
+            with open(page) as f:
+                th = [line for line in f if line.startswith(".TH ")]
+            self.assertEqual(len(th), 1, page)
+            self.assertIn(f'"boxproxy {project_version()}"', th[0], page)
+
+    def test_the_source_page_shows_the_version_as_man_renders_it(self):
+        # What a reader of the source tree sees: `man -l man/boxproxy.1`, its footer.
+        if shutil.which("man") is None:
+            self.skipTest("no man(1) here (man-db is not installed)")
+        env = dict(os.environ, MANWIDTH="80", LC_ALL="C.UTF-8")
+        page = subprocess.run(["man", "-l", os.path.join(SOURCE, "man", "boxproxy.1")], capture_output=True,
+                              text=True, env=env, timeout=60, check=True)
+        footer = [line for line in page.stdout.splitlines() if line.strip()][-1]
+        self.assertTrue(footer.startswith(f"boxproxy {project_version()} "), footer)
 
     def test_debian_changelog_names_the_project_version(self):
         with open(os.path.join(SOURCE, "debian", "changelog")) as f:
@@ -42,6 +54,21 @@ class VersionTest(unittest.TestCase):
         self.assertRegex(first, r"^boxproxy \(([^)]+)\) ")
         self.assertEqual(re.match(r"^boxproxy \(([^)]+)\)", first).group(1), project_version(),
                          "debian/changelog and CMakeLists.txt must name the same version")
+
+
+class ShippedUnitTest(unittest.TestCase):
+
+    def test_the_manual_shows_the_shipped_unit(self):
+        # EXAMPLES > systemd shows debian/boxproxy@.service as installed, setting for setting, so
+        # that a reader who follows it writes a drop-in, not a copy that would shadow the unit.
+        shipped = {}
+        with open(os.path.join(SOURCE, "debian", "boxproxy@.service")) as f:
+            for line in f:
+                if "=" in line and not line.startswith(("#", "[")):
+                    key, _, value = line.partition("=")
+                    shipped.setdefault(key.strip(), []).append(" ".join(value.split()))
+        shown = {key: [" ".join(value.split()) for value in values] for key, values in systemd_unit().items()}
+        self.assertEqual(shown, shipped)
 
 
 if __name__ == "__main__":
