@@ -241,6 +241,7 @@ ClientConnection::Next ClientConnection::handshake_answered(Handshake::Outcome o
       request_.target = Target{};
       request_.target.host.assign(handshake_->log_host());
       request_.target.port = handshake_->log_port();
+      request_.logged_port = request_.target.port;
       const Reason reason = handshake_->reason().value_or(Reason::bad_request);
       handshake_.reset();
       return refuse(reason);
@@ -276,6 +277,7 @@ ClientConnection::Next ClientConnection::handshake_decided() {
   // worth of memory they no longer need.
   if (request_.plain) request_.plain->upstream_head.shrink_to_fit();
   Target target = handshake_->target();
+  request_.logged_port = handshake_->logged_port();
   handshake_.reset();
   return decide(std::move(target));
 }
@@ -403,7 +405,7 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
   const Target& target = request_.target;
   server_.log().decision({id_, request_.kind,
                           target.host.empty() ? std::nullopt : std::optional<std::string_view>(target.host),
-                          target.port, ip, reason, asked_text()},
+                          request_.logged_port, ip, reason, asked_text()},
                          AuditSync::with_turn);
   phase_ = Phase::replying;
   timer_.arm(server_.config().head_timeout);  // a client that never reads its refusal is not kept
@@ -440,7 +442,8 @@ ClientConnection::Next ClientConnection::resolved() {
   const std::string address = chosen->to_string();
   undecided_.release();
   const Target& target = request_.target;
-  server_.log().decision({id_, request_.kind, target.host, target.port, address, std::nullopt, asked_text()});
+  server_.log().decision(
+      {id_, request_.kind, target.host, request_.logged_port, address, std::nullopt, asked_text()});
   return answer_and_close(socks5_resolved_reply(*chosen));
 }
 
@@ -452,9 +455,10 @@ ClientConnection::Next ClientConnection::resolved() {
 ClientConnection::Next ClientConnection::resolve_by_name() {
   if (!server_.asks()->can_ask()) return follow(decision_.asked(false, request_.target));
   undecided_.release();
-  // Nothing is decided: port 0 (none was judged), no address, and asked=deferred, so no reader
-  // takes the line for an approval.
-  server_.log().decision({id_, request_.kind, request_.target.host, 0, "-", std::nullopt, "deferred"});
+  // Nothing is decided: the port asked with (none was judged), no address, and asked=deferred, so
+  // no reader takes the line for an approval.
+  server_.log().decision(
+      {id_, request_.kind, request_.target.host, request_.logged_port, "-", std::nullopt, "deferred"});
   return answer_and_close(socks5_resolved_by_name_reply(request_.target.host));
 }
 

@@ -39,6 +39,9 @@ struct ClientRequest {
   ClientProtocol protocol = ClientProtocol::unknown;
   ClientKind kind = ClientKind::connect;
   Target target;
+  // The port the log names. A RESOLVE is judged at a port of the host list's (resolve_judged_port)
+  // but logs the one it asked with, usually 0 (none): its line says what the box asked, not 443.
+  std::uint16_t logged_port = 0;
   std::optional<AskVerdict> asked;  // this decision's ask, once answered (asked= on its line)
   // Client bytes read after the request and before its session starts (early data, or the start
   // of a body), at most kMaxEarlyBytes with plain->upstream_head.

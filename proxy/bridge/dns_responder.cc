@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <span>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "proxy/out_queue.h"
 #include "proxy/transient_error.h"
@@ -32,16 +35,64 @@ class DnsResponder::Question {
   Question(DnsResponder& responder, DnsQuestion question, Done done, void* owner)
       : responder_(responder),
         question_(std::move(question)),
+        name_key_(ascii_lower(question_.name)),
         done_(done),
         owner_(owner),
         timer_(responder.base(), &on_timeout, this) {}
-  ~Question() { responder_.question_finished(); }
+  ~Question() {
+    if (leader_ != nullptr) std::erase(leader_->followers_, this);
+    if (leads()) hand_over_lead();
+    responder_.question_finished();
+  }
   Question(const Question&) = delete;
   Question& operator=(const Question&) = delete;
 
-  // Connects and sends the request. False when the proxy cannot be asked now (the answer is
-  // then SERVFAIL, given by the caller).
+  // Asks the proxy, or follows a question about the same name already asking it (a box's
+  // resolver sends A and AAAA together: one RESOLVE, one decision and one log line for both; the
+  // verdict is the name's, whatever the type). False when the proxy cannot be asked now (the
+  // answer is then SERVFAIL, given by the caller).
   bool start() {
+    if (!timer_.valid()) return false;
+    const auto asking = responder_.asking_.find(name_key_);
+    if (asking != responder_.asking_.end()) {
+      leader_ = asking->second;
+      leader_->followers_.push_back(this);
+      timer_.arm(kDnsAskSeconds);  // its own bound, whatever becomes of the leader
+      return true;
+    }
+    if (!ask_proxy()) return false;
+    responder_.asking_.emplace(name_key_, this);
+    return true;
+  }
+
+  [[nodiscard]] const DnsQuestion& question() const noexcept { return question_; }
+  [[nodiscard]] Socks5ReplyReader::State verdict() const noexcept { return verdict_; }
+
+ private:
+  [[nodiscard]] bool leads() const noexcept {
+    const auto asking = responder_.asking_.find(name_key_);
+    return asking != responder_.asking_.end() && asking->second == this;
+  }
+
+  // This question goes (its client left) before the proxy answered: the first follower asks in
+  // its place, the others follow it. Nothing is answered from here (a destructor may run inside
+  // another owner's teardown); a follower that cannot ask waits for its own timeout (SERVFAIL).
+  void hand_over_lead() noexcept {
+    responder_.asking_.erase(name_key_);
+    std::vector<Question*> followers = std::exchange(followers_, {});
+    for (Question* follower : followers) follower->leader_ = nullptr;
+    if (followers.empty() || responder_.stopping_) return;
+    Question* next = followers.front();
+    if (!next->ask_proxy()) return;
+    responder_.asking_.emplace(name_key_, next);
+    for (Question* follower : std::span(followers).subspan(1)) {
+      follower->leader_ = next;
+      next->followers_.push_back(follower);
+    }
+  }
+
+  // Connects and sends the RESOLVE.
+  bool ask_proxy() noexcept {
     fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd_.valid()) return false;
     // A Unix socket connects at once or not at all (EAGAIN: its backlog is full). The socket
@@ -53,16 +104,12 @@ class DnsResponder::Question {
       return false;
     }
     read_event_ = make_event(responder_.base(), fd_.get(), EV_READ | EV_PERSIST, &on_readable, this);
-    if (!read_event_ || !timer_.valid()) return false;
+    if (!read_event_) return false;
     event_add(read_event_.get(), nullptr);
     timer_.arm(kDnsAskSeconds);
     return true;
   }
 
-  [[nodiscard]] const DnsQuestion& question() const noexcept { return question_; }
-  [[nodiscard]] Socks5ReplyReader::State verdict() const noexcept { return verdict_; }
-
- private:
   static void on_readable(evutil_socket_t, short, void* self) noexcept { static_cast<Question*>(self)->readable(); }
   static void on_timeout(void* self) noexcept {
     static_cast<Question*>(self)->finish(Socks5ReplyReader::State::malformed);
@@ -78,24 +125,34 @@ class DnsResponder::Question {
     if (state != Socks5ReplyReader::State::need_more) finish(state);
   }
 
-  // Hands the verdict to the owner, which deletes this question: nothing may follow the call.
+  // Hands the verdict to the followers' owners, then to this one's, each of which deletes its
+  // question (and only its own): nothing may follow the last call.
   void finish(Socks5ReplyReader::State verdict) {
     verdict_ = verdict;
     read_event_.reset();
     timer_.disarm();
     fd_.reset();
+    if (leader_ != nullptr) std::erase(std::exchange(leader_, nullptr)->followers_, this);  // timed out alone
+    if (leads()) responder_.asking_.erase(name_key_);
+    for (Question* follower : std::exchange(followers_, {})) {
+      follower->leader_ = nullptr;
+      follower->finish(verdict);
+    }
     done_(owner_, *this);
   }
 
   DnsResponder& responder_;
   DnsQuestion question_;
+  std::string name_key_;  // the name in lower case: questions about it share one RESOLVE
   Done done_;
   void* owner_;
-  UniqueFd fd_;
+  UniqueFd fd_;  // the leader's; a follower asks nothing itself
   EventPtr read_event_;
   Timer timer_;
   Socks5ReplyReader reply_;
   Socks5ReplyReader::State verdict_ = Socks5ReplyReader::State::malformed;
+  Question* leader_ = nullptr;          // a follower's: the question asking for it
+  std::vector<Question*> followers_;    // a leader's: answered with its verdict, before it
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -247,11 +304,13 @@ void DnsResponder::add_tcp(int fd) {
 }
 
 void DnsResponder::stop() noexcept {
+  stopping_ = true;  // no question asks the proxy in place of one that goes
   tcp_.stop();
   udp_.clear();
   udp_questions_.clear();
   for (TcpClient* client : tcp_clients_) delete client;
   tcp_clients_.clear();
+  asking_.clear();
 }
 
 void DnsResponder::forget(TcpClient* client) noexcept {

@@ -15,6 +15,9 @@
 //   - other types: an empty answer (NOERROR, no records), without asking; other opcodes and
 //     classes NOTIMP; a malformed query FORMERR; a response, or less than a header, nothing.
 //
+// Questions about one name at once (A and AAAA, sent together by a box's resolver) share one
+// RESOLVE: the proxy decides and logs the name once, and both are answered with its verdict.
+//
 // Bounds (what a box that floods it can hold): at most kMaxDnsInFlight questions waiting on the
 // proxy at once (each one Unix socket and about 1 KiB), past which a question is answered
 // SERVFAIL at once; at most kMaxDnsTcpClients TCP clients, each holding one query and one answer
@@ -27,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "proxy/acceptor.h"
@@ -122,6 +126,9 @@ class DnsResponder {
   Acceptor tcp_;  // the TCP listeners, paused for a moment when descriptors run out
   std::vector<std::unique_ptr<UdpQuestion>> udp_questions_;  // questions from UDP, waiting
   std::vector<TcpClient*> tcp_clients_;                       // owned: deleted by forget/stop
+  // The question asking the proxy about each name (lower case) now; others about it follow it.
+  std::unordered_map<std::string, Question*> asking_;
+  bool stopping_ = false;
 };
 
 }  // namespace boxproxy

@@ -122,6 +122,7 @@ Handshake::Outcome Handshake::refuse(Reason reason, std::string_view host, std::
 Handshake::Outcome Handshake::decide(TargetResult parsed, std::string_view host, std::uint16_t port) {
   if (auto* reason = std::get_if<Reason>(&parsed)) return refuse(*reason, host, port);
   target_ = std::move(std::get<Target>(parsed));
+  logged_port_ = target_.port;
   return Outcome::decided;
 }
 
@@ -176,6 +177,7 @@ Handshake::Outcome Handshake::advance_http_head() {
     }
   }
   target_ = std::move(request.target);
+  logged_port_ = target_.port;
   return Outcome::decided;
 }
 
@@ -234,7 +236,9 @@ Handshake::Outcome Handshake::advance_socks5() {
           // port a bare target is judged at (SPEC §13), and the connection widens that to any port
           // the host list opens for the name (ClientConnection::decide_parsed).
           kind_ = ClientKind::resolve;
-          return decide(parse_host(request.host, kResolvePort), request.host, kResolvePort);
+          const Outcome outcome = decide(parse_host(request.host, kResolvePort), request.host, request.port);
+          logged_port_ = request.port;
+          return outcome;
         }
         if (request.command != 1) return refuse(socks5_command_refusal(request.command), request.host, request.port);
         return decide(parse_host(request.host, request.port), request.host, request.port);

@@ -86,6 +86,9 @@ class Handshake {
 
   // After decided: the target, parsed (SPEC §5 step 1).
   [[nodiscard]] const Target& target() const noexcept { return target_; }
+  // After decided: the port the log names. The target's, but for a RESOLVE, whose target is
+  // judged at 443 while the log says the port it asked with (usually 0: none, SPEC §16).
+  [[nodiscard]] std::uint16_t logged_port() const noexcept { return logged_port_; }
   // After decided: the bytes after the head or request (early data, or the start of a body), at
   // their size; the handshake's own buffer is given back.
   [[nodiscard]] std::string take_rest();
@@ -114,6 +117,7 @@ class Handshake {
   std::optional<Reason> reason_;
   std::string log_host_;
   std::uint16_t log_port_ = 0;
+  std::uint16_t logged_port_ = 0;
   Target target_;
   std::optional<PlainRequest> plain_;
 };

@@ -101,6 +101,37 @@ class DnsResponderTest(ProxyTestCase):
         self.assertIn(ipaddress.ip_address(answers6[0]), SYNTHETIC_V6)
         self.proxy_.wait_log(kind="resolve", cls="ok", host="api.test")
 
+    def test_a_and_aaaa_asked_together_make_one_resolve(self):
+        # A box's resolver sends A and AAAA at once (glibc does); the proxy is asked once, so it
+        # decides and logs the name once, with the port asked (none: 0), and both get an answer.
+        # The name's upstream lookup is slow, so all three questions wait on it together.
+        self.upstream_dns.records["slow.wild.test"] = ["127.0.0.2"]
+        self.upstream_dns.delays["slow.wild.test"] = 0.5
+        udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        udp.settimeout(5)
+        self.addCleanup(udp.close)
+        udp.sendto(query("slow.wild.test", qtype=1, qid=1), self.dns_address)
+        udp.sendto(query("slow.wild.test", qtype=28, qid=2), self.dns_address)
+        (tcp_reply,) = self.tcp(query("SLOW.wild.test", qtype=1, qid=3))
+        replies = {}
+        for _ in range(2):
+            qid, _, rcode, answers = parse_reply(udp.recvfrom(4096)[0])
+            replies[qid] = (rcode, answers)
+        self.assertEqual(sorted(replies), [1, 2])
+        self.assertEqual(replies[1][0], 0)
+        self.assertIn(ipaddress.ip_address(replies[1][1][0]), SYNTHETIC_V4)
+        self.assertEqual(replies[2][0], 0)
+        self.assertIn(ipaddress.ip_address(replies[2][1][0]), SYNTHETIC_V6)
+        self.assertEqual(parse_reply(tcp_reply)[2:], (0, replies[1][1]))
+        # One line: a later question's line comes after any second one would have.
+        self.proxy_.wait_log(kind="resolve", host="slow.wild.test")
+        parse_reply(self.udp(query("api.test")))
+        self.proxy_.wait_log(kind="resolve", host="api.test")
+        lines = self.proxy_.find_logs(kind="resolve", host="slow.wild.test")
+        self.assertEqual(len(lines), 1, lines)
+        self.assertEqual((lines[0].cls, lines[0].port), ("ok", 0))
+        self.assertEqual(self.upstream_dns.queries.count(("slow.wild.test", 1)), 1)
+
     def test_a_listed_name_is_looked_up_by_the_proxy(self):
         _, _, rcode, answers = parse_reply(self.udp(query("looked.test")))
         self.assertEqual(rcode, 0)

@@ -43,8 +43,19 @@ class ResolveTest(ProxyTestCase):
         p = self.proxy("--allow", "api.test", "--resolve", "api.test=127.0.0.2")
         self.assertEqual(self.resolve(p, "api.test"), (0, "127.0.0.2"))
         (line,) = p.wait_log(kind="resolve", cls="ok")
-        self.assertEqual((line.host, line.port, line.ip), ("api.test", 443, "127.0.0.2"))
+        # The line names the port the RESOLVE asked with (0: none), not the 443 it was judged at.
+        self.assertEqual((line.host, line.port, line.ip), ("api.test", 0, "127.0.0.2"))
         self.assertEqual(p.find_logs(cls="done"), [])
+
+    def test_the_line_names_the_port_asked_with(self):
+        p = self.proxy("--allow", "api.test", "--resolve", "api.test=127.0.0.2")
+        self.assertEqual(self.resolve(p, "api.test", 8080), (0, "127.0.0.2"))
+        (line,) = p.wait_log(kind="resolve", cls="ok")
+        self.assertEqual(line.port, 8080)
+        self.assertEqual(self.resolve(p, "other.test", 9090), (2, None))
+        p.wait_log(kind="resolve", cls="not-listed", host="other.test", port=9090)
+        self.assertEqual(self.resolve(p, "bad$name.test", 7070), (4, None))
+        p.wait_log(kind="resolve", cls="invalid host", port=7070)
 
     def test_a_name_off_the_list_is_refused_and_never_looked_up(self):
         dns = DnsServer({"other.test": ["127.0.0.2"]})
@@ -91,7 +102,7 @@ class ResolveTest(ProxyTestCase):
         p = self.proxy("--allow", "api.test:8443", "--resolve", "api.test=127.0.0.2")
         self.assertEqual(self.resolve(p, "api.test"), (0, "127.0.0.2"))
         (line,) = p.wait_log(kind="resolve", cls="ok")
-        self.assertEqual(line.port, 8443)
+        self.assertEqual(line.port, 0)  # judged at 8443, the port the list opens; logged as asked
 
     def test_resolve_lines_follow_the_published_schema(self):
         from test_schemas import errors

@@ -160,7 +160,7 @@ std::vector<Case> cases() {
       {"socks5 resolve with a port", false, greet + socks5_domain(0xF0, "example.com", 0, 80), Outcome::decided,
        Kind::resolve, chose_none, "example.com", 443},
       {"socks5 resolve bad host", false, greet + socks5_domain(0xF0, "exa$mple", 0, 0), Outcome::refuse,
-       Kind::resolve, chose_none, "exa$mple", 443, Reason::invalid_host, "", bytes({5, 4})},
+       Kind::resolve, chose_none, "exa$mple", 0, Reason::invalid_host, "", bytes({5, 4})},
       {"socks5 address type", false, greet + bytes({5, 1, 0, 7, 1, 2, 3, 4, 0, 80}), Outcome::refuse, Kind::socks,
        chose_none, "", 0, Reason::socks_address_type, "", bytes({5, 8})},
       {"socks5 bad host", false, greet + socks5_domain(1, "exa$mple", 0, 80), Outcome::refuse, Kind::socks,
@@ -236,6 +236,30 @@ TEST_CASE("every handshake form, whole, a byte at a time, and split at every byt
       CAPTURE(cut);
       check_seen(c, run(rules, c.input, {cut}));
     }
+  }
+}
+
+TEST_CASE("the port a decided request's log line names: the target's, but a RESOLVE's as sent") {
+  const std::string greet = bytes({5, 1, 0});
+  struct Logged {
+    std::string input;
+    std::uint16_t judged;
+    std::uint16_t logged;
+  };
+  const std::vector<Logged> cases = {
+      {greet + bytes({5, 0xF0, 0, 3, 4}) + "a.tt" + bytes({0, 0}), 443, 0},
+      {greet + bytes({5, 0xF0, 0, 3, 4}) + "b.tt" + bytes({0x1f, 0x90}), 443, 8080},
+      {greet + bytes({5, 1, 0, 3, 4}) + "c.tt" + bytes({0x1f, 0x90}), 8080, 8080},
+      {"CONNECT d.test:8443 HTTP/1.1\r\n\r\n", 8443, 8443},
+      {"GET http://e.test/ HTTP/1.1\r\n\r\n", 80, 80},
+      {bytes({4, 1, 0, 81, 0, 0, 0, 1, 0}) + "f.test" + bytes({0}), 81, 81},
+  };
+  for (const Logged& c : cases) {
+    CAPTURE(c.input);
+    Handshake handshake(rules_for(false));
+    REQUIRE(handshake.feed(c.input) == Outcome::decided);
+    CHECK(handshake.target().port == c.judged);
+    CHECK(handshake.logged_port() == c.logged);
   }
 }
 
