@@ -5,6 +5,9 @@ shell, and what it prints is compared with the lines the example shows below it,
 masked. The proxy's lines (egress, JSON) and everything else are compared apart, each in order:
 which of a command's two streams a terminal shows first is up to the scheduler.
 
+The manual's example session (a proxy, the box's commands, the proxy's log after a SIGUSR1: three
+blocks) runs as a whole, with the proxy on a socket of the test's own.
+
 So that the examples cannot go stale: a listed block that is no longer found fails the test too. A
 block's command that needs the Internet is not run, and the lines it shows are not compared. The
 origin is on the host's 127.0.0.2 as in the examples, on port 8080, or another free port written in
@@ -39,6 +42,24 @@ BLOCKS = {
 }
 
 
+def manual_raw_blocks(path):
+    """Every .EX block of the manual, as the reader sees it."""
+    with open(path) as f:
+        return [groff_text(b) for b in re.findall(r"^\.EX\n(.*?)^\.EE", f.read(), re.S | re.M)]
+
+
+def unwrapped(lines):
+    """Lines the manual wraps (going on after one space on the next) joined into one: a text line
+    keeps the space, a JSON line (wrapped after a comma) has none."""
+    out = []
+    for line in lines:
+        if out and re.match(r" \S", line):
+            out[-1] += line[1:] if out[-1].endswith(",") else line
+        else:
+            out.append(line)
+    return out
+
+
 def groff_text(line):
     """An .EX line of the manual as the reader sees it."""
     for escape, text in (("\\-", "-"), ("\\(aq", "'"), ("\\(dq", '"'), ("\\&", ""), ("\\e", "\\")):
@@ -58,32 +79,40 @@ def example_blocks(path):
         raw_blocks = [groff_text(b) for b in re.findall(r"^\.EX\n(.*?)^\.EE", text, re.S | re.M)]
     blocks = []
     for raw in raw_blocks:
-        lines = raw.splitlines()
-        if not lines or not lines[0].startswith("$ "):
-            continue
-        block, i = [], 0
-        while i < len(lines):
-            command = lines[i][2:]
-            while command.endswith("\\") and i + 1 < len(lines):
-                i += 1
-                command = command[:-1] + lines[i].strip()
-            shown = []
-            i += 1
-            while i < len(lines) and not lines[i].startswith("$ "):
-                # A line the manual wraps goes on on the next, after one space.
-                if shown and re.match(r" \S", lines[i]):
-                    shown[-1] += lines[i]
-                else:
-                    shown.append(lines[i])
-                i += 1
-            block.append((command, shown))
-        blocks.append(block)
+        block = example_blocks_of(raw)
+        if block:
+            blocks.append(block)
     return blocks
 
 
+def example_blocks_of(raw):
+    """One block's `$ ` commands, as example_blocks gives them; [] when it shows none. A command
+    continued over lines with a trailing backslash, or a pipe, is joined into one."""
+    lines = raw.splitlines()
+    if not lines or not lines[0].startswith("$ "):
+        return []
+    block, i = [], 0
+    while i < len(lines):
+        command = lines[i][2:]
+        while (command.endswith("\\") or command.endswith("|")) and i + 1 < len(lines):
+            i += 1
+            command = (command[:-1] if command.endswith("\\") else command + " ") + lines[i].strip()
+        i += 1
+        shown = []
+        while i < len(lines) and not lines[i].startswith("$ "):
+            shown.append(lines[i])
+            i += 1
+        block.append((command, unwrapped(shown)))
+    return block
+
+
 def masked(line):
-    """A line with what differs between runs (ids, timings) masked."""
+    """A line with what differs between runs (ids, timings, pids) masked."""
     line = re.sub(r"\bid=\d+", "id=N", line)
+    line = re.sub(r'"pid":\d+', '"pid":N', line)
+    # Once a whole response is through, which side closes first is a race (curl, having the
+    # body Content-Length promised, or the HTTP/1.0 origin): either is the example's line.
+    line = re.sub(r"\bend=(client|upstream)-closed\b", "end=closed", line)
     line = re.sub(r"\bms=\d+", "ms=N", line)
     return re.sub(r"after \d+ ms", "after N ms", line)
 
@@ -92,10 +121,10 @@ def is_proxy_line(line):
     return line.startswith("egress ") or line.startswith('{"event"')
 
 
-def free_port():
-    """8080 on 127.0.0.2 when it is free (as the examples say), else another of four digits: the
-    Host header carries it, so the bytes counted up stay the example's."""
-    for port in range(int(EXAMPLE_PORT), 9000):
+def free_port(first=EXAMPLE_PORT, end=9000):
+    """`first` on 127.0.0.2 when it is free (as the examples say), else another as long: the Host
+    header carries it, so the bytes counted up stay the example's."""
+    for port in range(int(first), end):
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.2", port))
@@ -117,6 +146,7 @@ def wait_listening(port, seconds=10.0):
 
 
 class ManualExamplesTest(BoxTestCase):
+    maxDiff = None
 
     def setUp(self):  # no self.box: the examples' commands start run themselves
         tmp = tempfile.TemporaryDirectory(prefix="boxproxy-examples-")
@@ -159,9 +189,10 @@ class ManualExamplesTest(BoxTestCase):
     def localised(self, text):
         return text.replace("/tmp/o", os.path.join(self.dir, "o")).replace(EXAMPLE_PORT, self.port)
 
-    def run_command(self, command):
+    def run_command(self, command, localise=True):
         """Runs one example command; returns (proxy lines, other lines) it printed."""
-        command = self.localised(command)
+        if localise:
+            command = self.localised(command)
         if command.endswith("&"):
             self.background.append(subprocess.Popen(["bash", "-c", command[:-1]], cwd=self.dir, env=self.env,
                                                     stdin=subprocess.DEVNULL, start_new_session=True))
@@ -205,6 +236,49 @@ class ManualExamplesTest(BoxTestCase):
 
     def test_manual_boxproxy_run(self):
         self.check_block("manual_boxproxy_run")
+
+    def test_manual_example_session(self):
+        """EXAMPLES, An example session: three blocks (the proxy, the box's commands, the proxy's
+        log after a SIGUSR1), run and compared as a whole."""
+        blocks = manual_raw_blocks(MANUAL)
+        serve_at = [i for i, b in enumerate(blocks) if "--resolve mirror.internal=127.0.0.2" in b]
+        self.assertEqual(len(serve_at), 1, "the manual's example session is not found")
+        serve_raw, inside_raw, log_raw = blocks[serve_at[0]:serve_at[0] + 3]
+        (serve_command, serve_shown), = example_blocks_of(serve_raw)
+        inside = example_blocks_of(inside_raw)
+        log_shown = unwrapped(log_raw.splitlines())
+        self.assertTrue(log_shown[0].startswith("egress "), log_shown)
+        # The mirror: the examples' origin, on a free port of five digits (the example's 18080 if
+        # free), so that the bytes counted stay the example's.
+        self.port = free_port("18080", 19000)
+        self.start_origin()
+        socket_path = os.path.join(self.dir, "s1.sock")
+
+        def local(text):
+            return text.replace("/run/egress/s1.sock", socket_path).replace("18080", self.port)
+        proxy = subprocess.Popen(["bash", "-c", "exec " + local(serve_command)], cwd=self.dir, env=self.env,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 start_new_session=True)
+        self.background.append(proxy)
+        listening = proxy.stdout.readline().decode().rstrip("\n")
+        self.assertEqual(masked(listening), masked(local(serve_shown[0])))
+        for command, shown in inside:
+            assignment = re.fullmatch(r"(\w+)=(\S+)", command)
+            if assignment:  # the box's shell keeps it for the commands that follow
+                self.env[assignment[1]] = local(assignment[2])
+                continue
+            _, other = self.run_command(local(command), localise=False)
+            with self.subTest(command=command):
+                self.assertEqual([masked(line) for line in other], [masked(local(line)) for line in shown])
+        proxy.send_signal(signal.SIGUSR1)
+        log = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (log and log[-1].startswith('{"event":"stats"')):
+            line = proxy.stderr.readline()
+            if not line:
+                break
+            log.append(line.decode().rstrip("\n"))
+        self.assertEqual([masked(line) for line in log], [masked(local(line)) for line in log_shown])
 
 
 if __name__ == "__main__":
