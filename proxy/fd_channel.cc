@@ -1,0 +1,168 @@
+// Messages with descriptors between two of boxproxy's processes (proxy/fd_channel.h).
+#include "proxy/fd_channel.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include "proxy/transient_error.h"
+
+namespace boxproxy {
+namespace {
+
+// Room for kMaxChannelFds descriptors in one control message.
+constexpr std::size_t kControlBytes = CMSG_SPACE(sizeof(int) * kMaxChannelFds);
+
+// Takes every descriptor of `header`'s SCM_RIGHTS parts into `fds` (owned at once, whatever
+// follows); false when a part is not SCM_RIGHTS or there are too many (all are closed then).
+bool take_fds(msghdr& header, std::vector<UniqueFd>& fds) {
+  bool sound = true;
+  for (cmsghdr* part = CMSG_FIRSTHDR(&header); part != nullptr; part = CMSG_NXTHDR(&header, part)) {
+    if (part->cmsg_level != SOL_SOCKET || part->cmsg_type != SCM_RIGHTS) {
+      sound = false;  // SCM_CREDENTIALS and the like: nothing we asked for
+      continue;
+    }
+    const std::size_t count = (part->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(part) + i * sizeof(int), sizeof fd);
+      fds.emplace_back(fd);
+    }
+  }
+  if (fds.size() > kMaxChannelFds) sound = false;
+  if (!sound) fds.clear();
+  return sound;
+}
+
+}  // namespace
+
+bool make_channel_pair(UniqueFd& one, UniqueFd& other) noexcept {
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) != 0) return false;
+  one.reset(pair[0]);
+  other.reset(pair[1]);
+  return true;
+}
+
+FdChannel::FdChannel(event_base* base, UniqueFd socket, OnMessage on_message, OnClosed on_closed, void* owner)
+    : socket_(std::move(socket)), on_message_(on_message), on_closed_(on_closed), owner_(owner) {
+  read_event_ = make_event(base, socket_.get(), EV_READ | EV_PERSIST, &on_readable, this);
+  write_event_ = make_event(base, socket_.get(), EV_WRITE | EV_PERSIST, &on_writable, this);
+  if (read_event_) event_add(read_event_.get(), nullptr);
+}
+
+FdChannel::~FdChannel() {
+  if (alive_ != nullptr) *alive_ = false;
+}
+
+bool FdChannel::send(std::string_view bytes, std::span<const int> fds) {
+  if (!valid() || failed_ || bytes.empty() || bytes.size() > kMaxChannelMessageBytes || fds.size() > kMaxChannelFds) return false;
+  if (out_.size() >= kMaxChannelQueued) return false;
+  ChannelMessage message;
+  message.bytes.assign(bytes);
+  for (int fd : fds) {
+    UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!copy.valid()) return false;
+    message.fds.push_back(std::move(copy));
+  }
+  out_.push_back(std::move(message));
+  if (out_.size() == 1 && !flush()) {
+    // Failing here would call the owner from inside its own call: the next write event does.
+    event_active(write_event_.get(), EV_WRITE, 0);
+  }
+  return true;
+}
+
+// Sends queued messages until the peer's buffer is full. A SEQPACKET message goes whole or not at
+// all, so a message is dropped from the queue only once sent.
+bool FdChannel::flush() noexcept {
+  while (!out_.empty()) {
+    ChannelMessage& message = out_.front();
+    iovec part{message.bytes.data(), message.bytes.size()};
+    alignas(cmsghdr) unsigned char control[kControlBytes] = {};
+    msghdr header{};
+    header.msg_iov = &part;
+    header.msg_iovlen = 1;
+    if (!message.fds.empty()) {
+      header.msg_control = control;
+      header.msg_controllen = CMSG_SPACE(sizeof(int) * message.fds.size());
+      cmsghdr* rights = CMSG_FIRSTHDR(&header);
+      rights->cmsg_level = SOL_SOCKET;
+      rights->cmsg_type = SCM_RIGHTS;
+      rights->cmsg_len = CMSG_LEN(sizeof(int) * message.fds.size());
+      for (std::size_t i = 0; i < message.fds.size(); ++i) {
+        const int fd = message.fds[i].get();
+        std::memcpy(CMSG_DATA(rights) + i * sizeof(int), &fd, sizeof fd);
+      }
+    }
+    const ssize_t sent = ::sendmsg(socket_.get(), &header, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent == -1) {
+      if (!transient_error(errno)) return false;
+      event_add(write_event_.get(), nullptr);  // the peer reads, then we go on
+      return true;
+    }
+    out_.pop_front();  // our duplicates close: the peer holds its own now
+  }
+  event_del(write_event_.get());
+  return true;
+}
+
+void FdChannel::on_writable(evutil_socket_t, short, void* self) noexcept {
+  auto* channel = static_cast<FdChannel*>(self);
+  if (channel->failed_ || !channel->flush()) channel->fail();
+}
+
+void FdChannel::on_readable(evutil_socket_t, short, void* self) noexcept {
+  static_cast<FdChannel*>(self)->read_messages();
+}
+
+// Delivers what has arrived, one message a call of the owner's, until none is left, the channel
+// fails, or the owner deletes it.
+void FdChannel::read_messages() noexcept {
+  while (!failed_) {
+    ChannelMessage message;
+    try {
+      message.bytes.resize(kMaxChannelMessageBytes + 1);  // one more: a longer one shows as truncated
+    } catch (const std::bad_alloc&) {
+      return fail();
+    }
+    iovec part{message.bytes.data(), message.bytes.size()};
+    alignas(cmsghdr) unsigned char control[kControlBytes] = {};
+    msghdr header{};
+    header.msg_iov = &part;
+    header.msg_iovlen = 1;
+    header.msg_control = control;
+    header.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(socket_.get(), &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n == -1 && transient_error(errno)) return;
+    if (n <= 0) return fail();  // the peer closed (0) or an error
+    // The descriptors are owned before anything else is judged: a bad message leaks none. A cut
+    // control part (MSG_CTRUNC) means the kernel closed descriptors that did not fit.
+    const bool fds_sound = take_fds(header, message.fds);
+    if (!fds_sound || (header.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
+        static_cast<std::size_t>(n) > kMaxChannelMessageBytes) {
+      return fail();
+    }
+    message.bytes.resize(static_cast<std::size_t>(n));
+    message.bytes.shrink_to_fit();
+    bool alive = true;
+    alive_ = &alive;
+    on_message_(owner_, std::move(message));
+    if (!alive) return;
+    alive_ = nullptr;
+  }
+}
+
+void FdChannel::fail() noexcept {
+  if (failed_) return;
+  failed_ = true;
+  if (read_event_) event_del(read_event_.get());
+  if (write_event_) event_del(write_event_.get());
+  out_.clear();
+  on_closed_(owner_);  // may delete this: nothing after
+}
+
+}  // namespace boxproxy
