@@ -137,9 +137,22 @@ class TheDeb(unittest.TestCase):
                      "/usr/share/doc/boxproxy/copyright", "/usr/share/doc/boxproxy/README.md.gz",
                      "/usr/share/doc/boxproxy/examples/supervisor.py", "/usr/share/doc/boxproxy/examples/session.env"):
             self.assertIn(path, self.paths)
+        # dh_compress compresses a document only past 4 KiB: either name will do.
+        for doc in ("NEWS.md", "SECURITY.md"):
+            path = "/usr/share/doc/boxproxy/" + doc
+            self.assertTrue(path in self.paths or path + ".gz" in self.paths, doc)
         # /etc/boxproxy comes empty: no session starts until its operator writes one.
         self.assertEqual(os.listdir(os.path.join(self.tree, "etc", "boxproxy")), [])
         self.assertFalse(os.path.exists(os.path.join(self.control, "conffiles")))
+
+    def test_the_licence_is_apache_2(self):
+        # debian/copyright in the machine-readable format, naming the licence of every file.
+        with open(os.path.join(self.tree, "usr", "share", "doc", "boxproxy", "copyright")) as f:
+            text = f.read()
+        self.assertTrue(text.startswith("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"))
+        self.assertIn("\nFiles: *\n", text)
+        self.assertIn("\nLicense: Apache-2.0\n", text)
+        self.assertNotIn("none-chosen", text)
 
     def test_the_manual_names_the_version(self):
         page = run("sh", "-c", f"zcat {self.tree}/usr/share/man/man1/boxproxy.1.gz").stdout
