@@ -18,7 +18,9 @@
 #include "socketd/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/serve_options.h"
+#include "table/check_request.h"
 #include "table/decision.h"
+#include "table/inspect_table.h"
 #include "table/policy.h"
 
 namespace boxproxy {
@@ -47,6 +49,9 @@ std::string help_text() {
       "Say what the rule makes of each TARGET (an address, a name, host:port or [v6]:port; a bare\n"
       "one is judged with port 443), exactly as serve would, without dialling anything.\n"
       "Prints one line per address judged: TARGET<tab>ADDRESS or -<tab>ok or the class.\n"
+      "A TARGET 'METHOD https://host[:port]/path' (one argument) is a request: its host is judged\n"
+      "as above, then by the rules of the inspected endpoint it reaches (--inspect, \"inspect\").\n"
+      "Prints one line: TARGET<tab>ENDPOINT or -<tab>RULE or -<tab>ok or the class.\n"
       "\n"
       "Options: serve's options that shape a decision, read as serve reads them (--name VALUE or\n"
       "--name=VALUE; -- ends the options, for a TARGET that starts with -):\n"
@@ -75,6 +80,15 @@ Options parse_options(int argc, char** argv) {
     throw error.for_command(kCommand);
   }
   if (parsed.operands.empty()) throw usage_error(kCommand, "no TARGET given (see boxproxy check --help)");
+  // A request whose shape is wrong (no METHOD, not https) is the command line's mistake, said
+  // before anything is judged: most often an unquoted 'GET https://...' split in two.
+  for (const std::string& target : parsed.operands) {
+    if (!names_request(target)) continue;
+    auto request = parse_check_request(target);
+    if (const auto* why = std::get_if<std::string>(&request)) {
+      throw usage_error(kCommand, fmt::format("{}: {}", quote(target), *why));
+    }
+  }
   options.targets = std::move(parsed.operands);
   return options;
 }
@@ -84,12 +98,23 @@ void print_line(std::string_view target, std::string_view address, std::string_v
   fmt::print("{}\t{}\t{}\n", printable(target), address, verdict);
 }
 
+// A request's line (SPEC §18): the endpoint and the rule that decide it.
+void print_request_line(std::string_view target, std::string_view endpoint, std::string_view rule,
+                        std::string_view verdict) {
+  fmt::print("{}\t{}\t{}\t{}\n", printable(target), endpoint, rule, verdict);
+}
+
+// What check's last column says of a request an endpoint's rules denied in report mode: it goes
+// on (so it counts as allowed), and the class it would have in enforce mode is kept in sight.
+constexpr std::string_view kReportedDenial = "request denied (report mode)";
+
 class Checker;
 
 // One TARGET: parsed (step 1), then driven through the decision (table/decision.h) that serve's
 // connections drive, with every answer judged so that each gets its line.
 struct Judgement {
   std::string_view text;
+  std::optional<CheckRequest> request;  // a "METHOD https://..." target: its host is `target`
   std::optional<Reason> invalid;  // step 1: the target did not parse
   Target target;
   Decision decision{Decision::Detail::every_answer};
@@ -115,7 +140,14 @@ class Checker {
       Judgement& j = judgements_[i];
       j.text = options_.targets[i];
       j.checker = this;
-      TargetResult parsed = parse_check_target(j.text);
+      TargetResult parsed = Reason::invalid_target;
+      if (names_request(j.text)) {
+        // The shape was checked with the options: only the authority is left to judge.
+        j.request = std::get<CheckRequest>(parse_check_request(j.text));
+        parsed = parse_authority_default_port(j.request->authority, kInspectDefaultPort);
+      } else {
+        parsed = parse_check_target(j.text);
+      }
       if (const auto* reason = std::get_if<Reason>(&parsed)) {
         j.invalid = *reason;
         continue;
@@ -126,7 +158,10 @@ class Checker {
     if (pending_ > 0) wait_for_lookups();
     if (failed_) throw std::runtime_error("cannot judge every target");
     bool all_allowed = true;
-    for (const Judgement& j : judgements_) all_allowed = print(j) && all_allowed;
+    for (const Judgement& j : judgements_) {
+      const bool allowed = j.request ? print_request(j, options_.serve.proxy.policy.inspect) : print(j);
+      all_allowed = allowed && all_allowed;
+    }
     std::fflush(stdout);
     return as_status(all_allowed ? ExitCode::ok : ExitCode::refused);
   }
@@ -247,6 +282,34 @@ class Checker {
       print_line(j.text, answers[i].to_string(), verdict ? log_class(*verdict) : "ok");
     }
     return j.step == Decision::Step::dial;
+  }
+
+  // Prints a request's one line (SPEC §18); true when it would go on. Its host is judged first,
+  // as serve judges every connection before it inspects one: a host refused is refused whatever
+  // the rules say (rule "-", the host's class). A host allowed that no endpoint names passes in
+  // an opaque tunnel, its requests never seen, so the line is "-" "-" "ok".
+  static bool print_request(const Judgement& j, const InspectTable& inspect) {
+    if (j.invalid) {
+      print_request_line(j.text, "-", "-", log_class(*j.invalid));
+      return false;
+    }
+    const InspectEndpoint* endpoint = j.target.is_name() ? inspect.find(j.target.host, j.target.port) : nullptr;
+    const std::string endpoint_shown = endpoint != nullptr ? endpoint_label(*endpoint) : "-";
+    if (j.step == Decision::Step::refuse) {
+      print_request_line(j.text, endpoint_shown, "-", log_class(j.decision.reason()));
+      return false;
+    }
+    if (endpoint == nullptr) {
+      print_request_line(j.text, "-", "-", "ok");
+      return true;
+    }
+    const RequestJudgement judged = judge_request(*endpoint, j.request->method, j.request->target);
+    if (judged.verdict == RequestVerdict::request_denied && endpoint->mode == InspectMode::report) {
+      print_request_line(j.text, endpoint_shown, judged.rule, kReportedDenial);
+      return true;
+    }
+    print_request_line(j.text, endpoint_shown, judged.rule, verdict_class(judged.verdict));
+    return judged.verdict == RequestVerdict::allowed;
   }
 
   const Options& options_;

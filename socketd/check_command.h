@@ -3,7 +3,8 @@
 
 namespace boxproxy {
 
-// argv after "check". Prints one line per address judged; returns 0 when every target is allowed,
+// argv after "check". Prints one line per address judged (one per request for a "METHOD https://..."
+// target, SPEC §18); returns 0 when every target is allowed,
 // 1 when any is refused, 2 on a usage error (message on standard error naming the option/value).
 int run_check_command(int argc, char** argv);
 

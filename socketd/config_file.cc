@@ -17,12 +17,14 @@
 #include "proxy/defaults.h"
 #include "proxy/wire/json_nesting.h"
 #include "proxy/unique_fd.h"
+#include "socketd/inspect_config.h"
 #include "socketd/message_text.h"
 
 namespace boxproxy {
 namespace {
 
-// The deepest a config file's arrays and objects may nest (a legal one nests two deep).
+// The deepest a config file's arrays and objects may nest (a legal one nests five deep: the file,
+// "inspect", an endpoint, its "rules", a rule).
 constexpr std::size_t kMaxConfigNesting = 32;
 
 // "line L, column C" of byte `offset` (0-based) of `text`; columns count bytes.
@@ -86,7 +88,7 @@ std::string json_error_words(std::string_view text, const nlohmann::json::except
 // mean?), so it is an error, as an option given twice is. Throws UsageError.
 nlohmann::json parse_document(std::string_view command, const std::string& path, const std::string& text) {
   // A config nested thousands deep would overflow the stack while the document is built or
-  // destroyed (a crash, on SIGHUP too): the deepest legal config is two levels.
+  // destroyed (a crash, on SIGHUP too): the deepest legal config is five levels.
   if (json_nesting_depth(text, kMaxConfigNesting) > kMaxConfigNesting) {
     fail_value(command, "--config", path, fmt::format("nests arrays or objects more than {} deep", kMaxConfigNesting));
   }
@@ -155,6 +157,9 @@ RawValue raw_value(std::string_view command, const OptionSpec& spec, const std::
         if (!item.is_string()) fail("is not a JSON array of strings");
         slot.values.push_back(item.get<std::string>());
       }
+      break;
+    case OptionKind::endpoints:
+      slot.endpoints = read_inspect_array(command, label, value);
       break;
   }
   return slot;

@@ -52,6 +52,7 @@ std::string help_words(const OptionSpec& spec) {
                                  : fmt::format(", more than 0, at most {:g}", spec.max_seconds);
       break;
     case OptionKind::list:
+    case OptionKind::endpoints:
       words += "; repeatable";
       break;
     case OptionKind::flag:
@@ -171,7 +172,8 @@ int take_option(const OptionTable& table, int argc, char* const* argv, int i, Ra
     if (i + 1 >= argc) throw usage_error(command, fmt::format("{}: a value is needed", label));
     value = argv[++i];
   }
-  if (spec->kind != OptionKind::list && seen_before) {
+  const bool repeatable = spec->kind == OptionKind::list || spec->kind == OptionKind::endpoints;
+  if (!repeatable && seen_before) {
     fail_value(command, label, value,
                fmt::format("given, but {} was already given as {} (it may be given once)", label, quote(slot.values.front())));
   }

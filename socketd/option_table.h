@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "socketd/usage_error.h"
+#include "table/inspect_endpoint.h"
 
 namespace boxproxy {
 
@@ -28,6 +29,8 @@ enum class OptionKind {
   number,   // one whole number from `min` to `max`, plain ASCII digits; a JSON integer
   seconds,  // one decimal number of seconds, at most `max_seconds` (more than 0 unless
             // `zero_allowed`); any JSON number
+  endpoints,  // repeatable like a list on the command line (--inspect ENTRY); in a config file a
+              // JSON array of objects, read into InspectEndpoints (socketd/inspect_config.h)
 };
 
 // One row of a command's table.
@@ -73,6 +76,7 @@ struct RawValue {
   std::vector<std::string> values;  // one for a single-valued option, any number for a list
   bool flag = false;                // for a flag
   std::optional<double> seconds;    // a JSON number given for a seconds option, taken as is
+  std::vector<InspectEndpoint> endpoints;  // an endpoints option's config objects, read and checked
 };
 using RawOptions = std::map<std::string, RawValue, std::less<>>;
 

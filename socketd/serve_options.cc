@@ -24,6 +24,7 @@
 
 #include "proxy/decision_log.h"
 #include "socketd/config_file.h"
+#include "socketd/inspect_config.h"
 #include "socketd/message_text.h"
 #include "socketd/serve_values.h"
 
@@ -158,6 +159,15 @@ void add_policy_rows(std::vector<ServeRow>& rows) {
                       "the system's", [](const Given& given, ServeOptions& options) {
                         add_nameservers(given.raw, options.nameservers);
                       }));
+  // Read by read_options itself (read_inspect): the command line's entries and the config's
+  // objects are merged, not one replacing the other (SPEC §18).
+  rows.push_back({{.name = "inspect", .kind = OptionKind::endpoints, .value_name = "ENTRY",
+                   .help = "judge each request to this host (name[:port] or *.name[:port], port 443 when none) "
+                           "inside its TLS session, with no rules; a --config's \"inspect\" array adds endpoints "
+                           "with rules. Not available in this build: serve and run refuse to start with one "
+                           "(check and --check-config read them)",
+                   .default_text = "none"},
+                  nullptr});
 }
 
 // The limits and time-outs: how much a session may use.
@@ -299,7 +309,7 @@ void add_supervisor_rows(std::vector<ServeRow>& rows) {
 // resident in every session, of which a host runs thousands.
 std::vector<ServeRow> make_serve_rows() {
   std::vector<ServeRow> rows;
-  rows.reserve(31);
+  rows.reserve(32);
   add_policy_rows(rows);
   add_limit_rows(rows);
   add_log_rows(rows);
@@ -330,6 +340,41 @@ const std::vector<ServeRow>& serve_rows() {
   return rows;
 }
 
+// The inspected endpoints (SPEC §18): the config's objects, then the command line's entries,
+// merged (neither replaces the other); one host entry named twice, in either or across both, is
+// an error naming both places.
+void read_inspect(const RawValue* config, const RawValue* command_line, ServeOptions& options) {
+  InspectTable& table = options.proxy.policy.inspect;
+  std::vector<std::string> labels;  // where each endpoint of the table was named
+  const auto add = [&](InspectEndpoint endpoint, std::string label, std::string_view shown) {
+    if (const InspectEndpoint* earlier = table.same_host(endpoint.host)) {
+      const auto index = static_cast<std::size_t>(earlier - table.endpoints().data());
+      fail_value(kCommand, label, shown,
+                 fmt::format("names the endpoint {} again, as {} did (each host is named once)",
+                             entry_text(endpoint.host), labels[index]));
+    }
+    (void)table.add(std::move(endpoint));
+    labels.push_back(std::move(label));
+  };
+  if (config != nullptr) {
+    for (std::size_t i = 0; i < config->endpoints.size(); ++i) {
+      const InspectEndpoint& endpoint = config->endpoints[i];
+      add(endpoint, fmt::format("{}[{}].host", config->label, i), entry_text(endpoint.host));
+    }
+  }
+  if (command_line != nullptr) {
+    for (const std::string& entry : command_line->values) {
+      auto parsed = parse_inspect_entry(entry);
+      if (const auto* error = std::get_if<std::string>(&parsed)) {
+        std::string_view why = *error;
+        if (why.starts_with(entry) && why.substr(entry.size()).starts_with(": ")) why.remove_prefix(entry.size() + 2);
+        fail_value(kCommand, command_line->label, entry, why);
+      }
+      add(std::get<InspectEndpoint>(std::move(parsed)), command_line->label, entry);
+    }
+  }
+}
+
 // Reads serve's options: the config under `command_line`, every value through its row, then the
 // checks across options.
 ServeOptions read_options(const RawOptions& command_line, Reader reader) {
@@ -338,6 +383,12 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   if (const RawValue* config_arg = get(command_line, "config")) {
     options.config_path = check_path(*config_arg);
     config = read_config_file(*options.config_path, table());
+  }
+  // Taken out before the merge: the two sources' endpoints add up.
+  std::optional<RawValue> config_inspect;
+  if (auto it = config.find("inspect"); it != config.end()) {
+    config_inspect = std::move(it->second);
+    config.erase(it);
   }
   options.allow_on_command_line = get(command_line, "allow") != nullptr;
   options.allow_file_on_command_line = get(command_line, "allow-file") != nullptr;
@@ -353,9 +404,20 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
     const RawValue* value = get(raw, row.spec.name);
     if (value != nullptr && row.store != nullptr) row.store(Given{row.spec, *value, reader}, options);
   }
+  read_inspect(config_inspect ? &*config_inspect : nullptr, get(command_line, "inspect"), options);
   // Nobody could answer: every name off the list would wait for nothing.
   if (options.ask && !options.control_fd && !options.control_socket) {
     fail_plain("--ask needs --control-fd or --control-socket (someone to ask)");
+  }
+  // Fail closed: this build cannot terminate TLS, so an inspected endpoint's connections would
+  // pass as opaque tunnels, every request unjudged, while the operator believes its rules hold.
+  // Refused at start instead (run reads serve's options here too, and refuses the same way).
+  if (reader == Reader::serve && !options.check_config && !options.proxy.policy.inspect.empty()) {
+    fail_plain(fmt::format("request inspection (--inspect, or a --config's \"inspect\") is not available in this "
+                           "build yet: without TLS termination {} would pass as an opaque tunnel, its requests "
+                           "unjudged, so serve does not start; boxproxy check and serve --check-config read the "
+                           "endpoints and rules",
+                           entry_text(options.proxy.policy.inspect.endpoints().front().host)));
   }
   return options;
 }
@@ -380,6 +442,12 @@ nlohmann::ordered_json values_in_force(const ServeOptions& options) {
       allow.push_back(entry_text(entries[i]));
     }
   }
+  // The endpoints in force, the command line's too, each as a config object: read back, they
+  // are the same endpoints (SPEC §18: the two sources are merged).
+  json inspect = json::array();
+  for (const InspectEndpoint& endpoint : options.proxy.policy.inspect.endpoints()) {
+    inspect.push_back(inspect_object(endpoint));
+  }
   json resolve = json::array();
   for (const auto& [name, answers] : options.proxy.policy.fixed_answers) {
     std::string text = name + "=";
@@ -395,6 +463,7 @@ nlohmann::ordered_json values_in_force(const ServeOptions& options) {
       {"deny", ranges(options.proxy.policy.rule.deny)},
       {"resolve", std::move(resolve)},
       {"nameserver", options.nameservers},
+      {"inspect", std::move(inspect)},
       {"max-tunnels", options.proxy.max_tunnels},
       {"max-connections", options.proxy.max_connections},
       {"max-lookups", options.max_lookups},
@@ -468,13 +537,13 @@ std::optional<HostList> reload_host_list(const ServeOptions& options) {
   // Same precedence as at start: a source given on the command line replaces the config's.
   std::optional<RawValue> allow;
   if (options.allow_on_command_line) {
-    allow = RawValue{"--allow", options.allow_items, false, std::nullopt};
+    allow = RawValue{"--allow", options.allow_items, false, std::nullopt, {}};
   } else if (const RawValue* from_config = get(config, "allow")) {
     allow = *from_config;
   }
   std::optional<RawValue> allow_file;
   if (options.allow_file_on_command_line && options.allow_file) {
-    allow_file = RawValue{"--allow-file", {*options.allow_file}, false, std::nullopt};
+    allow_file = RawValue{"--allow-file", {*options.allow_file}, false, std::nullopt, {}};
   } else if (const RawValue* from_config = get(config, "allow-file")) {
     allow_file = *from_config;
   }

@@ -57,12 +57,16 @@ struct ServeOptions {
 [[nodiscard]] const OptionTable& serve_option_table();
 
 // The serve options that shape a decision (SPEC §1): `check` takes these on its command line.
-inline constexpr std::string_view kDecisionOptions[] = {"config",  "allow",   "allow-file", "permit",
-                                                        "deny",    "resolve", "nameserver", "dns-timeout"};
+inline constexpr std::string_view kDecisionOptions[] = {"config",     "allow",       "allow-file", "permit", "deny",
+                                                        "resolve",    "nameserver",  "dns-timeout", "inspect"};
 
 // Parses `serve`'s arguments (argv after "serve"), reading --config, --allow-file and
 // --auth-token-file. Throws UsageError (its message is complete, "boxproxy serve: --OPTION: ...",
 // ready to print), or HelpRequested. Start-up only: exceptions never reach the event loop.
+// Request inspection (SPEC §18) is not built yet: an inspected endpoint is a usage error here
+// unless --check-config is given (`run`, which reads serve's options through this, refuses too),
+// so that no connection the operator expects to be judged per request is ever let through
+// opaque. check and --check-config read and show the endpoints.
 [[nodiscard]] ServeOptions parse_serve_options(int argc, char** argv);
 
 // `check`'s reading of serve's options: `command_line` (check's, already parsed against rows of

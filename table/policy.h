@@ -10,6 +10,7 @@
 #include "table/address.h"
 #include "table/address_rule.h"
 #include "table/host_list.h"
+#include "table/inspect_table.h"
 #include "table/reason.h"
 #include "table/target.h"
 
@@ -20,6 +21,9 @@ struct Policy {
   AddressRule rule;
   // --resolve: fixed answers by name, lower-cased, without trailing dot.
   std::map<std::string, std::vector<IpAddress>, std::less<>> fixed_answers;
+  // --inspect and the config's "inspect" (SPEC §18): the endpoints whose requests are judged one
+  // by one, once a connection to one of them has been allowed by the decision.
+  InspectTable inspect;
 };
 
 // Step 2: the host list, checked before any lookup so that a name off the list never leaves the

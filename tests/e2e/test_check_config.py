@@ -101,6 +101,7 @@ class CheckConfigTest(unittest.TestCase):
             "--socket", os.path.join(self.dir, "egress.sock"), "--allow", "B.Example., *.c.example:8443, b.example",
             "--allow-file", allow_file, "--allow-hint", "ask ops", "--permit", "127.0.0.2/32",
             "--deny", "2001:DB8::/32", "--resolve", "N.Test.=192.0.2.1,192.0.2.1", "--nameserver", "127.0.0.1:5353",
+            "--inspect", "API.Example.", "--inspect", "*.example.org:8443",
             "--max-tunnels", "7", "--max-connections", "100", "--max-lookups", "9", "--head-timeout", "0.5",
             "--dns-timeout", "2", "--connect-timeout", "3.25", "--idle-timeout", "60", "--max-head-bytes", "4096",
             "--log", "json", "--label", "s1", "--log-file", os.path.join(self.dir, "log"),
@@ -113,6 +114,8 @@ class CheckConfigTest(unittest.TestCase):
         self.assertEqual(printed["allow"], ["b.example", "*.c.example:8443"])
         self.assertEqual(printed["deny"], ["2001:db8::/32"])
         self.assertEqual(printed["resolve"], ["n.test=192.0.2.1"])
+        self.assertEqual(printed["inspect"], [{"host": "api.example:443", "mode": "enforce"},
+                                              {"host": "*.example.org:8443", "mode": "enforce"}])
         self.assertEqual(printed["connect-timeout"], 3.25)
         self.assertNotIn(TOKEN, json.dumps(printed))
         self.assertEqual(sorted(os.listdir(self.dir)), ["allow.txt", "stored.json", "token"], "nothing is created")

@@ -37,6 +37,7 @@ BLOCKS = {
     "readme_30_seconds": (README, "boxproxy check 0x7f.1", r"scripts/demo|\$S|^S="),
     "readme_run_offline": (README, "mkdir /tmp/o && echo 'hello from the origin'", None),
     "manual_check": (MANUAL, "boxproxy check 0x7f.1", None),
+    "manual_check_requests": (MANUAL, "boxproxy check --config s1.json", None),
     "manual_boxproxy_run": (MANUAL, "boxproxy run --permit 127.0.0.2/32 --resolve origin.test=127.0.0.2",
                             r"pypi\.org|--socket /run/"),
 }
@@ -233,6 +234,9 @@ class ManualExamplesTest(BoxTestCase):
 
     def test_manual_check(self):
         self.check_block("manual_check")
+
+    def test_manual_check_requests(self):
+        self.check_block("manual_check_requests")
 
     def test_manual_boxproxy_run(self):
         self.check_block("manual_boxproxy_run")

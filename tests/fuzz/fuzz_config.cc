@@ -5,11 +5,15 @@
 // a crash or a hang (one known exception is tolerated until it is fixed: see below); a
 // UsageError's message starts "boxproxy serve: ", holds no control character but line breaks
 // (it goes to a terminal) and none of the JSON library's own words; on success every value is within its documented range and the command
-// line's --socket won over the config's.
+// line's --socket won over the config's. The same file is read again with --check-config, where
+// inspected endpoints are taken (serve alone refuses them: not built yet), and then every endpoint
+// has its port and valid names, and the "inspect" array --check-config prints reads back to
+// the same array.
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,19 +33,54 @@ std::string config_path() {
   return path;
 }
 
+void write_file(const std::string& path, std::string_view text) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  FUZZ_CHECK(file != nullptr);
+  FUZZ_CHECK(std::fwrite(text.data(), 1, text.size(), file) == text.size());
+  FUZZ_CHECK(std::fclose(file) == 0);
+}
+
+// `--check-config --config PATH`: the options, or nullopt on a usage error.
+std::optional<ServeOptions> check_config(const std::string& path) {
+  std::string args[] = {"--check-config", "--config", path};
+  char* argv[] = {args[0].data(), args[1].data(), args[2].data(), nullptr};
+  try {
+    return parse_serve_options(3, argv);
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+}
+
+// The endpoints of a config --check-config takes, and the round trip of their printed array.
+void check_endpoints(const std::string& path) {
+  const std::optional<ServeOptions> options = check_config(path);
+  if (!options || options->proxy.policy.inspect.empty()) return;
+  for (const InspectEndpoint& endpoint : options->proxy.policy.inspect.endpoints()) {
+    FUZZ_CHECK(endpoint.host.port.has_value() && is_valid_name(endpoint.host.name));
+    FUZZ_CHECK(!(endpoint.access && endpoint.rules));
+    if (endpoint.name) FUZZ_CHECK(!check_inspect_name(*endpoint.name).has_value());
+  }
+  const nlohmann::json printed = nlohmann::json::parse(options_in_force(*options));
+  const std::string again_path = path + ".inspect";
+  write_file(again_path, nlohmann::json{{"inspect", printed.at("inspect")}}.dump());
+  const std::optional<ServeOptions> again = check_config(again_path);
+  FUZZ_CHECK(again.has_value());
+  FUZZ_CHECK(nlohmann::json::parse(options_in_force(*again)).at("inspect") == printed.at("inspect"));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path = config_path();
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  FUZZ_CHECK(file != nullptr);
-  FUZZ_CHECK(std::fwrite(data, 1, size, file) == size);
-  FUZZ_CHECK(std::fclose(file) == 0);
+  write_file(path, fuzz::as_text(data, size));
 
   std::string args[] = {"--socket", "x", "--config", path};
   char* argv[] = {args[0].data(), args[1].data(), args[2].data(), args[3].data(), nullptr};
+  check_endpoints(path);
   try {
     const ServeOptions options = parse_serve_options(4, argv);
+    // Fail closed: serve never starts with an endpoint it cannot inspect.
+    FUZZ_CHECK(options.proxy.policy.inspect.empty());
     FUZZ_CHECK(options.socket_path == "x");
     FUZZ_CHECK(options.proxy.max_tunnels >= 1 && options.proxy.max_tunnels <= 1'000'000);
     FUZZ_CHECK(options.proxy.max_connections >= 1);

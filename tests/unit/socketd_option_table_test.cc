@@ -133,7 +133,7 @@ TEST_CASE("every usage error names the command, the option and the value") {
 
 TEST_CASE("numbers and seconds are checked against their row") {
   const auto& table = demo_table();
-  auto raw = [](std::string text) { return RawValue{"--x", {std::move(text)}, false, std::nullopt}; };
+  auto raw = [](std::string text) { return RawValue{"--x", {std::move(text)}, false, std::nullopt, {}}; };
   CHECK(boxproxy::number_value("demo", table.at("count"), raw("2")) == 2);
   CHECK(boxproxy::number_value("demo", table.at("count"), raw("10")) == 10);
   for (const char* bad : {"1", "11", "", "-3", "+3", " 3", "3 ", "0x3", "99999999999999999999999"}) {
@@ -154,7 +154,7 @@ TEST_CASE("numbers and seconds are checked against their row") {
     CAPTURE(bad);
     CHECK_THROWS_AS((void)boxproxy::seconds_value("demo", table.at("wait"), raw(bad)), UsageError);
   }
-  RawValue json_number{"--config \"c\": key \"wait\"", {"1.5"}, false, 1.5};
+  RawValue json_number{"--config \"c\": key \"wait\"", {"1.5"}, false, 1.5, {}};
   CHECK(boxproxy::seconds_value("demo", table.at("wait"), json_number) == 1.5);
 }
 

@@ -1,0 +1,193 @@
+#include "socketd/inspect_config.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "socketd/message_text.h"
+#include "socketd/option_table.h"
+#include "table/ascii.h"
+
+namespace boxproxy {
+namespace {
+
+constexpr std::array<std::string_view, 8> kEndpointKeys = {"host",  "name", "access", "rules",
+                                                           "deny",  "mode", "inject", "secrets"};
+constexpr std::array<std::string_view, 3> kRuleKeys = {"method", "path", "name"};
+
+// Where a value sits, for its message: `--config "c.json": key "inspect"[0].rules[1].path`.
+struct Where {
+  std::string_view command;
+  std::string text;
+
+  [[nodiscard]] Where key(std::string_view name) const { return {command, fmt::format("{}.{}", text, name)}; }
+  [[nodiscard]] Where item(std::size_t index) const { return {command, fmt::format("{}[{}]", text, index)}; }
+
+  // "WHERE: WHY".
+  [[noreturn]] void fail(std::string_view why) const { throw usage_error(command, fmt::format("{}: {}", text, why)); }
+  // "WHERE: "VALUE" WHY".
+  [[noreturn]] void fail(std::string_view value, std::string_view why) const { fail_value(command, text, value, why); }
+};
+
+// A JSON value as the message shows it: compact, ASCII.
+std::string shown(const nlohmann::json& value) {
+  return value.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+const std::string& string_at(const Where& where, const nlohmann::json& value) {
+  if (!value.is_string()) where.fail(shown(value), "is not a JSON string");
+  return value.get_ref<const std::string&>();
+}
+
+// A table/ parser's message starts by naming the text ("x: is a URL"); the usage error quotes
+// the value itself, so that prefix goes.
+std::string_view without_value(std::string_view message, std::string_view value) {
+  if (message.size() > value.size() + 2 && message.starts_with(value) && message.substr(value.size(), 2) == ": ") {
+    message.remove_prefix(value.size() + 2);
+  }
+  return message;
+}
+
+// An object's keys, each one of `known`; `what` says what the object is, for the message.
+template <std::size_t N>
+void check_keys(const Where& where, const nlohmann::json& object, const std::array<std::string_view, N>& known,
+                std::string_view what) {
+  for (const auto& [key, value] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string keys;
+    for (const std::string_view name : known) keys += fmt::format("{}{}", keys.empty() ? "" : ", ", name);
+    where.fail(fmt::format("unknown key {} (the keys of {} are {})", quote(key), what, keys));
+  }
+}
+
+std::string name_at(const Where& where, const nlohmann::json& value) {
+  const std::string& name = string_at(where, value);
+  if (auto error = check_inspect_name(name)) where.fail(name, *error);
+  return name;
+}
+
+InspectRule read_rule(const Where& where, const nlohmann::json& value) {
+  if (!value.is_object()) where.fail(shown(value), "is not a JSON object ({\"method\": M, \"path\": GLOB})");
+  check_keys(where, value, kRuleKeys, "a rule");
+  for (const std::string_view required : {"method", "path"}) {
+    if (!value.contains(required)) where.fail(fmt::format("has no \"{}\" (a rule needs a method and a path)", required));
+  }
+  const std::string& method = string_at(where.key("method"), value.at("method"));
+  if (auto error = check_rule_method(method)) where.key("method").fail(method, *error);
+  const std::string& path = string_at(where.key("path"), value.at("path"));
+  auto glob = PathGlob::parse(path);
+  if (const auto* error = std::get_if<std::string>(&glob)) where.key("path").fail(*error);
+  std::optional<std::string> name;
+  if (value.contains("name")) name = name_at(where.key("name"), value.at("name"));
+  auto rule = make_inspect_rule(method, path, name);
+  if (const auto* error = std::get_if<std::string>(&rule)) where.fail(*error);  // checked above: never
+  return std::get<InspectRule>(std::move(rule));
+}
+
+std::vector<InspectRule> read_rules(const Where& where, const nlohmann::json& value) {
+  if (!value.is_array()) where.fail(shown(value), "is not a JSON array of rules");
+  std::vector<InspectRule> rules;
+  for (std::size_t i = 0; i < value.size(); ++i) rules.push_back(read_rule(where.item(i), value[i]));
+  return rules;
+}
+
+void read_inject(const Where& where, const nlohmann::json& value, InspectEndpoint& endpoint) {
+  if (!value.is_object()) where.fail(shown(value), "is not a JSON object of header names and templates");
+  for (const auto& [header, template_value] : value.items()) {
+    const Where at = where.key(header);
+    if (auto error = check_inject_header(header)) where.fail(header, *error);
+    const std::string& text = string_at(at, template_value);
+    if (auto error = check_inject_template(text)) at.fail(text, *error);
+    // One header given twice in other cases: which template was meant is not a guess to make.
+    for (const auto& [seen, unused] : endpoint.inject) {
+      if (iequals(seen, header)) at.fail(fmt::format("names the header {} again", quote(seen)));
+    }
+    endpoint.inject.emplace_back(header, text);
+  }
+}
+
+void read_secrets(const Where& where, const nlohmann::json& value, InspectEndpoint& endpoint) {
+  if (!value.is_array()) where.fail(shown(value), "is not a JSON array of secret names");
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const Where at = where.item(i);
+    const std::string& name = string_at(at, value[i]);
+    if (auto error = check_secret_name(name)) at.fail(name, *error);
+    if (std::find(endpoint.secrets.begin(), endpoint.secrets.end(), name) != endpoint.secrets.end()) {
+      at.fail(name, "is named twice");
+    }
+    endpoint.secrets.push_back(name);
+  }
+}
+
+InspectEndpoint read_endpoint(const Where& where, const nlohmann::json& value) {
+  // Objects only (SPEC §18): a bare entry string belongs on the command line, as --inspect.
+  if (!value.is_object()) {
+    where.fail(shown(value), "is not a JSON object ({\"host\": ENTRY, ...}; a bare entry is --inspect's)");
+  }
+  check_keys(where, value, kEndpointKeys, "an inspected endpoint");
+  if (!value.contains("host")) where.fail("has no \"host\" (the endpoint's host entry, name[:port] or *.name[:port])");
+  const std::string& host = string_at(where.key("host"), value.at("host"));
+  auto parsed = parse_inspect_entry(host);
+  if (const auto* error = std::get_if<std::string>(&parsed)) where.key("host").fail(host, without_value(*error, host));
+  InspectEndpoint endpoint = std::get<InspectEndpoint>(std::move(parsed));
+  if (value.contains("name")) endpoint.name = name_at(where.key("name"), value.at("name"));
+  if (value.contains("access")) {
+    const std::string& text = string_at(where.key("access"), value.at("access"));
+    auto access = parse_inspect_access(text);
+    if (const auto* error = std::get_if<std::string>(&access)) where.key("access").fail(text, *error);
+    endpoint.access = std::get<InspectAccess>(access);
+  }
+  if (value.contains("rules")) endpoint.rules = read_rules(where.key("rules"), value.at("rules"));
+  if (value.contains("deny")) endpoint.deny = read_rules(where.key("deny"), value.at("deny"));
+  if (value.contains("mode")) {
+    const std::string& text = string_at(where.key("mode"), value.at("mode"));
+    auto mode = parse_inspect_mode(text);
+    if (const auto* error = std::get_if<std::string>(&mode)) where.key("mode").fail(text, *error);
+    endpoint.mode = std::get<InspectMode>(mode);
+  }
+  if (value.contains("inject")) read_inject(where.key("inject"), value.at("inject"), endpoint);
+  if (value.contains("secrets")) read_secrets(where.key("secrets"), value.at("secrets"), endpoint);
+  if (auto error = check_inspect_endpoint(endpoint)) where.fail(*error);
+  return endpoint;
+}
+
+nlohmann::ordered_json rule_objects(const std::vector<InspectRule>& rules) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const InspectRule& rule : rules) {
+    nlohmann::ordered_json object = {{"method", rule.method}, {"path", rule.path.text()}};
+    if (rule.name) object["name"] = *rule.name;
+    out.push_back(std::move(object));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<InspectEndpoint> read_inspect_array(std::string_view command, const std::string& label,
+                                                const nlohmann::json& value) {
+  const Where where{command, label};
+  if (!value.is_array()) where.fail(shown(value), "is not a JSON array of objects");
+  std::vector<InspectEndpoint> endpoints;
+  for (std::size_t i = 0; i < value.size(); ++i) endpoints.push_back(read_endpoint(where.item(i), value[i]));
+  return endpoints;
+}
+
+nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint) {
+  nlohmann::ordered_json out = {{"host", entry_text(endpoint.host)}};
+  if (endpoint.name) out["name"] = *endpoint.name;
+  if (endpoint.access) out["access"] = access_text(*endpoint.access);
+  if (endpoint.rules) out["rules"] = rule_objects(*endpoint.rules);
+  if (!endpoint.deny.empty()) out["deny"] = rule_objects(endpoint.deny);
+  out["mode"] = mode_text(endpoint.mode);
+  if (!endpoint.inject.empty()) {
+    nlohmann::ordered_json inject = nlohmann::ordered_json::object();
+    for (const auto& [header, text] : endpoint.inject) inject[header] = text;
+    out["inject"] = std::move(inject);
+  }
+  if (!endpoint.secrets.empty()) out["secrets"] = endpoint.secrets;
+  return out;
+}
+
+}  // namespace boxproxy

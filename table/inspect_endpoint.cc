@@ -1,0 +1,206 @@
+#include "table/inspect_endpoint.h"
+
+#include <fmt/format.h>
+
+#include "table/ascii.h"
+#include "table/request_path.h"
+
+namespace boxproxy {
+namespace {
+
+// RFC 9110 §5.6.2 tchar.
+constexpr bool is_token_char(char c) noexcept {
+  switch (c) {
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-': case '.':
+    case '^': case '_': case '`': case '|': case '~':
+      return true;
+    default:
+      return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+  }
+}
+
+bool is_token(std::string_view text) noexcept {
+  if (text.empty()) return false;
+  for (const char c : text) {
+    if (!is_token_char(c)) return false;
+  }
+  return true;
+}
+
+std::string ascii_upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
+constexpr bool is_secret_name_char(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }
+
+constexpr std::size_t kMaxInspectNameChars = 64;
+constexpr std::size_t kMaxSecretNameChars = 32;
+
+// read-only's methods (SPEC §18): the ones RFC 9110 §9.2.1 calls safe, less TRACE (which
+// echoes the request, credentials included, back to whoever sent it).
+bool is_read_only_method(std::string_view method) noexcept {
+  return iequals(method, "GET") || iequals(method, "HEAD") || iequals(method, "OPTIONS");
+}
+
+bool method_matches(const InspectRule& rule, std::string_view method) noexcept {
+  return rule.method == "*" || iequals(rule.method, method);
+}
+
+std::string rule_label(const InspectRule& rule, std::string_view list, std::size_t index) {
+  return rule.name ? *rule.name : fmt::format("{}[{}]", list, index);
+}
+
+}  // namespace
+
+std::variant<HostEntry, std::string> parse_inspect_host(std::string_view text) {
+  auto parsed = parse_host_entry(text);
+  if (auto* entry = std::get_if<HostEntry>(&parsed)) {
+    // Inspection terminates TLS: with no port named it is HTTPS's, never the host list's "80 and 443".
+    if (!entry->port) entry->port = kInspectDefaultPort;
+  }
+  return parsed;
+}
+
+std::variant<InspectEndpoint, std::string> parse_inspect_entry(std::string_view text) {
+  auto host = parse_inspect_host(text);
+  if (auto* error = std::get_if<std::string>(&host)) return std::move(*error);
+  InspectEndpoint endpoint;
+  endpoint.host = std::get<HostEntry>(std::move(host));
+  return endpoint;
+}
+
+std::optional<std::string> check_rule_method(std::string_view text) {
+  if (text == "*" || is_token(text)) return std::nullopt;
+  return std::string("is not an HTTP method (a token such as GET or PROPFIND) nor *");
+}
+
+std::variant<InspectRule, std::string> make_inspect_rule(std::string_view method, std::string_view path,
+                                                         std::optional<std::string_view> name) {
+  if (auto error = check_rule_method(method)) return fmt::format("method \"{}\": {}", method, *error);
+  auto glob = PathGlob::parse(path);
+  if (auto* error = std::get_if<std::string>(&glob)) return fmt::format("path {}", *error);
+  if (name) {
+    if (auto error = check_inspect_name(*name)) return fmt::format("name \"{}\": {}", *name, *error);
+  }
+  InspectRule rule{ascii_upper(method), std::get<PathGlob>(std::move(glob)), std::nullopt};
+  if (name) rule.name = std::string(*name);
+  return rule;
+}
+
+std::variant<InspectAccess, std::string> parse_inspect_access(std::string_view text) {
+  if (text == "read-only") return InspectAccess::read_only;
+  if (text == "read-write") return InspectAccess::read_write;
+  return std::string("is not \"read-only\" or \"read-write\"");
+}
+
+std::variant<InspectMode, std::string> parse_inspect_mode(std::string_view text) {
+  if (text == "enforce") return InspectMode::enforce;
+  if (text == "report") return InspectMode::report;
+  return std::string("is not \"enforce\" or \"report\"");
+}
+
+std::optional<std::string> check_inspect_name(std::string_view text) {
+  const auto good_char = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  };
+  const bool shape = !text.empty() && text.size() <= kMaxInspectNameChars && good_char(text.front()) &&
+                     text.front() != '.' && text.front() != '_' && text.front() != '-';
+  bool chars = true;
+  for (const char c : text) chars = chars && good_char(c);
+  if (!shape || !chars) {
+    return fmt::format("is not a name (1 to {} letters, digits, '.', '_' and '-', starting with a letter or digit)",
+                       kMaxInspectNameChars);
+  }
+  // "access" is a label of its own: a rule named so would be read as the access grant's doing.
+  if (text == "access") return std::string("is the label of \"access\" itself; choose another name");
+  return std::nullopt;
+}
+
+std::optional<std::string> check_inject_header(std::string_view text) {
+  if (is_token(text)) return std::nullopt;
+  return std::string("is not a header name (a token such as Authorization)");
+}
+
+std::optional<std::string> check_inject_template(std::string_view text) {
+  // Printable ASCII only: a CR or LF would end the header and start another the box never wrote.
+  for (const char c : text) {
+    if (c < 0x20 || c > 0x7e) return std::string("holds a byte outside printable ASCII (0x20 to 0x7e)");
+  }
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '}') return std::string("holds a '}' that closes no \"{NAME}\"");
+    if (text[i] != '{') continue;
+    const std::size_t close = text.find('}', i);
+    if (close == std::string_view::npos) return std::string("holds a '{' that is never closed");
+    if (auto error = check_secret_name(text.substr(i + 1, close - i - 1))) {
+      return fmt::format("names a secret {}: {}", text.substr(i, close - i + 1), *error);
+    }
+    i = close;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_secret_name(std::string_view text) {
+  bool good = !text.empty() && text.size() <= kMaxSecretNameChars;
+  for (const char c : text) good = good && is_secret_name_char(c);
+  if (good) return std::nullopt;
+  return fmt::format("is not a secret's name (1 to {} of a-z, 0-9 and '_')", kMaxSecretNameChars);
+}
+
+std::optional<std::string> check_inspect_endpoint(const InspectEndpoint& endpoint) {
+  // Two grants at once: which one was meant to decide is not a guess to make.
+  if (endpoint.access && endpoint.rules) {
+    return std::string("has both \"access\" and \"rules\"; give one (or neither, for every method and path)");
+  }
+  return std::nullopt;
+}
+
+std::string_view access_text(InspectAccess access) noexcept {
+  return access == InspectAccess::read_only ? "read-only" : "read-write";
+}
+
+std::string_view mode_text(InspectMode mode) noexcept { return mode == InspectMode::report ? "report" : "enforce"; }
+
+std::string endpoint_label(const InspectEndpoint& endpoint) {
+  return endpoint.name ? *endpoint.name : entry_text(endpoint.host);
+}
+
+std::string_view verdict_class(RequestVerdict verdict) noexcept {
+  switch (verdict) {
+    case RequestVerdict::allowed: return "ok";
+    case RequestVerdict::request_denied: return "request denied";
+    case RequestVerdict::bad_path: return "bad path";
+  }
+  return "bad path";
+}
+
+RequestJudgement judge_request(const InspectEndpoint& endpoint, std::string_view method, std::string_view target) {
+  auto judged = judge_request_path(target);
+  if (std::holds_alternative<PathFault>(judged)) return {RequestVerdict::bad_path, "-"};
+  const PathSegments& segments = std::get<PathSegments>(judged);
+  const auto matches = [&](const InspectRule& rule) { return method_matches(rule, method) && rule.path.matches(segments); };
+
+  // A deny beats every grant: the operator's "never this" holds whatever else allows.
+  for (std::size_t i = 0; i < endpoint.deny.size(); ++i) {
+    if (matches(endpoint.deny[i])) return {RequestVerdict::request_denied, rule_label(endpoint.deny[i], "deny", i)};
+  }
+  if (endpoint.access) {
+    const bool allowed = *endpoint.access == InspectAccess::read_write || is_read_only_method(method);
+    return {allowed ? RequestVerdict::allowed : RequestVerdict::request_denied, "access"};
+  }
+  if (endpoint.rules) {
+    const std::vector<InspectRule>& rules = *endpoint.rules;
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      if (matches(rules[i])) return {RequestVerdict::allowed, rule_label(rules[i], "rules", i)};
+    }
+    // Rules are a list of what may pass: anything they do not name is refused.
+    return {RequestVerdict::request_denied, "-"};
+  }
+  return {RequestVerdict::allowed, "-"};
+}
+
+}  // namespace boxproxy

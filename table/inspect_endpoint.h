@@ -1,0 +1,137 @@
+// An endpoint named for request inspection (SPEC §18): its host, its rules, and the judgement of
+// one request by them. Pure: the TLS session that carries the request is the proxy's.
+//
+// A request is judged in this order (the first that applies decides; its label is what the
+// request line's rule= and `check` print):
+//   1. the path (table/request_path.h): a bad one is `bad path`, label "-";
+//   2. "deny": the first entry whose method and glob match refuses it, `request denied`,
+//      label "deny[N]" (or the entry's "name"): a deny beats every grant;
+//   3. "access": read-only allows GET, HEAD and OPTIONS and refuses the rest, read-write allows
+//      every method; label "access";
+//   4. "rules": the first matching entry allows it, label "rules[N]" (or its "name"); none
+//      matching refuses it, label "-";
+//   5. neither "access" nor "rules": allowed, label "-".
+// Methods are compared without regard to case: an origin that reads "delete" as DELETE must not
+// be reached past a deny of DELETE.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "table/host_list.h"
+#include "table/path_glob.h"
+
+namespace boxproxy {
+
+// The port of an endpoint whose entry names none: HTTPS's.
+inline constexpr std::uint16_t kInspectDefaultPort = 443;
+
+enum class InspectAccess : std::uint8_t {
+  read_only,   // GET, HEAD, OPTIONS
+  read_write,  // every method
+};
+
+enum class InspectMode : std::uint8_t {
+  enforce,  // a request denied is refused (403)
+  report,   // a request denied is logged with report=1 and goes on; other refusals still hold
+};
+
+// One entry of "rules" or "deny".
+struct InspectRule {
+  std::string method;               // an HTTP token, upper-cased, or "*" for every method
+  PathGlob path;
+  std::optional<std::string> name;  // its label instead of rules[N] / deny[N]
+};
+
+struct InspectEndpoint {
+  HostEntry host;                   // its port always set (kInspectDefaultPort when none was named)
+  std::optional<std::string> name;  // what check calls it instead of its host entry
+  std::optional<InspectAccess> access;             // never with rules
+  std::optional<std::vector<InspectRule>> rules;   // never with access; empty: nothing is allowed
+  std::vector<InspectRule> deny;
+  InspectMode mode = InspectMode::enforce;
+  // SPEC §19's, held here and checked for shape only until credentials are injected: each header
+  // name (a token, as given) with its template ("Bearer {github}"), and the secret names whose
+  // placeholders may be sent to this endpoint.
+  std::vector<std::pair<std::string, std::string>> inject;
+  std::vector<std::string> secrets;
+};
+
+// ---- the values, each checked alone; an error is a message naming the value ------------------
+
+// A host entry as --inspect and "host" take it: a host-list entry (name[:port] or
+// *.name[:port]) whose port, when absent, is kInspectDefaultPort.
+[[nodiscard]] std::variant<HostEntry, std::string> parse_inspect_host(std::string_view text);
+
+// `--inspect ENTRY`: an endpoint with that host and no rules (every method and path allowed once
+// the path is sound).
+[[nodiscard]] std::variant<InspectEndpoint, std::string> parse_inspect_entry(std::string_view text);
+
+// A rule's method: an HTTP token (RFC 9110 §5.6.2), or "*". nullopt when good, else why not.
+[[nodiscard]] std::optional<std::string> check_rule_method(std::string_view text);
+
+// A rule from its parts, each checked (check_rule_method, PathGlob::parse, check_inspect_name);
+// the method upper-cased. The first error, naming the part.
+[[nodiscard]] std::variant<InspectRule, std::string> make_inspect_rule(std::string_view method, std::string_view path,
+                                                                       std::optional<std::string_view> name);
+
+// "read-only" or "read-write".
+[[nodiscard]] std::variant<InspectAccess, std::string> parse_inspect_access(std::string_view text);
+
+// "enforce" or "report".
+[[nodiscard]] std::variant<InspectMode, std::string> parse_inspect_mode(std::string_view text);
+
+// An endpoint's or a rule's "name": 1 to 64 of [A-Za-z0-9._-], starting with a letter or digit,
+// and not "access": it stands alone as rule=NAME in a log line, so it must never read as another
+// label or break the line. nullopt when good, else why not.
+[[nodiscard]] std::optional<std::string> check_inspect_name(std::string_view text);
+
+// An "inject" header name: an HTTP token. nullopt when good.
+[[nodiscard]] std::optional<std::string> check_inject_header(std::string_view text);
+
+// An "inject" template: printable ASCII (so it can never end the header or add one), braces only
+// around a secret's name ("{github}"). nullopt when good.
+[[nodiscard]] std::optional<std::string> check_inject_template(std::string_view text);
+
+// A secret's name: 1 to 32 of [a-z0-9_] (SPEC §19). nullopt when good.
+[[nodiscard]] std::optional<std::string> check_secret_name(std::string_view text);
+
+// The endpoint as a whole: "access" and "rules" are exclusive. nullopt when good.
+[[nodiscard]] std::optional<std::string> check_inspect_endpoint(const InspectEndpoint& endpoint);
+
+// The text of an access and a mode, as the config file spells them.
+[[nodiscard]] std::string_view access_text(InspectAccess access) noexcept;
+[[nodiscard]] std::string_view mode_text(InspectMode mode) noexcept;
+
+// What check calls an endpoint: its "name", else its host entry with its port
+// ("api.github.com:443").
+[[nodiscard]] std::string endpoint_label(const InspectEndpoint& endpoint);
+
+// ---- the judgement of one request ------------------------------------------------------------
+
+enum class RequestVerdict : std::uint8_t {
+  allowed,         // "ok"
+  request_denied,  // 403; in report mode logged with report=1 and let through
+  bad_path,        // 400, in both modes
+};
+
+// "ok", "request denied", "bad path": the log's class (and check's last column).
+[[nodiscard]] std::string_view verdict_class(RequestVerdict verdict) noexcept;
+
+struct RequestJudgement {
+  RequestVerdict verdict = RequestVerdict::bad_path;
+  std::string rule = "-";  // deny[N] | rules[N] | access | the deciding entry's "name" | -
+};
+
+// Judges `method` (a token, as the request line's framing check has made sure) and `target` (the
+// request line's target) by `endpoint`'s rules, in the order above. The mode is not applied:
+// a report-mode endpoint's denial is still request_denied, for its caller to log and let pass.
+[[nodiscard]] RequestJudgement judge_request(const InspectEndpoint& endpoint, std::string_view method,
+                                             std::string_view target);
+
+}  // namespace boxproxy

@@ -1,0 +1,101 @@
+// socketd/inspect_config: the config's "inspect" objects read into endpoints, and written back.
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "socketd/inspect_config.h"
+#include "socketd/usage_error.h"
+
+using boxproxy::InspectAccess;
+using boxproxy::InspectEndpoint;
+using boxproxy::InspectMode;
+using boxproxy::UsageError;
+using nlohmann::json;
+
+namespace {
+
+const std::string kLabel = "--config \"c.json\": key \"inspect\"";
+
+std::vector<InspectEndpoint> read(const json& value) { return boxproxy::read_inspect_array("serve", kLabel, value); }
+
+// The message of the usage error reading `value` gives.
+std::string error_of(const json& value) {
+  try {
+    (void)read(value);
+  } catch (const UsageError& error) {
+    return error.message;
+  }
+  FAIL("no usage error for " << value.dump());
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("every key is read, and written back to the same endpoint") {
+  const json config = json::parse(R"([
+    {"host": "API.GitHub.com.", "name": "github",
+     "rules": [{"method": "get", "path": "/repos/acme/**"}, {"method": "*", "path": "/v1/*.json", "name": "data"}],
+     "deny": [{"method": "DELETE", "path": "/**"}], "mode": "report",
+     "inject": {"Authorization": "Bearer {github}"}, "secrets": ["github"]},
+    {"host": "*.example.com:8443", "access": "read-only"},
+    {"host": "none.example", "rules": []}
+  ])");
+  const std::vector<InspectEndpoint> endpoints = read(config);
+  REQUIRE(endpoints.size() == 3);
+  const InspectEndpoint& github = endpoints[0];
+  CHECK(github.host.name == "api.github.com");
+  CHECK(*github.host.port == 443);
+  CHECK(*github.name == "github");
+  REQUIRE(github.rules.has_value());
+  CHECK(github.rules->size() == 2);
+  CHECK((*github.rules)[0].method == "GET");
+  CHECK((*github.rules)[0].path.text() == "/repos/acme/**");
+  CHECK(*(*github.rules)[1].name == "data");
+  CHECK(github.deny.size() == 1);
+  CHECK(github.mode == InspectMode::report);
+  REQUIRE(github.inject.size() == 1);
+  CHECK(github.inject[0].first == "Authorization");
+  CHECK(github.inject[0].second == "Bearer {github}");
+  CHECK(github.secrets == std::vector<std::string>{"github"});
+  CHECK(endpoints[1].host.wildcard);
+  CHECK(*endpoints[1].host.port == 8443);
+  CHECK(endpoints[1].access == InspectAccess::read_only);
+  CHECK(endpoints[1].mode == InspectMode::enforce);
+  REQUIRE(endpoints[2].rules.has_value());
+  CHECK(endpoints[2].rules->empty());  // kept: an empty list allows nothing
+
+  json written = json::array();
+  for (const InspectEndpoint& e : endpoints) written.push_back(json::parse(boxproxy::inspect_object(e).dump()));
+  CHECK(written[0].dump() ==
+        R"({"deny":[{"method":"DELETE","path":"/**"}],"host":"api.github.com:443","inject":{"Authorization":)"
+        R"("Bearer {github}"},"mode":"report","name":"github","rules":[{"method":"GET","path":"/repos/acme/**"},)"
+        R"({"method":"*","name":"data","path":"/v1/*.json"}],"secrets":["github"]})");
+  CHECK(boxproxy::inspect_object(endpoints[1]).dump() ==
+        R"({"host":"*.example.com:8443","access":"read-only","mode":"enforce"})");
+  CHECK(boxproxy::inspect_object(endpoints[2]).dump() == R"({"host":"none.example:443","rules":[],"mode":"enforce"})");
+  // Read again, written again: the same.
+  const std::vector<InspectEndpoint> again = read(written);
+  for (std::size_t i = 0; i < endpoints.size(); ++i) {
+    CHECK(boxproxy::inspect_object(again[i]).dump() == boxproxy::inspect_object(endpoints[i]).dump());
+  }
+}
+
+TEST_CASE("errors name the item, the key and the value") {
+  const auto says = [](const char* text, const std::string& expected) {
+    CAPTURE(text);
+    CHECK(error_of(json::parse(text)) == "boxproxy serve: " + kLabel + expected);
+  };
+  says(R"({"host": "a.test"})", R"(: "{\"host\":\"a.test\"}" is not a JSON array of objects)");
+  says(R"(["a.test"])", R"([0]: "\"a.test\"" is not a JSON object ({"host": ENTRY, ...}; a bare entry is )"
+                        R"(--inspect's))");
+  says(R"([{"host": "a.test"}, {"host": "b.test", "rules": [{"method": "GET", "path": "/a/**b"}]}])",
+       R"([1].rules[0].path: "/a/**b": '**' stands only as a whole segment (/a/**/b); '*' matches within one)");
+  says(R"([{"host": "a.test", "deny": [{"method": "G ET", "path": "/"}]}])",
+       R"([0].deny[0].method: "G ET" is not an HTTP method (a token such as GET or PROPFIND) nor *)");
+  says(R"([{"host": "a.test", "access": "read-only", "rules": []}])",
+       R"([0]: has both "access" and "rules"; give one (or neither, for every method and path))");
+  says(R"([{"host": "a.test", "Access": "read-only"}])",
+       R"([0]: unknown key "Access" (the keys of an inspected endpoint are host, name, access, rules, deny, mode, )"
+       R"(inject, secrets))");
+  says(R"([{"host": "a.test:99999"}])", R"([0].host: "a.test:99999" bad port (must be 1 to 65535))");
+}
