@@ -1,0 +1,205 @@
+// The messages between serve and its inspector (proxy/inspector_messages.h).
+#include "proxy/inspector_messages.h"
+
+#include <nlohmann/json.hpp>
+
+#include <limits>
+
+#include "proxy/fd_channel.h"
+#include "proxy/wire/json_nesting.h"
+
+namespace boxproxy {
+namespace {
+
+using Json = nlohmann::json;
+
+// No message nests deeper than the endpoints' rules: array, endpoint, rules, rule.
+constexpr std::size_t kMaxMessageNesting = 8;
+
+// A value of the wrong shape: thrown inside a parse, caught at its top.
+struct Refused {
+  std::string why;
+};
+
+[[noreturn]] void refuse(std::string why) { throw Refused{std::move(why)}; }
+[[noreturn]] void refuse_key(const char* key) { refuse(std::string("bad \"") + key + "\""); }
+
+const Json& field(const Json& object, const char* key) {
+  const auto at = object.find(key);
+  if (at == object.end()) refuse(std::string("no \"") + key + "\"");
+  return *at;
+}
+
+std::uint64_t number(const Json& object, const char* key, std::uint64_t most = std::numeric_limits<std::uint64_t>::max()) {
+  const Json& value = field(object, key);
+  if (!value.is_number_unsigned() || value.get<std::uint64_t>() > most) refuse_key(key);
+  return value.get<std::uint64_t>();
+}
+
+bool flag(const Json& object, const char* key) {
+  const Json& value = field(object, key);
+  if (!value.is_boolean()) refuse_key(key);
+  return value.get<bool>();
+}
+
+// A string of printable ASCII, 1 to `most` bytes, spaces only where `spaces` (a class: "request
+// denied"): what the inspector reports is logged, and a line must not be broken, stretched or
+// split into fields by it whatever the inspector was made to say.
+std::string text(const Json& object, const char* key, std::size_t most, bool spaces = false) {
+  const Json& value = field(object, key);
+  if (!value.is_string()) refuse_key(key);
+  const auto& s = value.get_ref<const std::string&>();
+  if (s.empty() || s.size() > most || s.front() == ' ' || s.back() == ' ') refuse_key(key);
+  for (const char c : s) {
+    if ((c < 0x21 && !(spaces && c == ' ')) || c > 0x7e) refuse_key(key);
+  }
+  return s;
+}
+
+std::optional<std::string> optional_text(const Json& object, const char* key, std::size_t most) {
+  if (!object.contains(key)) return std::nullopt;
+  return text(object, key, most);
+}
+
+std::uint64_t id_of(const Json& object) { return number(object, "id"); }
+
+Json parse_object(std::string_view bytes) {
+  if (bytes.size() > kMaxChannelMessageBytes) refuse("too long");
+  if (json_nesting_depth(bytes, kMaxMessageNesting) > kMaxMessageNesting) refuse("nested too deep");
+  Json message = Json::parse(bytes, nullptr, /*allow_exceptions=*/false);
+  if (!message.is_object()) refuse("not a JSON object");
+  return message;
+}
+
+InspectorReport report_of(const Json& message) {
+  const std::string op = text(message, "op", 16);
+  if (op == "ready") {
+    const Json& ca = field(message, "ca");
+    if (!ca.is_string() || ca.get_ref<const std::string&>().size() > kMaxCaPemBytes ||
+        !ca.get_ref<const std::string&>().starts_with("-----BEGIN CERTIFICATE-----")) {
+      refuse_key("ca");
+    }
+    return InspectorReady{ca.get<std::string>()};
+  }
+  if (op == "request") {
+    InspectorRequest request;
+    request.id = id_of(message);
+    request.method = text(message, "method", kMaxReportedMethodBytes);
+    request.rule = text(message, "rule", kMaxReportedRuleBytes);
+    request.log_class = text(message, "class", 32, /*spaces=*/true);
+    request.status = static_cast<std::uint16_t>(number(message, "status", 999));
+    request.up = number(message, "up");
+    request.down = number(message, "down");
+    request.ms = number(message, "ms");
+    request.report = flag(message, "report");
+    request.path = optional_text(message, "path", kMaxReportedPathBytes);
+    return request;
+  }
+  if (op == "dial") return InspectorDial{id_of(message)};
+  if (op == "ended") {
+    InspectorEnded ended;
+    ended.id = id_of(message);
+    ended.up = number(message, "up");
+    ended.down = number(message, "down");
+    ended.end = text(message, "end", 32);
+    if (message.contains("class")) ended.log_class = text(message, "class", 32, /*spaces=*/true);
+    return ended;
+  }
+  refuse("unknown op");
+}
+
+InspectorOrder order_of(const Json& message) {
+  const std::string op = text(message, "op", 16);
+  const auto endpoints_json = [&] {
+    const Json& endpoints = field(message, "endpoints");
+    if (!endpoints.is_array()) refuse_key("endpoints");
+    return endpoints.dump();
+  };
+  if (op == "start") {
+    const Json& label = field(message, "label");
+    if (!label.is_string()) refuse_key("label");
+    return InspectorStart{label.get<std::string>(), flag(message, "log_paths"), endpoints_json()};
+  }
+  if (op == "endpoints") return InspectorEndpoints{endpoints_json()};
+  if (op == "connection") {
+    InspectorConnection connection;
+    connection.id = id_of(message);
+    connection.host = text(message, "host", 255);
+    connection.port = static_cast<std::uint16_t>(number(message, "port", 65535));
+    connection.endpoint = text(message, "endpoint", 300);
+    return connection;
+  }
+  if (op == "dialled") return InspectorDialled{id_of(message), flag(message, "ok")};
+  refuse("unknown op");
+}
+
+struct ReportWriter {
+  Json operator()(const InspectorReady& ready) const { return {{"op", "ready"}, {"ca", ready.ca_pem}}; }
+  Json operator()(const InspectorRequest& request) const {
+    Json out = {{"op", "request"}, {"id", request.id},     {"method", request.method},
+                {"rule", request.rule}, {"class", request.log_class}, {"status", request.status},
+                {"up", request.up},     {"down", request.down},   {"ms", request.ms},
+                {"report", request.report}};
+    if (request.path) out["path"] = *request.path;
+    return out;
+  }
+  Json operator()(const InspectorDial& dial) const { return {{"op", "dial"}, {"id", dial.id}}; }
+  Json operator()(const InspectorEnded& ended) const {
+    Json out = {{"op", "ended"}, {"id", ended.id}, {"up", ended.up}, {"down", ended.down}, {"end", ended.end}};
+    if (ended.log_class) out["class"] = *ended.log_class;
+    return out;
+  }
+};
+
+struct OrderWriter {
+  static Json endpoints(const std::string& text) {
+    Json parsed = Json::parse(text, nullptr, false);
+    return parsed.is_array() ? parsed : Json::array();
+  }
+  Json operator()(const InspectorStart& start) const {
+    return {{"op", "start"}, {"label", start.label}, {"log_paths", start.log_paths},
+            {"endpoints", endpoints(start.endpoints_json)}};
+  }
+  Json operator()(const InspectorEndpoints& update) const {
+    return {{"op", "endpoints"}, {"endpoints", endpoints(update.endpoints_json)}};
+  }
+  Json operator()(const InspectorConnection& connection) const {
+    return {{"op", "connection"}, {"id", connection.id}, {"host", connection.host}, {"port", connection.port},
+            {"endpoint", connection.endpoint}};
+  }
+  Json operator()(const InspectorDialled& dialled) const {
+    return {{"op", "dialled"}, {"id", dialled.id}, {"ok", dialled.ok}};
+  }
+};
+
+}  // namespace
+
+std::variant<InspectorReport, std::string> parse_inspector_report(std::string_view bytes) {
+  try {
+    return report_of(parse_object(bytes));
+  } catch (const Refused& refused) {
+    return refused.why;
+  } catch (const nlohmann::json::exception&) {
+    return std::string("malformed");
+  }
+}
+
+std::string inspector_message(const InspectorReport& report) {
+  return std::visit(ReportWriter{}, report).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+std::string serve_message(const InspectorOrder& order) {
+  return std::visit(OrderWriter{}, order).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+std::variant<InspectorOrder, std::string> parse_serve_message(std::string_view bytes) {
+  try {
+    return order_of(parse_object(bytes));
+  } catch (const Refused& refused) {
+    return refused.why;
+  } catch (const nlohmann::json::exception&) {
+    return std::string("malformed");
+  }
+}
+
+}  // namespace boxproxy

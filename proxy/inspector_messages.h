@@ -1,0 +1,110 @@
+// The messages serve and its inspector (boxproxy-inspect, proxy/inspect/DESIGN.md) exchange over
+// their FdChannel (proxy/fd_channel.h): one JSON object each, {"op": ..., ...}, with the
+// descriptors each kind carries.
+//
+//   serve -> inspector
+//     start       {"op":"start","label":L,"log_paths":B,"endpoints":[...]}   fds: trust store
+//                 file[, CA certificate file, CA key file] (the operator's --ca-cert/--ca-key)
+//     endpoints   {"op":"endpoints","endpoints":[...]}                      (a live change)
+//     connection  {"op":"connection","id":N,"host":H,"port":P,"endpoint":E} fds: client, upstream
+//     dialled     {"op":"dialled","id":N,"ok":B}                            fds: upstream when ok
+//   inspector -> serve
+//     ready       {"op":"ready","ca":PEM}
+//     request     {"op":"request","id":N,"method":M,"rule":R,"class":C,"status":S,"up":U,
+//                  "down":D,"ms":T,"report":B[,"path":P]}
+//     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
+//     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C]}
+//
+// "endpoints" is the config file's "inspect" array as --check-config writes it; E in
+// "connection" is the host entry of the endpoint the connection reaches, as written there.
+//
+// The inspector parses hostile TLS and HTTP, so serve takes nothing it says on trust: every
+// message is checked here for its shape and bounds (its nesting before it is parsed, each string's
+// length and bytes, each number's range), and what does not hold ends the inspector. What it
+// reports is logged as data, through the same escaping as a box's host names.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace boxproxy {
+
+// Bounds on what the inspector may report (the log's lines stay short whatever it says).
+inline constexpr std::size_t kMaxReportedMethodBytes = 32;
+inline constexpr std::size_t kMaxReportedRuleBytes = 80;
+inline constexpr std::size_t kMaxReportedPathBytes = 2048;
+inline constexpr std::size_t kMaxCaPemBytes = 8 * 1024;
+
+// ---- inspector -> serve ------------------------------------------------------------------------
+
+struct InspectorReady {
+  std::string ca_pem;  // the CA certificate, PEM
+};
+
+struct InspectorRequest {
+  std::uint64_t id = 0;  // the connection's
+  std::string method;
+  std::string rule;        // deny[N] | rules[N] | access | a name | -
+  std::string log_class;   // "ok", or a refusal's class
+  std::uint16_t status = 0;
+  std::uint64_t up = 0;
+  std::uint64_t down = 0;
+  std::uint64_t ms = 0;
+  bool report = false;
+  std::optional<std::string> path;  // only with --log-paths
+};
+
+struct InspectorDial {
+  std::uint64_t id = 0;
+};
+
+struct InspectorEnded {
+  std::uint64_t id = 0;
+  std::uint64_t up = 0;
+  std::uint64_t down = 0;
+  std::string end;                       // client-closed, upstream-closed, idle, error, ...
+  std::optional<std::string> log_class;  // the connection's refusal: not tls, sni mismatch, ...
+};
+
+using InspectorReport = std::variant<InspectorReady, InspectorRequest, InspectorDial, InspectorEnded>;
+
+// A message from the inspector, checked; or why it is refused (the caller ends the inspector).
+[[nodiscard]] std::variant<InspectorReport, std::string> parse_inspector_report(std::string_view bytes);
+
+// The inspector's side of the same messages.
+[[nodiscard]] std::string inspector_message(const InspectorReport& report);
+
+// ---- serve -> inspector ------------------------------------------------------------------------
+
+struct InspectorStart {
+  std::string label;
+  bool log_paths = false;
+  std::string endpoints_json;  // the "inspect" array, as --check-config writes it
+};
+
+struct InspectorEndpoints {
+  std::string endpoints_json;
+};
+
+struct InspectorConnection {
+  std::uint64_t id = 0;
+  std::string host;  // decided
+  std::uint16_t port = 0;
+  std::string endpoint;  // its host entry
+};
+
+struct InspectorDialled {
+  std::uint64_t id = 0;
+  bool ok = false;
+};
+
+using InspectorOrder = std::variant<InspectorStart, InspectorEndpoints, InspectorConnection, InspectorDialled>;
+
+[[nodiscard]] std::string serve_message(const InspectorOrder& order);
+// The inspector trusts serve, but a message cut or garbled still gets a clear error.
+[[nodiscard]] std::variant<InspectorOrder, std::string> parse_serve_message(std::string_view bytes);
+
+}  // namespace boxproxy

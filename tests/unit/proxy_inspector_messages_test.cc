@@ -1,0 +1,93 @@
+// proxy/inspector_messages: every message written and read back, and what serve refuses from an
+// inspector that was made to say something else.
+#include "proxy/inspector_messages.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace boxproxy {
+namespace {
+
+template <typename T>
+T report_back(const InspectorReport& report) {
+  auto parsed = parse_inspector_report(inspector_message(report));
+  REQUIRE(std::holds_alternative<InspectorReport>(parsed));
+  REQUIRE(std::holds_alternative<T>(std::get<InspectorReport>(parsed)));
+  return std::get<T>(std::get<InspectorReport>(parsed));
+}
+
+template <typename T>
+T order_back(const InspectorOrder& order) {
+  auto parsed = parse_serve_message(serve_message(order));
+  REQUIRE(std::holds_alternative<InspectorOrder>(parsed));
+  REQUIRE(std::holds_alternative<T>(std::get<InspectorOrder>(parsed)));
+  return std::get<T>(std::get<InspectorOrder>(parsed));
+}
+
+std::string refusal(std::string_view bytes) {
+  auto parsed = parse_inspector_report(bytes);
+  REQUIRE(std::holds_alternative<std::string>(parsed));
+  return std::get<std::string>(parsed);
+}
+
+}  // namespace
+
+TEST_CASE("the inspector's reports read back as written") {
+  const std::string pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  CHECK(report_back<InspectorReady>(InspectorReady{pem}).ca_pem == pem);
+  InspectorRequest request{7, "DELETE", "deny[0]", "request denied", 403, 120, 80, 3, false, "/repos/acme"};
+  const auto back = report_back<InspectorRequest>(request);
+  CHECK(back.id == 7);
+  CHECK(back.method == "DELETE");
+  CHECK(back.rule == "deny[0]");
+  CHECK(back.log_class == "request denied");
+  CHECK(back.status == 403);
+  CHECK((back.up == 120 && back.down == 80 && back.ms == 3));
+  CHECK(back.path == std::optional<std::string>("/repos/acme"));
+  request.path.reset();
+  CHECK_FALSE(report_back<InspectorRequest>(request).path);
+  CHECK(report_back<InspectorDial>(InspectorDial{9}).id == 9);
+  const auto ended = report_back<InspectorEnded>(InspectorEnded{4, 1, 2, "client-closed", "sni mismatch"});
+  CHECK((ended.id == 4 && ended.up == 1 && ended.down == 2 && ended.end == "client-closed"));
+  CHECK(ended.log_class == std::optional<std::string>("sni mismatch"));
+}
+
+TEST_CASE("serve's orders read back as written") {
+  const auto start = order_back<InspectorStart>(InspectorStart{"s1", true, R"([{"host":"api.test:443"}])"});
+  CHECK(start.label == "s1");
+  CHECK(start.log_paths);
+  CHECK(start.endpoints_json == R"([{"host":"api.test:443"}])");
+  CHECK(order_back<InspectorEndpoints>(InspectorEndpoints{"[]"}).endpoints_json == "[]");
+  const auto connection = order_back<InspectorConnection>(InspectorConnection{3, "api.test", 443, "api.test:443"});
+  CHECK((connection.id == 3 && connection.host == "api.test" && connection.port == 443));
+  CHECK(connection.endpoint == "api.test:443");
+  const auto dialled = order_back<InspectorDialled>(InspectorDialled{3, true});
+  CHECK((dialled.id == 3 && dialled.ok));
+}
+
+TEST_CASE("serve refuses what an inspector should never say") {
+  CHECK(refusal("") == "not a JSON object");
+  CHECK(refusal("{\"op\":") == "not a JSON object");
+  CHECK(refusal("[1]") == "not a JSON object");
+  CHECK(refusal(std::string(100, '[')) == "nested too deep");
+  CHECK(refusal(std::string(70 * 1024, ' ')) == "too long");
+  CHECK(refusal(R"({"op":"launch"})") == "unknown op");
+  CHECK(refusal(R"({"op":"dial"})") == "no \"id\"");
+  CHECK(refusal(R"({"op":"dial","id":-1})") == "bad \"id\"");
+  CHECK(refusal(R"({"op":"dial","id":"1"})") == "bad \"id\"");
+  CHECK(refusal(R"({"op":"ready","ca":"not a certificate"})") == "bad \"ca\"");
+  const std::string request_head = R"({"op":"request","id":1,"rule":"-","class":"ok","status":200,"up":0,"down":0,"ms":0,"report":false,"method":)";
+  // A method that would break the line, or stretch it, or split it into two fields.
+  CHECK(refusal(request_head + R"("GET\negress forged"})") == "bad \"method\"");
+  CHECK(refusal(request_head + R"("GET x"})") == "bad \"method\"");
+  CHECK(refusal(request_head + "\"" + std::string(33, 'G') + "\"}") == "bad \"method\"");
+  CHECK(refusal(request_head + R"("G\u00e9T"})") == "bad \"method\"");
+  CHECK(refusal(R"({"op":"request","id":1,"method":"GET","rule":"-","class":" ok","status":200,"up":0,"down":0,"ms":0,"report":false})") ==
+        "bad \"class\"");
+  CHECK(refusal(R"({"op":"request","id":1,"method":"GET","rule":"-","class":"ok","status":1000,"up":0,"down":0,"ms":0,"report":false})") ==
+        "bad \"status\"");
+  CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"x","class":"a\u0000b"})") == "bad \"class\"");
+}
+
+}  // namespace boxproxy
