@@ -46,6 +46,11 @@ constexpr std::array kReasons{
     ReasonInfo{Reason::socks_address_type, "socks address type", 0, 8},
     // The tunnel was allowed and answered already: the check closes it, no reply is sent.
     ReasonInfo{Reason::sni_mismatch, "sni mismatch", 0, 0},
+    // Request inspection's: answered inside the TLS session (or to a plain request), never by SOCKS.
+    ReasonInfo{Reason::not_tls, "not tls", 0, 0},
+    ReasonInfo{Reason::request_denied, "request denied", 403, 0},
+    ReasonInfo{Reason::bad_path, "bad path", 400, 0},
+    ReasonInfo{Reason::upstream_tls, "upstream tls", 502, 0},
 };
 
 constexpr bool rows_follow_enum() {
@@ -55,7 +60,7 @@ constexpr bool rows_follow_enum() {
   return true;
 }
 static_assert(rows_follow_enum(), "kReasons must list every Reason in enum order");
-static_assert(kReasons.size() == static_cast<std::size_t>(Reason::sni_mismatch) + 1);
+static_assert(kReasons.size() == static_cast<std::size_t>(Reason::upstream_tls) + 1);
 
 }  // namespace
 

@@ -58,6 +58,11 @@ enum class Reason : std::uint8_t {
   socks_address_type,     // an address type other than 1, 3, 4
   // §16: the SNI check, after the tunnel was allowed (no reply carries it: the tunnel just closes).
   sni_mismatch,           // the ClientHello names another host than the one decided, or cannot be read
+  // §18: request inspection, inside an inspected endpoint's connection (or a plain request to it).
+  not_tls,                // a client that did not start TLS on an inspected endpoint: closed, no answer
+  request_denied,         // a deny entry matched, or neither access nor rules allow the request
+  bad_path,               // not origin form, %2F %5C %00, a backslash, an empty, . or .. segment
+  upstream_tls,           // the origin's certificate or handshake failed the proxy's own TLS checks
 };
 
 struct ReasonInfo {

@@ -50,6 +50,10 @@ TEST_CASE("every §6 row: log class, HTTP status, SOCKS5 reply") {
       {Reason::socks_command, "socks command", 0, 7},
       {Reason::socks_address_type, "socks address type", 0, 8},
       {Reason::sni_mismatch, "sni mismatch", 0, 0},
+      {Reason::not_tls, "not tls", 0, 0},
+      {Reason::request_denied, "request denied", 403, 0},
+      {Reason::bad_path, "bad path", 400, 0},
+      {Reason::upstream_tls, "upstream tls", 502, 0},
   };
   REQUIRE(reason_table().size() == std::size(rows));
   std::set<std::string_view> classes;
