@@ -11,6 +11,7 @@
 
 #include "proxy/plain_http_session.h"
 #include "proxy/proxy_server.h"
+#include "proxy/wire/http_forward.h"
 #include "proxy/wire/replies.h"
 #include "proxy/wire/resolve_request.h"
 #include "proxy/transient_error.h"
@@ -371,11 +372,54 @@ ClientConnection::Next ClientConnection::refuse_decided() {
 
 // Step 5, then step 6: the decision's answers, all checked, in order.
 ClientConnection::Next ClientConnection::admit_and_dial() {
+  if (request_.plain) {
+    if (const auto refusal = judge_inspected_plain()) return refuse(*refusal);
+  }
   auto slot = server_.take_slot();
   if (auto* full = std::get_if<Reason>(&slot)) return refuse(*full);
   phase_ = Phase::dialling;
   timer_.arm(server_.config().connect_timeout);
   return after(dialer_.start(std::move(std::get<TunnelSlot>(slot)), decision_.answers(), request_.target.port));
+}
+
+// Plain HTTP to an inspected endpoint's port (SPEC §18): its rules judge the request before any
+// upstream socket opens, as they would inside TLS. (A tunnel to one is judged request by request
+// by the inspector.) A refusal's request line is written here; an allowed request's when it ends.
+std::optional<Reason> ClientConnection::judge_inspected_plain() {
+  const Target& target = request_.target;
+  if (!target.is_name()) return std::nullopt;
+  const InspectEndpoint* endpoint = server_.config().policy.inspect.find(target.host, target.port);
+  if (endpoint == nullptr) return std::nullopt;
+  const std::string_view asked = origin_target_of(request_.plain->upstream_head);
+  const RequestJudgement judged = judge_request(*endpoint, request_.plain->method, asked);
+  ClientRequest::Inspected inspected{judged.rule, false, std::nullopt};
+  if (server_.config().log_paths) inspected.path = std::string(asked.substr(0, asked.find('?')));
+  std::optional<Reason> refusal;
+  if (judged.verdict == RequestVerdict::bad_path) refusal = Reason::bad_path;
+  if (judged.verdict == RequestVerdict::request_denied) {
+    // Report mode: logged as denied (report=1), and let through.
+    if (endpoint->mode == InspectMode::report) {
+      inspected.report = true;
+    } else {
+      refusal = Reason::request_denied;
+    }
+  }
+  request_.inspected = std::move(inspected);
+  if (refusal) {
+    log_request_line(refusal, info(*refusal).http_status, Session::Traffic{});
+    request_.inspected.reset();
+  }
+  return refusal;
+}
+
+void ClientConnection::log_request_line(std::optional<Reason> refusal, std::uint16_t status,
+                                        const Session::Traffic& traffic) {
+  const ClientRequest::Inspected& inspected = *request_.inspected;
+  RequestEntry line{id_, request_.target.host, request_.target.port, request_.plain ? request_.plain->method : "-",
+                    inspected.rule, refusal, status, traffic.up, traffic.down, traffic.ms, inspected.report,
+                    std::nullopt};
+  if (inspected.path) line.path = *inspected.path;
+  server_.log().request(line);
 }
 
 ClientConnection::Next ClientConnection::after(Dialer::Result result) {
@@ -568,6 +612,10 @@ void ClientConnection::log_done() {
   server_.stats().up += traffic.up;
   server_.stats().down += traffic.down;
   const Target& target = request_.target;
+  if (request_.inspected) {
+    // Status 0: the origin sent no response head before the exchange ended.
+    log_request_line(std::nullopt, session_->response_status(), traffic);
+  }
   server_.log().done({id_, request_.kind, target.host, target.port, dialer_.address_text(), traffic.up, traffic.down,
                       traffic.ms, session_->end()});
   session_.reset();

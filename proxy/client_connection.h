@@ -48,6 +48,14 @@ struct ClientRequest {
   std::string early;
   // A plain-HTTP request (its head rewritten for the origin is plain->upstream_head).
   std::optional<PlainRequest> plain;
+  // A plain request to an inspected endpoint's port that its rules let through (SPEC §18): what
+  // its request line, written when it ends, says decided.
+  struct Inspected {
+    std::string rule;
+    bool report = false;
+    std::optional<std::string> path;
+  };
+  std::optional<Inspected> inspected;
 };
 
 class ClientConnection : public ListLink<ClientConnection> {
@@ -102,6 +110,8 @@ class ClientConnection : public ListLink<ClientConnection> {
 
   // The decision (SPEC §5): table/decision.h decides, these get it what it asks for.
   Next decide(Target target);
+  std::optional<Reason> judge_inspected_plain();
+  void log_request_line(std::optional<Reason> refusal, std::uint16_t status, const Session::Traffic& traffic);
   Next answers_known(std::vector<IpAddress> answers);  // the lookup's answers
   Next ask_verdict(AskVerdict verdict);                // the supervisor's answer (SPEC §15)
   [[nodiscard]] std::optional<std::string_view> asked_text() noexcept;  // asked=, given once

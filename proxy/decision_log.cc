@@ -87,6 +87,18 @@ std::string json_done(const DoneEntry& e, const std::string& ts, std::string_vie
       tunnel_end_name(e.end), label);
 }
 
+std::string json_request(const RequestEntry& e, const std::string& ts, std::string_view label) {
+  std::string out = fmt::format(
+      R"({{"ts":"{}","id":{},"kind":"request","host":{},"port":{},"method":{},"rule":{},"class":"{}","status":{},"up":{},"down":{},"ms":{})",
+      ts, e.id, json_quote(e.host), e.port, json_quote(e.method, 32), json_quote(e.rule, 80),
+      e.refusal ? log_class(*e.refusal) : "ok", e.status, e.up, e.down, e.ms);
+  if (e.report) out += R"(,"report":true)";
+  if (e.path) out += fmt::format(R"(,"path":{})", json_quote(*e.path, 2048));
+  out += label;
+  out += '}';
+  return out;
+}
+
 }  // namespace
 
 std::string_view kind_name(ClientKind kind) noexcept {
@@ -135,6 +147,16 @@ std::string printable(std::string_view text) {
     if (c < 0x20 || c > 0x7e) c = '?';
   }
   return out;
+}
+
+// A field's value on a text line (a method, a rule's label): printable ASCII without spaces, cut
+// at `max_chars`, so that it can neither end the line nor pass for the next field.
+std::string field_text(std::string_view text, std::size_t max_chars) {
+  std::string out(text.substr(0, max_chars));
+  for (char& c : out) {
+    if (c <= 0x20 || c > 0x7e) c = '?';
+  }
+  return out.empty() ? std::string("-") : out;
 }
 
 // The length of the longest run of whole lines at the start of `text` that fits in `limit` bytes;
@@ -219,6 +241,29 @@ void DecisionLog::done(const DoneEntry& entry) {
   append(fmt::format("egress {} host={} port={} ip={} class=done up={} down={} ms={} end={} id={}{}",
                      kind_name(entry.kind), json_quote(entry.host), entry.port, entry.ip, entry.up, entry.down,
                      entry.ms, tunnel_end_name(entry.end), entry.id, text_label()));
+}
+
+void DecisionLog::request(const RequestEntry& entry) {
+  if (audit_.valid() || json_ || observer_) {
+    const std::string json_line = json_request(entry, utc_timestamp(), json_label());
+    if (observer_) observer_(json_line);
+    if (audit_.valid()) audit(json_line, entry.refusal ? std::optional(AuditSync::now) : std::nullopt);
+    if (json_) {
+      append(json_line);
+      return;
+    }
+  }
+  // The method and rule were checked where they came from (tokens, printable ASCII); field_text
+  // holds that here too. The host and path are quoted as every host is.
+  std::string line = fmt::format("egress request host={} port={} method={} rule={} class={} status={} up={} down={} ms={}",
+                                 json_quote(entry.host), entry.port, field_text(entry.method, 32),
+                                 field_text(entry.rule, 80),
+                                 entry.refusal ? log_class(*entry.refusal) : "ok", entry.status, entry.up, entry.down,
+                                 entry.ms);
+  if (entry.report) line += " report=1";
+  if (entry.path) line += fmt::format(" path={}", json_quote(*entry.path, 2048));
+  line += fmt::format(" id={}{}", entry.id, text_label());
+  append(line);
 }
 
 void DecisionLog::message(std::string_view text) {

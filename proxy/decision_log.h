@@ -54,6 +54,24 @@ struct DoneEntry {
   TunnelEnd end = TunnelEnd::error;  // why it ended (SPEC §12 `end=`)
 };
 
+// One request of an inspected endpoint (SPEC §18), logged when it ends or is refused. `method`,
+// `rule` and `path` are what the request inspection reported (checked: printable, bounded); the
+// path only with --log-paths, never its query.
+struct RequestEntry {
+  ConnectionId id = 0;
+  std::string_view host;
+  std::uint16_t port = 0;
+  std::string_view method;
+  std::string_view rule = "-";
+  std::optional<Reason> refusal;  // nullopt: class=ok
+  std::uint16_t status = 0;
+  std::uint64_t up = 0;
+  std::uint64_t down = 0;
+  std::uint64_t ms = 0;
+  bool report = false;  // report mode: a request denied, logged and let through
+  std::optional<std::string_view> path;
+};
+
 // The longest --label (SPEC §12): it goes into every line, so it is kept short enough that a
 // labelled line stays within the size kLogQueueBytes was derived for (about 150 to 250 bytes
 // without it).
@@ -90,6 +108,9 @@ class DecisionLog {
 
   void decision(const DecisionEntry& entry, AuditSync sync = AuditSync::now);
   void done(const DoneEntry& entry);
+  // `egress request ...` (SPEC §18): to the log, the audit (synced as a refusal's when it is one)
+  // and the control channel's subscribers.
+  void request(const RequestEntry& entry);
   // An operational message ("sighup: kept the old host list: ..."): a text line, or a JSON
   // object {"ts":..,"event":"message","text":..}.
   void message(std::string_view text);

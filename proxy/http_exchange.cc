@@ -168,6 +168,7 @@ HttpExchange::Step HttpExchange::parse_response_heads() {
     auto framing = response_framing(method_, head);
     if (std::holds_alternative<Reason>(framing)) return Step::close;
     response_body_ = BodyCursor(std::get<BodyFraming>(framing));
+    response_status_ = static_cast<std::uint16_t>(head.status);
     keep_alive_ = client_keep_alive_ && response_body_.framing().kind != BodyFraming::Kind::until_close;
     const std::string rewritten = rewrite_response_head(head, keep_alive_);
     if (!send_or_queue(client_, rewritten)) return Step::close;

@@ -77,6 +77,8 @@ class HttpExchange {
   // Bytes the client sent past its request body: its next request, kept until this one ends.
   [[nodiscard]] std::string take_pipelined() noexcept { return std::move(pipelined_); }
   [[nodiscard]] Clock::time_point last_activity() const noexcept { return last_activity_; }
+  // The final response's status once its head has come (0 before).
+  [[nodiscard]] std::uint16_t response_status() const noexcept { return response_status_; }
 
  private:
   [[nodiscard]] Step pass_request_body(std::string_view bytes);
@@ -97,6 +99,7 @@ class HttpExchange {
   bool response_head_done_ = false;
   bool response_done_ = false;
   bool keep_alive_ = false;
+  std::uint16_t response_status_ = 0;
 };
 
 }  // namespace boxproxy

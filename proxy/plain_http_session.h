@@ -29,6 +29,7 @@ class PlainHttpSession final : public Session {
   [[nodiscard]] SessionNext writable(Endpoint& end) override;
   [[nodiscard]] SessionNext upstream_released() override;
   [[nodiscard]] std::optional<std::string> next_request() override;
+  [[nodiscard]] std::uint16_t response_status() const noexcept override { return exchange_.response_status(); }
   [[nodiscard]] Clock::time_point last_activity() const noexcept override {
     return exchange_.last_activity();
   }

@@ -40,6 +40,7 @@ struct ProxyConfig {
   std::size_t max_head_bytes = defaults::kMaxHeadBytes;
   std::optional<std::string> auth_token;
   bool sni_check = true;  // SPEC §16; off with --no-sni-check
+  bool log_paths = false;  // SPEC §18: request lines carry path= (never the query)
 };
 
 // Clients not yet decided at once: in their handshake (head or SOCKS negotiation), or with their

@@ -48,6 +48,9 @@ class Session {
   // goes on (keep-alive, SPEC §8); nullopt when it closes.
   [[nodiscard]] virtual std::optional<std::string> next_request() { return std::nullopt; }
 
+  // A plain exchange's final response status, once its head has come; 0 otherwise.
+  [[nodiscard]] virtual std::uint16_t response_status() const noexcept { return 0; }
+
   // When bytes last moved (for the owner's idle timer).
   [[nodiscard]] virtual Clock::time_point last_activity() const noexcept = 0;
   // Ended from outside: the idle timer, shutdown, a refusal midway. The first cause is kept.

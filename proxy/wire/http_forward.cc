@@ -86,6 +86,13 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
 
 }  // namespace
 
+std::string_view origin_target_of(std::string_view upstream_head) noexcept {
+  const std::size_t start = upstream_head.find(' ');
+  const std::size_t end = upstream_head.find(" HTTP/1.1\r\n");
+  if (start == std::string_view::npos || end == std::string_view::npos || end <= start) return {};
+  return upstream_head.substr(start + 1, end - start - 1);
+}
+
 std::variant<ForwardRequest, Reason> prepare_forward_request(const RequestHead& head) {
   const std::string_view target = head.target;
   const std::string_view scheme = scheme_of(target);

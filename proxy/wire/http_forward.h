@@ -28,6 +28,10 @@ struct ForwardRequest {
 // Content-Length and Transfer-Encoding); Host is set from the URI; "Connection: close" is added.
 [[nodiscard]] std::variant<ForwardRequest, Reason> prepare_forward_request(const RequestHead& head);
 
+// The origin-form target (path and query) of a head prepare_forward_request built: what its
+// request line asks the origin for, and so what an inspected endpoint's rules judge (SPEC §18).
+[[nodiscard]] std::string_view origin_target_of(std::string_view upstream_head) noexcept;
+
 // The origin's response head as the client gets it: the same hop-by-hop headers removed, every
 // x-egress-refused removed (that header always means this proxy refused), and a Connection header
 // that says whether the client connection stays open (`keep_alive`).

@@ -41,7 +41,7 @@ from test_ask import resolve_reply
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCHEMAS = os.path.join(SOURCE, "schemas")
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
-LINE_SCHEMAS = ("decision-line", "done-line", "stats-line", "log-dropped-line", "message-line")
+LINE_SCHEMAS = ("decision-line", "done-line", "request-line", "stats-line", "log-dropped-line", "message-line")
 OTHER_SCHEMAS = ("config", "check-config", "listening-line", "bridge-stats-line", "control-request", "control-reply",
                  "control-event")
 
@@ -106,6 +106,8 @@ def line_schema_for(obj):
     """The schema a JSON log line claims to follow, by its shape."""
     if "event" in obj:
         return {"stats": "stats-line", "log-dropped": "log-dropped-line", "message": "message-line"}.get(obj["event"])
+    if obj.get("kind") == "request":
+        return "request-line"
     return "done-line" if obj.get("class") == "done" else "decision-line"
 
 
