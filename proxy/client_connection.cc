@@ -9,6 +9,7 @@
 #include <new>
 #include <utility>
 
+#include "proxy/inspector_link.h"
 #include "proxy/plain_http_session.h"
 #include "proxy/proxy_server.h"
 #include "proxy/wire/http_forward.h"
@@ -72,6 +73,11 @@ ClientConnection::~ClientConnection() {
     if (server_.stopping()) session_->end_by(TunnelEnd::shutdown);
     log_done();
   }
+  // A connection the inspector holds, going without its word (serve stops): nothing more is
+  // routed to it.
+  if (phase_ == Phase::handed_over) {
+    if (InspectorLink* link = server_.inspector()) link->forget(id_);
+  }
   // The tunnel slot, the undecided mark and the client count are given back by their tokens.
   server_.forget(this);
   // Events are freed (and so deleted from the base) before the descriptors they watch close:
@@ -117,6 +123,7 @@ ClientConnection::Next ClientConnection::client_writable() {
   if (phase_ == Phase::session) return after(session_->writable(client_));
   if (!flush_queued(client_)) return Next::close;
   if (client_.has_queued()) return Next::keep;
+  if (phase_ == Phase::inspected) return hand_over();
   // Before a session, only a handshake's answers and a final reply go to the client.
   return phase_ == Phase::replying ? Next::close : Next::keep;
 }
@@ -197,6 +204,10 @@ ClientConnection::Next ClientConnection::timer_fired() {
       return refuse(Reason::dial_timed_out, dialer_.address_text());
     case Phase::session:
       return idle_check();
+    case Phase::inspected:
+      return Next::close;  // the tunnel's answer was not taken in time
+    case Phase::handed_over:
+      return Next::keep;  // not armed: the inspector bounds its connections
   }
   return Next::close;
 }
@@ -522,6 +533,9 @@ ClientConnection::Next ClientConnection::allowed() {
   const Target& target = request_.target;
   server_.log().decision(
       {id_, request_.kind, target.host, target.port, dialer_.address_text(), std::nullopt, asked_text()});
+  if (!request_.plain) {
+    if (const InspectEndpoint* endpoint = inspected_endpoint()) return start_inspected(*endpoint);
+  }
   phase_ = Phase::session;
   timer_.arm(server_.config().idle_timeout);
   resume_reading(client_, pause_no_more_wanted);
@@ -604,6 +618,100 @@ ClientConnection::Next ClientConnection::next_request() {
   handshake_ = new_handshake();
   if (!handshake_) return Next::close;
   return handshake_answered(handshake_->next_http_request(*pipelined));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request inspection (SPEC §18): a tunnel to an inspected endpoint is answered as allowed, then its
+// client and upstream sockets go to the inspector (proxy/inspect/DESIGN.md), which takes the TLS
+// handshake and judges each request. This connection keeps the slot, and writes the lines the
+// inspector reports, until it says the connection ended.
+
+const InspectEndpoint* ClientConnection::inspected_endpoint() const {
+  const Target& target = request_.target;
+  if (!target.is_name()) return nullptr;
+  return server_.config().policy.inspect.find(target.host, target.port);
+}
+
+ClientConnection::Next ClientConnection::start_inspected(const InspectEndpoint& endpoint) {
+  // Fail closed: with no inspector to hand it to, the connection is refused, never let through
+  // opaque (the operator asked for its requests to be judged).
+  InspectorLink* link = server_.inspector();
+  if (link == nullptr || !link->alive()) return refuse(Reason::upstream_tls, dialer_.address_text());
+  // Bytes the client sent before the tunnel's answer would be the start of its TLS handshake,
+  // which the inspector must read from the socket itself: a client that does not wait for the
+  // answer is not one the inspector can serve.
+  if (!request_.early.empty()) return close_mismatch(Reason::not_tls);
+  (void)endpoint;  // found again when the sockets go (hand_over): nothing is kept meanwhile
+  phase_ = Phase::inspected;
+  // The inspector reads both sides, not serve.
+  pause_reading(client_, pause_no_more_wanted);
+  pause_reading(dialer_.upstream(), pause_no_more_wanted);
+  timer_.arm(server_.config().head_timeout);     // the answer must be taken in time
+  if (!send_or_queue(client_, allowed_reply_for(request_.protocol))) return Next::close;
+  return client_.has_queued() ? Next::keep : hand_over();
+}
+
+ClientConnection::Next ClientConnection::hand_over() {
+  InspectorLink* link = server_.inspector();
+  const InspectEndpoint* endpoint = inspected_endpoint();
+  if (link == nullptr || endpoint == nullptr) return Next::close;  // removed meanwhile: not let through
+  const Target& target = request_.target;
+  const InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host)};
+  if (!link->hand_over(*this, what, client_.fd(), dialer_.upstream().fd())) return Next::close;
+  // The inspector holds its own copies now; ours close, and nothing here watches them again.
+  phase_ = Phase::handed_over;
+  timer_.disarm();
+  client_.reset();
+  dialer_.upstream().reset();
+  handed_over_at_ = Clock::now();
+  return Next::keep;
+}
+
+void ClientConnection::inspected_request(ClientConnection* connection, const InspectorRequest& line) noexcept {
+  const Target& target = connection->request_.target;
+  const std::optional<Reason> refusal =
+      line.log_class == "ok" ? std::nullopt : reason_from_log_class(line.log_class);
+  RequestEntry entry{connection->id_, target.host, target.port, line.method, line.rule, refusal, line.status,
+                     line.up, line.down, line.ms, line.report, std::nullopt};
+  if (line.path && connection->server_.config().log_paths) entry.path = *line.path;
+  // A class the inspector should never report is logged as a bad request, not dropped: the line
+  // still shows that something was refused.
+  if (line.log_class != "ok" && !refusal) entry.refusal = Reason::bad_request;
+  if (entry.refusal) connection->server_.count_refusal(*entry.refusal);
+  connection->server_.log().request(entry);
+}
+
+void ClientConnection::inspected_dial(ClientConnection* connection) noexcept {
+  UniqueFd upstream = connection->dialer_.connect_again();
+  if (InspectorLink* link = connection->server_.inspector()) link->dialled(connection->id_, upstream.get());
+}
+
+void ClientConnection::inspected_ended(ClientConnection* connection, const InspectorEnded& ended) noexcept {
+  connection->log_inspected_end(ended);
+  delete connection;
+}
+
+// The connection's own last line: the refusal that closed it (not tls, sni mismatch, upstream tls)
+// in place of the done line, as close_mismatch writes one; else the done line with the inspector's
+// counts.
+void ClientConnection::log_inspected_end(const InspectorEnded& ended) {
+  const Target& target = request_.target;
+  if (ended.log_class) {
+    const Reason reason = reason_from_log_class(*ended.log_class).value_or(Reason::bad_request);
+    server_.count_refusal(reason);
+    server_.log().decision({id_, request_.kind, target.host, target.port, dialer_.address_text(), reason});
+    return;
+  }
+  server_.stats().up += ended.up;
+  server_.stats().down += ended.down;
+  TunnelEnd end = TunnelEnd::error;
+  for (const TunnelEnd each : {TunnelEnd::client_closed, TunnelEnd::upstream_closed, TunnelEnd::idle_timeout,
+                               TunnelEnd::error, TunnelEnd::shutdown}) {
+    if (tunnel_end_name(each) == ended.end) end = each;
+  }
+  const auto ms = static_cast<std::uint64_t>(Clock::seconds_since(handed_over_at_) * 1000);
+  server_.log().done({id_, request_.kind, target.host, target.port, dialer_.address_text(), ended.up, ended.down, ms,
+                      end});
 }
 
 // The session's done line (SPEC §12); the session ends with it.

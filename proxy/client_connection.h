@@ -27,6 +27,8 @@
 #include "proxy/session.h"
 #include "proxy/timer.h"
 #include "table/decision.h"
+#include "proxy/inspector_messages.h"
+#include "table/inspect_endpoint.h"
 #include "table/target.h"
 
 namespace boxproxy {
@@ -66,6 +68,13 @@ class ClientConnection : public ListLink<ClientConnection> {
   ClientConnection(const ClientConnection&) = delete;
   ClientConnection& operator=(const ClientConnection&) = delete;
 
+  // From the inspector (proxy/inspector_link.h), for a connection handed over to it: a request's
+  // line; a new upstream connection wanted (the origin closed the kept one); the end, after which
+  // the connection is deleted (its slot given back).
+  static void inspected_request(ClientConnection* connection, const InspectorRequest& line) noexcept;
+  static void inspected_dial(ClientConnection* connection) noexcept;
+  static void inspected_ended(ClientConnection* connection, const InspectorEnded& ended) noexcept;
+
  private:
   // What a member asks its trampoline to do next.
   enum class Next { keep, close };
@@ -78,6 +87,8 @@ class ClientConnection : public ListLink<ClientConnection> {
     dialling,   // a non-blocking connect in flight (bounded by --connect-timeout)
     replying,   // a final reply (a refusal, a RESOLVE's answer) is being flushed; then close
     session,    // allowed: session_ has the sockets (bounded by --idle-timeout)
+    inspected,    // allowed to an inspected endpoint: its answer is flushed (--head-timeout)
+    handed_over,  // then the inspector has the sockets; this holds the slot until it ends
   };
 
   ClientConnection(ProxyServer& server, int client_fd);
@@ -138,6 +149,12 @@ class ClientConnection : public ListLink<ClientConnection> {
   Next next_request();
   void log_done();
 
+  // Request inspection (SPEC §18): a tunnel to an inspected endpoint goes to the inspector.
+  [[nodiscard]] const InspectEndpoint* inspected_endpoint() const;
+  Next start_inspected(const InspectEndpoint& endpoint);
+  Next hand_over();
+  void log_inspected_end(const InspectorEnded& ended);
+
   ProxyServer& server_;
   const ConnectionId id_;    // on every line of this client (SPEC §12), keep-alive requests too
   HeldCount client_count_;   // stats().clients, for as long as this connection lives
@@ -158,6 +175,8 @@ class ClientConnection : public ListLink<ClientConnection> {
   // Allowed: the session that has the sockets; a done line is owed while it lives. Declared after
   // the Endpoints it refers to, so it dies first.
   std::unique_ptr<Session> session_;
+  // Handed over to the inspector: since when (the done line's ms=).
+  Clock::time_point handed_over_at_{};
 };
 
 }  // namespace boxproxy

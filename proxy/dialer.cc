@@ -36,20 +36,32 @@ Dialer::Result Dialer::dial_next() {
 // A non-blocking connect to `address` in flight, with the socket's events made and its write event
 // added (writable: the connect has finished). False when this address cannot be tried.
 bool Dialer::connect_to(const IpAddress& address) {
-  const int fd = ::socket(address.is_v4() ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd == -1) return false;
-  upstream_.adopt(fd);
+  UniqueFd fd = start_connect(address);
+  if (!fd.valid()) return false;
+  upstream_.adopt(fd.release());
+  if (!upstream_.watch(events_.base, events_.on_read, events_.on_write, events_.arg)) return false;
+  upstream_.watch_writable();
+  return true;
+}
+
+// A socket with a non-blocking connect to `address` at port_ in flight (or made), or none.
+UniqueFd Dialer::start_connect(const IpAddress& address) const {
+  UniqueFd fd(::socket(address.is_v4() ? AF_INET : AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return fd;
   const int one = 1;
-  (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  (void)::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   // A zone ("fe80::1%eth0") picks the interface; one that names none gives 0, and the kernel
   // refuses a link-local dial without it. Looked up over netlink, which the confinement allows
   // (interface_index says why not if_nametoindex).
   const std::uint32_t scope_id = address.zone.empty() ? 0 : interface_index(address.zone);
   const SocketAddress peer = address.to_sockaddr(port_, scope_id);
-  if (::connect(fd, peer.get(), peer.length) == -1 && errno != EINPROGRESS) return false;
-  if (!upstream_.watch(events_.base, events_.on_read, events_.on_write, events_.arg)) return false;
-  upstream_.watch_writable();
-  return true;
+  if (::connect(fd.get(), peer.get(), peer.length) == -1 && errno != EINPROGRESS) fd.reset();
+  return fd;
+}
+
+UniqueFd Dialer::connect_again() const {
+  if (next_answer_ == 0 || next_answer_ > answers_.size()) return UniqueFd();
+  return start_connect(answers_[next_answer_ - 1]);
 }
 
 Dialer::Result Dialer::connect_finished() {

@@ -44,6 +44,11 @@ class Dialer {
   [[nodiscard]] Result start(TunnelSlot slot, std::span<const IpAddress> answers, std::uint16_t port);
   // The write event fired while pending: connected, or the next answer (pending or failed).
   [[nodiscard]] Result connect_finished();
+  // After connected: a new socket to the same checked address and port, its non-blocking connect
+  // in flight, for a connection whose origin closed the first one (request inspection keeps the
+  // client connection and needs another upstream); invalid when none can be made. No second slot
+  // is taken and no budget spent: it is the same connection's upstream, made again.
+  [[nodiscard]] UniqueFd connect_again() const;
   // Closes the upstream socket and gives the slot back (the response was read; the client left).
   void release() noexcept;
   // Forgets the address too: a keep-alive connection's next request starts afresh.
@@ -56,6 +61,7 @@ class Dialer {
  private:
   [[nodiscard]] Result dial_next();
   [[nodiscard]] bool connect_to(const IpAddress& address);
+  [[nodiscard]] UniqueFd start_connect(const IpAddress& address) const;
 
   UpstreamEvents events_;
   Endpoint upstream_;

@@ -2,6 +2,7 @@
 #include "proxy/fd_channel.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -37,7 +38,104 @@ bool take_fds(msghdr& header, std::vector<UniqueFd>& fds) {
   return sound;
 }
 
+// Sends one message now; -1 with errno set when it could not (EAGAIN: the peer's buffer is full).
+ssize_t send_message(int socket, std::string_view bytes, std::span<const int> fds) noexcept {
+  iovec part{const_cast<char*>(bytes.data()), bytes.size()};
+  alignas(cmsghdr) unsigned char control[kControlBytes] = {};
+  msghdr header{};
+  header.msg_iov = &part;
+  header.msg_iovlen = 1;
+  if (!fds.empty()) {
+    header.msg_control = control;
+    header.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* rights = CMSG_FIRSTHDR(&header);
+    rights->cmsg_level = SOL_SOCKET;
+    rights->cmsg_type = SCM_RIGHTS;
+    rights->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(rights), fds.data(), sizeof(int) * fds.size());
+  }
+  return ::sendmsg(socket, &header, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+enum class Received : std::uint8_t { message, nothing_yet, closed, broken };
+
+// Receives one message now. Its descriptors are owned before anything else is judged, so a
+// broken message leaks none. A cut control part (MSG_CTRUNC) means the kernel closed descriptors
+// that did not fit.
+Received receive_message(int socket, ChannelMessage& message) noexcept {
+  try {
+    message.bytes.resize(kMaxChannelMessageBytes + 1);  // one more: a longer one shows as truncated
+  } catch (const std::bad_alloc&) {
+    return Received::broken;
+  }
+  iovec part{message.bytes.data(), message.bytes.size()};
+  alignas(cmsghdr) unsigned char control[kControlBytes] = {};
+  msghdr header{};
+  header.msg_iov = &part;
+  header.msg_iovlen = 1;
+  header.msg_control = control;
+  header.msg_controllen = sizeof control;
+  const ssize_t n = ::recvmsg(socket, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (n == -1 && transient_error(errno)) return Received::nothing_yet;
+  if (n == 0) return Received::closed;
+  if (n < 0) return Received::broken;
+  const bool fds_sound = take_fds(header, message.fds);
+  if (!fds_sound || (header.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
+      static_cast<std::size_t>(n) > kMaxChannelMessageBytes) {
+    message.fds.clear();
+    return Received::broken;
+  }
+  message.bytes.resize(static_cast<std::size_t>(n));
+  message.bytes.shrink_to_fit();
+  return Received::message;
+}
+
+bool wait_for(int socket, short what, int timeout_ms) noexcept {
+  pollfd p{socket, what, 0};
+  return ::poll(&p, 1, timeout_ms) == 1;
+}
+
 }  // namespace
+
+bool send_channel_message(int socket, std::string_view bytes, std::span<const int> fds, int timeout_ms,
+                          std::string& error) {
+  if (bytes.empty() || bytes.size() > kMaxChannelMessageBytes || fds.size() > kMaxChannelFds) {
+    error = "a message past the channel's bounds";
+    return false;
+  }
+  for (;;) {
+    if (send_message(socket, bytes, fds) != -1) return true;
+    if (!transient_error(errno)) {
+      error = std::strerror(errno);
+      return false;
+    }
+    if (!wait_for(socket, POLLOUT, timeout_ms)) {
+      error = "timed out";
+      return false;
+    }
+  }
+}
+
+std::optional<ChannelMessage> receive_channel_message(int socket, int timeout_ms, std::string& error) {
+  for (;;) {
+    ChannelMessage message;
+    switch (receive_message(socket, message)) {
+      case Received::message:
+        return message;
+      case Received::closed:
+        error = "the channel closed";
+        return std::nullopt;
+      case Received::broken:
+        error = "a message past the channel's bounds";
+        return std::nullopt;
+      case Received::nothing_yet:
+        if (!wait_for(socket, POLLIN, timeout_ms)) {
+          error = "timed out";
+          return std::nullopt;
+        }
+    }
+  }
+}
 
 bool make_channel_pair(UniqueFd& one, UniqueFd& other) noexcept {
   int pair[2];
@@ -81,25 +179,9 @@ bool FdChannel::send(std::string_view bytes, std::span<const int> fds) {
 bool FdChannel::flush() noexcept {
   while (!out_.empty()) {
     ChannelMessage& message = out_.front();
-    iovec part{message.bytes.data(), message.bytes.size()};
-    alignas(cmsghdr) unsigned char control[kControlBytes] = {};
-    msghdr header{};
-    header.msg_iov = &part;
-    header.msg_iovlen = 1;
-    if (!message.fds.empty()) {
-      header.msg_control = control;
-      header.msg_controllen = CMSG_SPACE(sizeof(int) * message.fds.size());
-      cmsghdr* rights = CMSG_FIRSTHDR(&header);
-      rights->cmsg_level = SOL_SOCKET;
-      rights->cmsg_type = SCM_RIGHTS;
-      rights->cmsg_len = CMSG_LEN(sizeof(int) * message.fds.size());
-      for (std::size_t i = 0; i < message.fds.size(); ++i) {
-        const int fd = message.fds[i].get();
-        std::memcpy(CMSG_DATA(rights) + i * sizeof(int), &fd, sizeof fd);
-      }
-    }
-    const ssize_t sent = ::sendmsg(socket_.get(), &header, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (sent == -1) {
+    std::vector<int> fds;
+    for (const UniqueFd& fd : message.fds) fds.push_back(fd.get());
+    if (send_message(socket_.get(), message.bytes, fds) == -1) {
       if (!transient_error(errno)) return false;
       event_add(write_event_.get(), nullptr);  // the peer reads, then we go on
       return true;
@@ -124,30 +206,9 @@ void FdChannel::on_readable(evutil_socket_t, short, void* self) noexcept {
 void FdChannel::read_messages() noexcept {
   while (!failed_) {
     ChannelMessage message;
-    try {
-      message.bytes.resize(kMaxChannelMessageBytes + 1);  // one more: a longer one shows as truncated
-    } catch (const std::bad_alloc&) {
-      return fail();
-    }
-    iovec part{message.bytes.data(), message.bytes.size()};
-    alignas(cmsghdr) unsigned char control[kControlBytes] = {};
-    msghdr header{};
-    header.msg_iov = &part;
-    header.msg_iovlen = 1;
-    header.msg_control = control;
-    header.msg_controllen = sizeof control;
-    const ssize_t n = ::recvmsg(socket_.get(), &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (n == -1 && transient_error(errno)) return;
-    if (n <= 0) return fail();  // the peer closed (0) or an error
-    // The descriptors are owned before anything else is judged: a bad message leaks none. A cut
-    // control part (MSG_CTRUNC) means the kernel closed descriptors that did not fit.
-    const bool fds_sound = take_fds(header, message.fds);
-    if (!fds_sound || (header.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
-        static_cast<std::size_t>(n) > kMaxChannelMessageBytes) {
-      return fail();
-    }
-    message.bytes.resize(static_cast<std::size_t>(n));
-    message.bytes.shrink_to_fit();
+    const Received received = receive_message(socket_.get(), message);
+    if (received == Received::nothing_yet) return;
+    if (received != Received::message) return fail();  // the peer closed, or broke a bound
     bool alive = true;
     alive_ = &alive;
     on_message_(owner_, std::move(message));

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +37,12 @@ struct ChannelMessage {
 
 // A socketpair for a channel (SOCK_SEQPACKET, non-blocking, close-on-exec); false with errno set.
 [[nodiscard]] bool make_channel_pair(UniqueFd& one, UniqueFd& other) noexcept;
+
+// One message, outside the loop (a process's start: serve's "start" and the inspector's "ready"
+// are exchanged before either runs its loop). Each waits at most `timeout_ms`; an error says why.
+[[nodiscard]] bool send_channel_message(int socket, std::string_view bytes, std::span<const int> fds, int timeout_ms,
+                                        std::string& error);
+[[nodiscard]] std::optional<ChannelMessage> receive_channel_message(int socket, int timeout_ms, std::string& error);
 
 class FdChannel {
  public:

@@ -18,6 +18,7 @@
 #include "proxy/defaults.h"
 #include "proxy/event_owners.h"
 #include "proxy/held_count.h"
+#include "proxy/inspector_link.h"
 #include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
 #include "proxy/session_control.h"
@@ -82,6 +83,13 @@ class ProxyServer {
   void enable_asking(double timeout);
   // The asks, or null without --ask.
   [[nodiscard]] AskRegistry* asks() noexcept { return asks_.get(); }
+  // Request inspection (SPEC §18): the link to the inspector serve started, or null without one.
+  void set_inspector(std::unique_ptr<InspectorLink> link, std::string ca_pem) noexcept {
+    inspector_ = std::move(link);
+    inspection_ca_ = std::move(ca_pem);
+  }
+  [[nodiscard]] std::string_view inspection_ca() const noexcept { return inspection_ca_; }
+  [[nodiscard]] InspectorLink* inspector() noexcept { return inspector_.get(); }
   // The control channel's "drain": stops accepting now; `drained` runs (from the loop, never
   // inside a connection's teardown) once the last client connection has ended.
   void drain(std::function<void()> drained);
@@ -126,6 +134,8 @@ class ProxyServer {
   LocalAddresses local_addresses_;
   std::unique_ptr<Acceptor> acceptor_;
   std::unique_ptr<AskRegistry> asks_;  // before the connections: their tickets leave it as they die
+  std::unique_ptr<InspectorLink> inspector_;  // likewise: connections handed over leave it as they die
+  std::string inspection_ca_;                 // its CA's certificate, PEM
   std::function<void()> drained_;      // set by drain()
   EventPtr drain_check_;               // made active as each client leaves while draining
   ConnectionList<ClientConnection> connections_;
@@ -144,6 +154,7 @@ class ServerControl final : public SessionControl {
   [[nodiscard]] SessionStats stats() const override { return server_.session_stats(); }
   [[nodiscard]] AskRegistry* asks() override { return server_.asks(); }
   void drain() override { drain_(); }
+  [[nodiscard]] std::string_view inspection_ca() const override { return server_.inspection_ca(); }
 
  private:
   ProxyServer& server_;

@@ -41,6 +41,8 @@ class SessionControl {
   // Stops accepting clients, lets the open ones end, then exits. Returns at once: the drain ends
   // from the event loop, so a reply queued after this still goes out.
   virtual void drain() = 0;
+  // Request inspection's CA certificate (PEM), for hello's "ca" (SPEC §18); empty without one.
+  [[nodiscard]] virtual std::string_view inspection_ca() const { return {}; }
 
  protected:
   SessionControl() = default;

@@ -148,6 +148,13 @@ ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   ServeOptions parsed = parse_serve_options(static_cast<int>(args.size()), argv.data());
+  // The box cannot be made to trust the session's CA yet (SPEC §18 run --inspect): its clients
+  // would refuse every inspected endpoint's certificate. Refused before anything starts.
+  if (!parsed.proxy.policy.inspect.empty()) {
+    throw usage_error(kCommand, "request inspection (--inspect, or a --config's \"inspect\") is not available under "
+                                "run yet: the box would not trust the session's CA; start boxproxy serve with it and "
+                                "give the box the CA from --ca-out");
+  }
   std::vector<std::string> files;
   for (const std::optional<std::string>* file : {&parsed.log_file, &parsed.audit_path, &parsed.config_path,
                                                  &parsed.allow_file, &parsed.auth_token_file, &parsed.control_socket}) {

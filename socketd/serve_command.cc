@@ -20,6 +20,8 @@
 #include "proxy/resolver.h"
 #include "socketd/command_shell.h"
 #include "socketd/readiness.h"
+#include "socketd/inspect_config.h"
+#include "socketd/inspector_process.h"
 #include "socketd/self_confine.h"
 #include "socketd/serve_options.h"
 #include "socketd/socket_path.h"
@@ -256,6 +258,22 @@ void confine(Daemon& daemon, const ServeOptions& options, int log_fd) {
   }
 }
 
+// Request inspection (SPEC §18): the inspector starts before serve confines itself (it is a new
+// process, from an executable opened by descriptor), and the CA it made is written for --ca-out
+// before serve says it listens, so a supervisor that waits for READY finds it there.
+void start_inspection(Daemon& daemon, const ServeOptions& options) {
+  nlohmann::ordered_json endpoints = nlohmann::ordered_json::array();
+  for (const InspectEndpoint& endpoint : options.proxy.policy.inspect.endpoints()) {
+    endpoints.push_back(inspect_object(endpoint));
+  }
+  const std::string label = options.label.empty() ? std::to_string(::getpid()) : options.label;
+  StartedInspector inspector = start_inspector(options, label, endpoints.dump());
+  if (options.ca_out) write_ca_out(*options.ca_out, inspector.ca_pem);
+  daemon.server->set_inspector(
+      std::make_unique<InspectorLink>(daemon.base.get(), std::move(inspector.channel), *daemon.log),
+      std::move(inspector.ca_pem));
+}
+
 // Says the proxy listens: standard output, --ready-fd, systemd.
 void announce_ready(Daemon& daemon, const ServeOptions& options) {
   announce_listening(options.socket_path);
@@ -292,6 +310,7 @@ int serve(const ServeOptions& options) {
   daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), options.proxy, *daemon.resolver, *daemon.log);
 
   if (options.ask) daemon.server->enable_asking(options.ask_timeout);
+  if (!options.proxy.policy.inspect.empty()) start_inspection(daemon, options);
   if (options.control_fd || options.control_socket) {
     daemon.control = std::make_unique<ControlHub>(
         daemon.base.get(), std::make_unique<ServerControl>(*daemon.server, [&daemon] { daemon.drain(); }), *daemon.log,

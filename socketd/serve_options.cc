@@ -278,6 +278,20 @@ void add_supervisor_rows(std::vector<ServeRow>& rows) {
                         }));
   rows.push_back(flag("die-with-parent", "exit as on SIGTERM when the starting process dies", "off",
                       [](const Given& given, ServeOptions& options) { options.die_with_parent = given.raw.flag; }));
+  // Request inspection's TLS (SPEC §18), for the inspector serve starts when an endpoint is named.
+  rows.push_back(value("upstream-ca", "FILE",
+                       "inspected endpoints' origins are verified against these PEM certificates instead of the "
+                       "system's store; read at start",
+                       "/etc/ssl/certs/ca-certificates.crt",
+                       [](const Given& given, ServeOptions& options) { options.upstream_ca = given.path(); }));
+  rows.push_back(value("ca-out", "PATH", "write the session CA's certificate (PEM, mode 0644) here before listening",
+                       "none", [](const Given& given, ServeOptions& options) { options.ca_out = given.path(); }));
+  rows.push_back(value("ca-cert", "FILE", "the operator's CA certificate (PEM) for inspected endpoints' leaves, with --ca-key",
+                       "a CA made at start", [](const Given& given, ServeOptions& options) { options.ca_cert = given.path(); }));
+  rows.push_back(value("ca-key", "FILE", "the private key (PEM, unencrypted) of --ca-cert", "none",
+                       [](const Given& given, ServeOptions& options) { options.ca_key = given.path(); }));
+  rows.push_back(flag("log-paths", "request lines carry the request's path (never its query)", "off",
+                      [](const Given& given, ServeOptions& options) { options.proxy.log_paths = given.raw.flag; }));
   rows.push_back(flag("no-sni-check",
                       "with a host list, do not close a tunnel whose TLS ClientHello or first HTTP request's Host "
                       "names another host",
@@ -405,19 +419,12 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
     if (value != nullptr && row.store != nullptr) row.store(Given{row.spec, *value, reader}, options);
   }
   read_inspect(config_inspect ? &*config_inspect : nullptr, get(command_line, "inspect"), options);
+  if (options.ca_cert.has_value() != options.ca_key.has_value()) {
+    fail_plain(options.ca_cert ? "--ca-cert needs --ca-key (the CA's private key)" : "--ca-key needs --ca-cert");
+  }
   // Nobody could answer: every name off the list would wait for nothing.
   if (options.ask && !options.control_fd && !options.control_socket) {
     fail_plain("--ask needs --control-fd or --control-socket (someone to ask)");
-  }
-  // Fail closed: this build cannot terminate TLS, so an inspected endpoint's connections would
-  // pass as opaque tunnels, every request unjudged, while the operator believes its rules hold.
-  // Refused at start instead (run reads serve's options here too, and refuses the same way).
-  if (reader == Reader::serve && !options.check_config && !options.proxy.policy.inspect.empty()) {
-    fail_plain(fmt::format("request inspection (--inspect, or a --config's \"inspect\") is not available in this "
-                           "build yet: without TLS termination {} would pass as an opaque tunnel, its requests "
-                           "unjudged, so serve does not start; boxproxy check and serve --check-config read the "
-                           "endpoints and rules",
-                           entry_text(options.proxy.policy.inspect.endpoints().front().host)));
   }
   return options;
 }
@@ -480,6 +487,11 @@ nlohmann::ordered_json values_in_force(const ServeOptions& options) {
       {"auth-token-file", or_null(options.auth_token_file)},
       {"ready-fd", options.ready_fd ? json(*options.ready_fd) : json(nullptr)},
       {"die-with-parent", options.die_with_parent},
+      {"upstream-ca", or_null(options.upstream_ca)},
+      {"ca-out", or_null(options.ca_out)},
+      {"ca-cert", or_null(options.ca_cert)},
+      {"ca-key", or_null(options.ca_key)},
+      {"log-paths", options.proxy.log_paths},
       {"no-sni-check", !options.proxy.sni_check},
       {"control-fd", options.control_fd ? json(*options.control_fd) : json(nullptr)},
       {"control-socket", or_null(options.control_socket)},

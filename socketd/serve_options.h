@@ -38,6 +38,11 @@ struct ServeOptions {
   std::optional<int> ready_fd;              // --ready-fd
   bool die_with_parent = false;             // --die-with-parent
   bool confine = true;                      // off with --no-confine (SPEC §17)
+  // Request inspection (SPEC §18): the origins' trust store, where the CA goes, the operator's CA.
+  std::optional<std::string> upstream_ca;
+  std::optional<std::string> ca_out;
+  std::optional<std::string> ca_cert;
+  std::optional<std::string> ca_key;
   std::optional<int> control_fd;            // --control-fd: the supervisor's channel (SPEC §15)
   std::optional<std::string> control_socket;  // --control-socket PATH
   bool ask = false;                         // --ask: names off the list are asked about

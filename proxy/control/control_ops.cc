@@ -88,11 +88,13 @@ std::optional<Failure> only_keys(const Json& request, std::string_view op,
 
 // ---- hello, stats ---------------------------------------------------------------------------
 
-OrderedJson hello(const Json& id) {
+OrderedJson hello(const Json& id, const SessionControl& session) {
   OrderedJson reply = reply_head(id, true);
   reply["v"] = kControlProtocolVersion;
   reply["version"] = BOXPROXY_VERSION;
   reply["pid"] = static_cast<std::int64_t>(::getpid());
+  // Request inspection's CA (SPEC §18), for a supervisor that puts it in the box's trust store.
+  if (const std::string_view ca = session.inspection_ca(); !ca.empty()) reply["ca"] = std::string(ca);
   return reply;
 }
 
@@ -233,7 +235,7 @@ Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& con
   const bool known = op == "hello" || op == "stats" || op == "subscribe" || op == "drain";
   if (!known) return Failure{fmt::format("unknown op {} (hello, allow, stats, subscribe, drain, answer)", shown(op))};
   if (auto failure = only_keys(request, op, {})) return *failure;
-  if (op == "hello") return hello(id);
+  if (op == "hello") return hello(id, context.session);
   if (op == "stats") return stats(id, context.session.stats());
   if (op == "subscribe") {
     context.subscribe = true;

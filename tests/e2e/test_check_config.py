@@ -106,7 +106,9 @@ class CheckConfigTest(unittest.TestCase):
             "--dns-timeout", "2", "--connect-timeout", "3.25", "--idle-timeout", "60", "--max-head-bytes", "4096",
             "--log", "json", "--label", "s1", "--log-file", os.path.join(self.dir, "log"),
             "--audit", os.path.join(self.dir, "audit.jsonl"), "--auth-token-file", token,
-            "--ready-fd", str(ready_write), "--die-with-parent", "--no-sni-check",
+            "--ready-fd", str(ready_write), "--die-with-parent", "--no-sni-check", "--log-paths",
+            "--upstream-ca", os.path.join(self.dir, "roots.pem"), "--ca-out", os.path.join(self.dir, "ca.pem"),
+            "--ca-cert", os.path.join(self.dir, "op-ca.pem"), "--ca-key", os.path.join(self.dir, "op-ca.key"),
             "--control-fd", str(theirs.fileno()), "--control-socket", os.path.join(self.dir, "control.sock"),
             "--ask", "--ask-timeout", "9", pass_fds=(ready_write, theirs.fileno()))
         self.assertEqual(set(printed), set(load_schema("config")["properties"]), "every config key, once")

@@ -2,13 +2,14 @@
 
 `check` judges `METHOD https://host/path` targets by the endpoints of --inspect and --config's
 "inspect" array and prints which endpoint and rule decide them; a bad entry, glob or key is a usage
-error naming it; and, since this build cannot terminate TLS, serve and run refuse to start with any
-endpoint (fail closed), while check and --check-config read them. check never dials, and never asks
+error naming it; serve without its inspector, and run, refuse to start with any endpoint (fail
+closed), while check and --check-config read them. check never dials, and never asks
 the system's resolver here: every name has a --resolve answer.
 """
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -258,31 +259,33 @@ class BadEntriesTest(InspectTestCase):
 
 
 class FailClosedTest(InspectTestCase):
-    """No TLS termination yet: an inspected endpoint is never let through as an opaque tunnel."""
+    """An inspected endpoint is never let through as an opaque tunnel: serve without its inspector
+    does not start, and run (whose box would not trust the session's CA yet) refuses endpoints."""
 
-    def assert_refused_to_start(self, result, command):
-        self.assert_usage(result, f"boxproxy {command}: ", "request inspection", "not available in this build")
+    def test_serve_without_its_inspector_does_not_start(self):
+        # This build's boxproxy alone in a directory: no boxproxy-inspect beside it.
+        lonely = os.path.join(self.dir, "bin")
+        os.makedirs(lonely)
+        shutil.copy(binary(), os.path.join(lonely, "boxproxy"))
+        result = subprocess.run([os.path.join(lonely, "boxproxy"), "serve", "--socket", "s.sock", "--inspect",
+                                 "api.github.com"], cwd=self.dir, capture_output=True, text=True, timeout=30)
+        if os.path.exists("/usr/local/libexec/boxproxy/boxproxy-inspect"):
+            self.skipTest("an installed boxproxy-inspect would be found")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("boxproxy-inspect", result.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.dir, "s.sock")), "nothing is bound")
-
-    def test_serve_refuses_to_start_with_an_endpoint(self):
-        self.assert_refused_to_start(self.boxproxy("serve", "--socket", "s.sock", "--inspect", "api.github.com"),
-                                     "serve")
-        config = self.write_config({"socket": "s.sock", "inspect": [{"host": "api.github.com", "mode": "report"}]})
-        self.assert_refused_to_start(self.boxproxy("serve", "--config", config), "serve")
-        # Without one it starts as before: --check-config shows no "inspect".
+        # Without an endpoint it starts as before: --check-config shows no "inspect".
         result = self.boxproxy("serve", "--check-config", "--socket", "s.sock")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertNotIn("inspect", json.loads(result.stdout))
 
-    def test_run_refuses_to_start_with_an_endpoint(self):
+    def test_run_refuses_endpoints(self):
         marker = os.path.join(self.dir, "ran")
-        result = self.boxproxy("run", "--inspect", "api.github.com", "--", "touch", marker)
-        self.assert_refused_to_start(result, "serve")
-        self.assertFalse(os.path.exists(marker), "COMMAND never ran")
-        config = self.write_config({"inspect": [{"host": "api.github.com"}]})
-        result = self.boxproxy("run", "--config", config, "--", "touch", marker)
-        self.assert_refused_to_start(result, "serve")
-        self.assertFalse(os.path.exists(marker))
+        for args in (("--inspect", "api.github.com"),
+                     ("--config", self.write_config({"inspect": [{"host": "api.github.com"}]}))):
+            result = self.boxproxy("run", *args, "--", "touch", marker)
+            self.assert_usage(result, "boxproxy run: ", "request inspection", "not available under run")
+            self.assertFalse(os.path.exists(marker), "COMMAND never ran")
 
 
 class CheckConfigInspectTest(InspectTestCase):

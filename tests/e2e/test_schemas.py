@@ -366,7 +366,8 @@ class SchemasRefuseTest(unittest.TestCase):
         printed = {"socket": "/run/s1.sock", "allow": ["example.com", "*.example.org:8443"], "max-tunnels": 64,
                    "max-connections": 65536, "max-lookups": 65536, "head-timeout": 30.0, "dns-timeout": 5.0,
                    "connect-timeout": 20.0, "idle-timeout": 0.0, "max-head-bytes": 32768, "log": "json",
-                   "die-with-parent": False, "no-sni-check": False, "ask": False, "ask-timeout": 30.0}
+                   "die-with-parent": False, "log-paths": False, "no-sni-check": False, "ask": False,
+                   "ask-timeout": 30.0}
         self.assertEqual(errors("config", printed), [])
         self.check("check-config", printed, [
             ("a config key", lambda o: o.update(config="/etc/boxproxy/s1.json")),

@@ -1,0 +1,92 @@
+// serve's end of the channel to its inspector (proxy/inspector_link.h).
+#include "proxy/inspector_link.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "proxy/client_connection.h"
+
+namespace boxproxy {
+
+InspectorLink::InspectorLink(event_base* base, UniqueFd channel, DecisionLog& log)
+    : log_(log), channel_(base, std::move(channel), &on_message, &on_closed, this) {
+  alive_ = channel_.valid();
+}
+
+bool InspectorLink::hand_over(ClientConnection& connection, const InspectorConnection& what, int client_fd,
+                              int upstream_fd) {
+  if (!alive_) return false;
+  const int fds[] = {client_fd, upstream_fd};
+  if (!channel_.send(serve_message(what), fds)) return false;
+  held_[what.id] = &connection;
+  return true;
+}
+
+void InspectorLink::dialled(ConnectionId id, int upstream_fd) {
+  if (!alive_) return;
+  const bool ok = upstream_fd >= 0;
+  const int fds[] = {upstream_fd};
+  if (!channel_.send(serve_message(InspectorDialled{id, ok}), ok ? std::span<const int>(fds) : std::span<const int>())) {
+    broken("the channel is full");
+  }
+}
+
+void InspectorLink::endpoints_changed(std::string endpoints_json) {
+  if (alive_ && !channel_.send(serve_message(InspectorEndpoints{std::move(endpoints_json)}))) {
+    broken("the channel is full");
+  }
+}
+
+void InspectorLink::on_message(void* self, ChannelMessage message) noexcept {
+  static_cast<InspectorLink*>(self)->route(std::move(message));
+}
+
+void InspectorLink::on_closed(void* self) noexcept { static_cast<InspectorLink*>(self)->broken("it closed the channel"); }
+
+// Each report goes to the connection it names, which must be one handed over and still held: an
+// inspector made to name another box's connection (or one long gone) is cut off instead.
+void InspectorLink::route(ChannelMessage message) noexcept {
+  if (!message.fds.empty()) return broken("it sent descriptors");
+  auto parsed = parse_inspector_report(message.bytes);
+  if (auto* why = std::get_if<std::string>(&parsed)) return broken(*why);
+  const InspectorReport& report = std::get<InspectorReport>(parsed);
+  if (std::holds_alternative<InspectorReady>(report)) return broken("it said ready twice");
+  const ConnectionId id = std::visit(
+      [](const auto& r) -> ConnectionId {
+        if constexpr (requires { r.id; }) {
+          return r.id;
+        } else {
+          return 0;
+        }
+      },
+      report);
+  const auto held = held_.find(id);
+  if (held == held_.end()) return broken(fmt::format("it named connection {}, which it does not hold", id));
+  ClientConnection* connection = held->second;
+  if (const auto* request = std::get_if<InspectorRequest>(&report)) {
+    ClientConnection::inspected_request(connection, *request);
+  } else if (std::holds_alternative<InspectorDial>(report)) {
+    ClientConnection::inspected_dial(connection);
+  } else if (const auto* ended = std::get_if<InspectorEnded>(&report)) {
+    held_.erase(held);
+    ClientConnection::inspected_ended(connection, *ended);  // deletes it
+  }
+}
+
+// The inspector is gone or cannot be believed: every connection it held ends, and none is handed
+// over again (alive() is false from now on).
+void InspectorLink::broken(std::string_view why) noexcept {
+  if (!alive_) return;
+  alive_ = false;
+  log_.message(fmt::format("the request inspector stopped ({}): its connections end, and connections to "
+                           "inspected endpoints are refused from now on",
+                           why));
+  std::vector<ClientConnection*> held;
+  held.reserve(held_.size());
+  for (const auto& [id, connection] : held_) held.push_back(connection);
+  held_.clear();
+  for (ClientConnection* connection : held) ClientConnection::inspected_ended(connection, InspectorEnded{0, 0, 0, "error", std::nullopt});
+}
+
+}  // namespace boxproxy

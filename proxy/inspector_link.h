@@ -1,0 +1,60 @@
+// serve's end of the channel to its inspector (proxy/inspect/DESIGN.md): hands it the sockets of
+// each connection to an inspected endpoint, and routes what it reports (each request's line, a
+// request for a new upstream connection, the connection's end) back to the client connection that
+// holds that connection's slot. No OpenSSL here: this is serve's side.
+//
+// The inspector is trusted no further than a box (it parses hostile TLS): its reports are checked
+// (proxy/inspector_messages.h), an id it names must be one handed to it and still held, and one
+// bad message ends the channel. When the channel ends, every connection handed over ends (as an
+// error), and no connection to an inspected endpoint is let through uninspected again: they are
+// refused (upstream tls, 502) until serve is restarted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "proxy/decision_log.h"
+#include "proxy/fd_channel.h"
+#include "proxy/inspector_messages.h"
+
+namespace boxproxy {
+
+class ClientConnection;
+
+class InspectorLink {
+ public:
+  // `channel`: the socketpair end whose peer is the running inspector, which has already said
+  // "ready". `log` is where a broken channel is reported.
+  InspectorLink(event_base* base, UniqueFd channel, DecisionLog& log);
+  InspectorLink(const InspectorLink&) = delete;
+  InspectorLink& operator=(const InspectorLink&) = delete;
+
+  // Whether connections can be handed over (the channel is up).
+  [[nodiscard]] bool alive() const noexcept { return alive_; }
+
+  // Hands `connection`'s sockets to the inspector (duplicates: the caller closes its own). False
+  // when the channel is down or full: the caller refuses the connection.
+  [[nodiscard]] bool hand_over(ClientConnection& connection, const InspectorConnection& what, int client_fd,
+                               int upstream_fd);
+  // The answer to a connection's "dial": a new upstream socket, or none (-1).
+  void dialled(ConnectionId id, int upstream_fd);
+  // A connection handed over is going (serve stops): nothing more is routed to it.
+  void forget(ConnectionId id) noexcept { held_.erase(id); }
+  // A live change of the endpoints (the "inspect" array, as --check-config writes it).
+  void endpoints_changed(std::string endpoints_json);
+
+ private:
+  static void on_message(void* self, ChannelMessage message) noexcept;
+  static void on_closed(void* self) noexcept;
+  void route(ChannelMessage message) noexcept;
+  void broken(std::string_view why) noexcept;
+
+  DecisionLog& log_;
+  FdChannel channel_;
+  bool alive_ = true;
+  std::unordered_map<ConnectionId, ClientConnection*> held_;
+};
+
+}  // namespace boxproxy
