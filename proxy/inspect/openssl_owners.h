@@ -12,6 +12,7 @@
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -44,6 +45,8 @@ using Asn1OctetStringPtr = std::unique_ptr<ASN1_OCTET_STRING, OpensslDeleter<ASN
 using Asn1Ia5StringPtr = std::unique_ptr<ASN1_IA5STRING, OpensslDeleter<ASN1_IA5STRING_free>>;
 using GeneralNamePtr = std::unique_ptr<GENERAL_NAME, OpensslDeleter<GENERAL_NAME_free>>;
 using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, OpensslDeleter<GENERAL_NAMES_free>>;
+using SslCtxPtr = std::unique_ptr<SSL_CTX, OpensslDeleter<SSL_CTX_free>>;
+using SslPtr = std::unique_ptr<SSL, OpensslDeleter<SSL_free>>;
 
 // Bytes in OpenSSL's secure heap (proxy/inspect/key_heap.h), zeroed when freed: where a private
 // key's PEM text is read to, so that it is never in the ordinary heap, nor in a core dump.

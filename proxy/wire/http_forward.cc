@@ -84,6 +84,39 @@ void append_field(std::string& out, std::string_view name, std::string_view valu
   out += "\r\n";
 }
 
+bool has_token(const std::vector<std::string_view>& tokens, std::string_view word) {
+  return std::any_of(tokens.begin(), tokens.end(), [&](std::string_view t) { return iequals(t, word); });
+}
+
+// The one header named `name` when there is exactly one, else nullptr.
+const HeaderField* only_field(const std::vector<HeaderField>& headers, std::string_view name) {
+  const HeaderField* found = nullptr;
+  for (const auto& field : headers) {
+    if (!iequals(field.name, name)) continue;
+    if (found != nullptr) return nullptr;
+    found = &field;
+  }
+  return found;
+}
+
+bool upgrades_to_websocket(const std::vector<HeaderField>& headers) {
+  const HeaderField* upgrade = only_field(headers, "Upgrade");
+  return upgrade != nullptr && iequals(upgrade->value, "websocket");
+}
+
+// Appends the headers of `headers` that go to the next hop: neither hop-by-hop nor named by
+// Connection; without x-egress-refused when `drop_refused`, without Host when `drop_host` (the
+// caller writes its own).
+void append_kept(std::string& out, const std::vector<HeaderField>& headers, bool drop_refused, bool drop_host) {
+  const auto connection_listed = list_tokens(headers, "Connection");
+  for (const auto& field : headers) {
+    if (drop_refused && iequals(field.name, "x-egress-refused")) continue;
+    if (drop_host && iequals(field.name, "Host")) continue;
+    if (!is_kept(field.name, connection_listed)) continue;
+    append_field(out, field.name, field.value);
+  }
+}
+
 }  // namespace
 
 std::string_view origin_target_of(std::string_view upstream_head) noexcept {
@@ -183,13 +216,8 @@ std::string rewrite_response_head(const ResponseHead& head, bool keep_alive) {
   out += ' ';
   out += head.reason;
   out += "\r\n";
-  const auto connection_listed = list_tokens(head.headers, "Connection");
-  for (const auto& field : head.headers) {
-    // That header means this proxy refused; an origin must not be able to forge one.
-    if (iequals(field.name, "x-egress-refused")) continue;
-    if (!is_kept(field.name, connection_listed)) continue;
-    append_field(out, field.name, field.value);
-  }
+  // x-egress-refused means this proxy refused; an origin must not be able to forge one.
+  append_kept(out, head.headers, /*drop_refused=*/true, /*drop_host=*/false);
   out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   return out;
 }
@@ -198,12 +226,55 @@ bool client_wants_keep_alive(const RequestHead& head) {
   auto tokens = list_tokens(head.headers, "Connection");
   const auto proxy_tokens = list_tokens(head.headers, "Proxy-Connection");
   tokens.insert(tokens.end(), proxy_tokens.begin(), proxy_tokens.end());
-  const auto has = [&](std::string_view word) {
-    return std::any_of(tokens.begin(), tokens.end(), [&](std::string_view t) { return iequals(t, word); });
-  };
-  if (has("close")) return false;
+  if (has_token(tokens, "close")) return false;
   if (head.version == "HTTP/1.1") return true;
-  return has("keep-alive");
+  return has_token(tokens, "keep-alive");
+}
+
+bool is_websocket_upgrade(const RequestHead& head) {
+  if (head.version != "HTTP/1.1") return false;
+  return upgrades_to_websocket(head.headers) && has_token(list_tokens(head.headers, "Connection"), "upgrade");
+}
+
+std::string forward_origin_form_head(const RequestHead& head, std::string_view host_field, bool websocket,
+                                     bool close) {
+  std::string out;
+  out.reserve(256 + head.target.size());
+  out += head.method;
+  out += ' ';
+  out += head.target;
+  out += " HTTP/1.1\r\n";
+  append_field(out, "Host", host_field);
+  append_kept(out, head.headers, /*drop_refused=*/false, /*drop_host=*/true);
+  if (websocket) {
+    out += "Connection: Upgrade\r\nUpgrade: websocket\r\n";
+  } else if (close) {
+    out += "Connection: close\r\n";
+  }
+  out += "\r\n";
+  return out;
+}
+
+bool switches_to_websocket(const ResponseHead& head) { return upgrades_to_websocket(head.headers); }
+
+std::string rewrite_switching_head(const ResponseHead& head) {
+  std::string out;
+  out.reserve(256);
+  out += "HTTP/1.1 ";
+  out += std::to_string(head.status);
+  out += ' ';
+  out += head.reason;
+  out += "\r\n";
+  append_kept(out, head.headers, /*drop_refused=*/true, /*drop_host=*/false);
+  out += "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
+  return out;
+}
+
+bool origin_keeps_alive(const ResponseHead& head) {
+  const auto tokens = list_tokens(head.headers, "Connection");
+  if (has_token(tokens, "close")) return false;
+  if (head.version == "HTTP/1.1") return true;
+  return has_token(tokens, "keep-alive");
 }
 
 }  // namespace boxproxy

@@ -41,4 +41,33 @@ struct ForwardRequest {
 // "Connection: close"; HTTP/1.0 only with "Connection: keep-alive" (or Proxy-Connection).
 [[nodiscard]] bool client_wants_keep_alive(const RequestHead& head);
 
+// ---- request inspection (SPEC §18): origin-form requests inside TLS, judged one by one ----------
+
+// Whether a request asks to become a WebSocket (RFC 6455 §4.1): HTTP/1.1, one Upgrade header
+// whose value is "websocket" (any case), and "upgrade" among Connection's tokens. Any other
+// Upgrade is hop-by-hop and removed like the rest: only a WebSocket is relayed past its 101.
+[[nodiscard]] bool is_websocket_upgrade(const RequestHead& head);
+
+// An origin-form request's head as an inspected connection sends it to the origin: the request
+// line as sent but for its version (HTTP/1.1, as the proxy speaks to the origin), then
+// "Host: <host_field>" in place of the client's Host (so the origin routes by the host that was
+// judged, spelled one way), the other headers without the hop-by-hop ones (as
+// prepare_forward_request removes them), then "Connection: Upgrade" and "Upgrade: websocket" when
+// `websocket`, else "Connection: close" when `close`, and the blank line.
+[[nodiscard]] std::string forward_origin_form_head(const RequestHead& head, std::string_view host_field,
+                                                   bool websocket, bool close);
+
+// Whether an origin's 101 switches to a WebSocket: one Upgrade header whose value is
+// "websocket" (any case). A 101 to anything else was never asked for and is not passed on.
+[[nodiscard]] bool switches_to_websocket(const ResponseHead& head);
+
+// An origin's 101 as the client gets it: the headers rewrite_response_head keeps, then
+// "Connection: Upgrade" and "Upgrade: websocket" (the two hop-by-hop headers a 101 needs).
+[[nodiscard]] std::string rewrite_switching_head(const ResponseHead& head);
+
+// Whether an origin lets its connection be used for another request after this response:
+// HTTP/1.1 unless "Connection: close"; HTTP/1.0 only with "Connection: keep-alive". (The framing
+// must end the body too: a body read to the close never leaves a connection to reuse.)
+[[nodiscard]] bool origin_keeps_alive(const ResponseHead& head);
+
 }  // namespace boxproxy

@@ -299,3 +299,94 @@ TEST_CASE("client_wants_keep_alive") {
     CHECK(client_wants_keep_alive(*parsed.value) == c.keep);
   }
 }
+
+// ---- request inspection (SPEC §18) -------------------------------------------------------------
+
+namespace {
+
+RequestHead request_of(const std::string& text) {
+  const auto parsed = parse_request_head(text, 65536);
+  REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+  return *parsed.value;
+}
+
+}  // namespace
+
+TEST_CASE("is_websocket_upgrade: HTTP/1.1, one Upgrade: websocket, and upgrade in Connection") {
+  struct Case {
+    const char* head;
+    bool websocket;
+  };
+  const Case cases[] = {
+      {"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", true},
+      {"GET /ws HTTP/1.1\r\nUpgrade: WebSocket\r\nConnection: keep-alive, upgrade\r\n\r\n", true},
+      {"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n\r\n", false},                        // no Connection: upgrade
+      {"GET /ws HTTP/1.1\r\nConnection: Upgrade\r\n\r\n", false},                       // no Upgrade
+      {"GET /ws HTTP/1.1\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n", false},       // not a websocket
+      {"GET /ws HTTP/1.1\r\nUpgrade: websocket, h2c\r\nConnection: Upgrade\r\n\r\n", false},
+      {"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", false},
+      {"GET /ws HTTP/1.0\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n", false},  // 1.0 cannot
+  };
+  for (const auto& c : cases) {
+    const std::string text = c.head;
+    CAPTURE(text);
+    CHECK(is_websocket_upgrade(request_of(text)) == c.websocket);
+  }
+}
+
+TEST_CASE("forward_origin_form_head: Host set, hop-by-hop removed, Upgrade kept only for a websocket") {
+  const std::string text =
+      "POST /v1/x?q=1 HTTP/1.0\r\n"
+      "host: API.example.\r\n"
+      "Connection: keep-alive, X-Drop\r\n"
+      "X-Drop: 1\r\n"
+      "Proxy-Authorization: Basic eA==\r\n"
+      "TE: trailers\r\n"
+      "Upgrade: h2c\r\n"
+      "Content-Length: 2\r\n"
+      "Accept: */*\r\n"
+      "\r\n";
+  const RequestHead head = request_of(text);
+  CHECK(forward_origin_form_head(head, "api.example", false, false) ==
+        "POST /v1/x?q=1 HTTP/1.1\r\nHost: api.example\r\nContent-Length: 2\r\nAccept: */*\r\n\r\n");
+  CHECK(forward_origin_form_head(head, "api.example:8443", false, true) ==
+        "POST /v1/x?q=1 HTTP/1.1\r\nHost: api.example:8443\r\nContent-Length: 2\r\nAccept: */*\r\n"
+        "Connection: close\r\n\r\n");
+
+  const std::string ws =
+      "GET /ws HTTP/1.1\r\nHost: api.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  CHECK(forward_origin_form_head(request_of(ws), "api.example", true, false) ==
+        "GET /ws HTTP/1.1\r\nHost: api.example\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        "Sec-WebSocket-Version: 13\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+}
+
+TEST_CASE("a 101 to a websocket keeps its Upgrade and Connection; origin_keeps_alive") {
+  std::string storage;
+  auto head = response(
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nx-egress-refused: forged\r\n\r\n",
+      storage);
+  CHECK(switches_to_websocket(head));
+  CHECK(rewrite_switching_head(head) ==
+        "HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+        "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  head = response("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n", storage);
+  CHECK_FALSE(switches_to_websocket(head));
+
+  struct Case {
+    const char* head;
+    bool keeps;
+  };
+  const Case cases[] = {
+      {"HTTP/1.1 200 OK\r\n\r\n", true},
+      {"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", false},
+      {"HTTP/1.1 200 OK\r\nConnection: X, Close\r\n\r\n", false},
+      {"HTTP/1.0 200 OK\r\n\r\n", false},
+      {"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\n", true},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.head);
+    CHECK(origin_keeps_alive(response(c.head, storage)) == c.keeps);
+  }
+}

@@ -1,0 +1,287 @@
+// One inspected connection (SPEC §18), in the inspecting process (proxy/inspect/DESIGN.md): the
+// box's socket and a socket already connected to the checked address come in; the proxy takes
+// the box's TLS handshake with the decided host's leaf, makes its own TLS connection to the
+// origin (verified, the host name checked), and judges every HTTP/1.1 request alone
+// (proxy/wire/inspected_request.h) before it goes on. serve decided, dialled and keeps the slot;
+// this object never resolves, dials or logs: it tells its owner through Hooks.
+//
+// Life: start() -> the first byte is peeked (not 0x16: `not tls`) -> the box's handshake (an SNI
+// naming another host: `sni mismatch`), the origin's handshake meanwhile -> requests, each
+// judged: a refusal is answered inside TLS (the connection goes on when the framing is sound); an
+// allowed request goes to the origin, its response comes back, both bodies exactly as framed ->
+// keep-alive while both sides allow it; when the origin's connection cannot be reused the next
+// allowed request asks the owner for another (need_upstream) -> a 101 to a WebSocket upgrade
+// turns the connection into a relay -> `ended`, once, as the last hook call.
+//
+// Memory, whatever either side does (every bound is a constant here or a setup value):
+//   box-facing input   <= max(max_head_bytes + 1, 16 KiB), plus one read (a TLS record of 16 KiB
+//                          and the 4 KiB libevent asks for first);
+//   origin-facing input <= kMaxResponseHeadBytes + 1, plus one read;
+//   each output         <= kMaxQueued, plus one rewritten response head (< kMaxResponseHeadBytes
+//                          + 64 bytes) or one refusal (< 256 bytes);
+//   OpenSSL, per side   about 34 KiB of record buffers while busy, none while idle
+//                          (SSL_MODE_RELEASE_BUFFERS), and the session itself (a few KiB).
+// Nothing is read from a side while what it would feed is at its bound; reading resumes as the
+// other side drains. With the defaults that is at most about 370 KiB for a busy connection.
+//
+// The process must ignore SIGPIPE (as serve does): OpenSSL writes to its sockets with write(2),
+// which raises it when a peer has gone.
+#pragma once
+
+#include <event2/event.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "proxy/clock.h"
+#include "proxy/event_owners.h"
+#include "proxy/http_exchange.h"
+#include "proxy/inspect/leaf_cert.h"
+#include "proxy/inspect/openssl_owners.h"
+#include "proxy/inspect/tls_contexts.h"
+#include "proxy/inspect/tls_stream.h"
+#include "proxy/timer.h"
+#include "proxy/tunnel.h"
+#include "proxy/unique_fd.h"
+#include "proxy/wire/inspected_request.h"
+#include "table/inspect_endpoint.h"
+
+namespace boxproxy {
+
+// What an output may hold before the side that feeds it stops being read: four TLS records, so a
+// fast reader is never starved while a slow one holds little.
+inline constexpr std::size_t kMaxQueued = 64 * 1024;
+// The longest response head an origin may send (as the plain path's, proxy/http_exchange.cc).
+inline constexpr std::size_t kMaxResponseHeadBytes = 64 * 1024;
+
+struct InspectedSetup {
+  std::uint64_t id = 0;  // the connection's, for the owner's records
+  std::string host;      // decided host: the SNI, if any, must name it; Host must name it
+  std::uint16_t port = 443;  // decided port (Host may leave it out when it is 443)
+  std::shared_ptr<const InspectEndpoint> endpoint;  // its rules (never null at start)
+  std::shared_ptr<const Leaf> leaf;                 // what the box-facing side presents
+  EVP_PKEY* leaf_key = nullptr;                     // the leaf's key (LeafCache::key()); must outlive this
+  SSL_CTX* client_ctx = nullptr;  // the box-facing context (make_client_facing_context); must outlive this
+  SSL_CTX* origin_ctx = nullptr;  // the origin-facing context (make_origin_context); must outlive this
+  bool log_paths = false;
+  std::size_t max_head_bytes = 32 * 1024;
+  double head_timeout = 10;  // the box's TLS handshake, each request head, waiting for an origin
+  double idle_timeout = 0;   // nothing moving during an exchange or a relay; 0: none
+};
+
+// One request, when it ends or is refused.
+struct RequestRecord {
+  std::string method;     // as sent, cut to kMaxReportedMethodBytes; "-" when the head did not parse
+  std::string rule;       // the deciding rule's label, or "-"
+  std::string log_class;  // "ok", or the refusal's class (a report-mode denial: "request denied")
+  std::uint16_t status = 0;  // what the client was answered; 0 when no answer reached it
+  std::uint64_t up = 0;      // bytes of this request sent to the origin (head and body)
+  std::uint64_t down = 0;    // bytes of its answer queued to the client (head and body)
+  std::uint64_t ms = 0;      // from its head's end to its end
+  bool report = false;       // a report-mode denial, let through
+  std::optional<std::string> path;  // with log_paths: the target without its query, cut to kMaxReportedPathBytes
+};
+
+// The connection, when it ends.
+struct EndRecord {
+  std::uint64_t up = 0;    // every byte sent to origins (requests, and a relay's)
+  std::uint64_t down = 0;  // every byte queued to the client (responses, refusals, a relay's)
+  // Why it ended, in the words of a tunnel's done line (SPEC §12): client-closed, upstream-closed
+  // (the origin's response ended it), idle-timeout (the head timeout as much as --idle-timeout: the
+  // box sent nothing in time), error (a side failed, or a refusal closed it), shutdown (its
+  // endpoint was removed).
+  TunnelEnd end = TunnelEnd::error;
+  std::optional<std::string> log_class;  // the connection's own refusal: not tls, sni mismatch, upstream tls
+};
+
+class InspectedConnection {
+ public:
+  // Called from the loop, never from inside a call of the owner's (start, give_upstream,
+  // upstream_failed, set_endpoint). The owner may delete the connection inside any of them;
+  // `ended` is the last one.
+  struct Hooks {
+    void* owner;
+    void (*request)(void* owner, const RequestRecord& record);
+    void (*need_upstream)(void* owner);  // answer with give_upstream or upstream_failed
+    void (*ended)(void* owner, const EndRecord& record);
+  };
+
+  // Takes both sockets (connected, non-blocking). Null when it cannot start (allocation, SSL_new,
+  // a setup without its contexts, leaf or endpoint); the sockets are closed then.
+  [[nodiscard]] static std::unique_ptr<InspectedConnection> start(event_base* base, UniqueFd client,
+                                                                  UniqueFd upstream, InspectedSetup setup,
+                                                                  Hooks hooks);
+  ~InspectedConnection();
+  InspectedConnection(const InspectedConnection&) = delete;
+  InspectedConnection& operator=(const InspectedConnection&) = delete;
+
+  // The answer to need_upstream: a new connection to the same checked address. One given while
+  // the connection has an origin connection already is closed.
+  void give_upstream(UniqueFd fd);
+  // ... or none could be made: the waiting request is refused as `dial failed` (502).
+  void upstream_failed();
+  // A live change, effective from the next request; nullptr: the endpoint was removed, and the
+  // connection closes before its next request (at once when it is between requests).
+  void set_endpoint(std::shared_ptr<const InspectEndpoint> endpoint);
+
+ private:
+  // Where the connection stands (one value at a time; SPEC §18's order of things).
+  enum class Phase : std::uint8_t {
+    sniffing,          // waiting for the box's first byte, peeked: a TLS handshake record or not
+    handshaking,       // the box's TLS handshake, with the leaf
+    reading_head,      // between requests: waiting for, and reading, a request head
+    refusing,          // a refusal is queued; the refused request's body is read and dropped
+    waiting_upstream,  // an allowed request waits for an origin connection (its handshake, or serve's dial)
+    exchanging,        // the request goes up, its response comes back
+    relaying,          // after a 101 to a WebSocket: bytes both ways until either side closes
+    closing,           // the last bytes go out, then both sides are closed
+    ended,             // everything is closed; `ended` is (or has been) reported
+  };
+  // Where the origin-facing side stands.
+  enum class Origin : std::uint8_t {
+    handshaking,  // its TLS handshake is under way
+    ready,        // open: idle, or carrying the current exchange
+    gone,         // none (closed, or not reusable): the next allowed request asks for one
+    asked,        // need_upstream is (to be) called; waiting for give_upstream or upstream_failed
+    dial_failed,  // upstream_failed came: the waiting request gets 502 dial failed
+    tls_failed,   // its handshake or certificate failed: 502 upstream tls, and the connection ends
+  };
+  // What the one timer measures now.
+  enum class TimerRole : std::uint8_t {
+    none,
+    head,      // the box's handshake or a head: head_timeout from its start, however slowly bytes come
+    upstream,  // waiting for an origin connection: head_timeout from the wait's start
+    drain,     // a refused body being dropped, or the last bytes going out: head_timeout of quiet
+    idle,      // an exchange or a relay: idle_timeout of quiet
+  };
+
+  // The request in progress.
+  struct Exchange {
+    InspectedRequest judged;
+    RequestRecord record;
+    Clock::time_point started{};
+    BodyCursor request_body;
+    BodyCursor response_body;
+    std::string method;  // as sent (response framing depends on it: HEAD)
+    bool request_done = false;
+    bool response_head_done = false;
+    bool response_done = false;
+    bool response_started = false;   // a byte of the response (an interim one too) reached the client's output
+    bool origin_reusable = false;    // the origin allows another request on its connection
+    bool keep_client = false;        // the client's connection goes on after this exchange
+    bool retried = false;            // sent again once on a new origin connection
+    bool reused_origin = false;      // its origin connection carried an earlier request
+    bool recorded = false;           // its RequestRecord is queued
+  };
+
+  InspectedConnection(event_base* base, UniqueFd client, InspectedSetup setup, Hooks hooks);
+
+  // ---- set-up ----
+  [[nodiscard]] bool init(UniqueFd upstream);
+  [[nodiscard]] bool open_client_tls();
+  [[nodiscard]] bool open_origin_tls(UniqueFd fd);
+
+  // ---- libevent's callbacks: each acts, then advances, then delivers the hooks ----
+  static void on_sniff(evutil_socket_t, short, void* self) noexcept;
+  static void on_kick(evutil_socket_t, short, void* self) noexcept;
+  static void on_client_io(bufferevent*, void* self) noexcept;
+  static void on_client_event(bufferevent*, short what, void* self) noexcept;
+  static void on_origin_io(bufferevent*, void* self) noexcept;
+  static void on_origin_event(bufferevent*, short what, void* self) noexcept;
+  static void on_timer(void* self) noexcept;
+  // advance(), then the hooks queued meanwhile; `this` may be gone after it.
+  void settle() noexcept;
+  void update_reading() noexcept;
+  void deliver_hooks() noexcept;
+  void kick() noexcept;
+
+  void sniff();
+  void client_event(short what);
+  void origin_event(short what);
+  void timer_fired();
+
+  // ---- the state machine: advance() runs steps until none makes progress ----
+  void advance();
+  [[nodiscard]] bool step();
+  [[nodiscard]] bool read_head();
+  void begin_request(const RequestHead& head, std::size_t head_bytes);
+  [[nodiscard]] bool drop_refused_body();
+  [[nodiscard]] bool wait_for_origin();
+  [[nodiscard]] bool exchange();
+  [[nodiscard]] bool pass_request_body();
+  [[nodiscard]] bool read_response_head();
+  [[nodiscard]] bool pass_response_body();
+  [[nodiscard]] bool origin_ended_early();
+  [[nodiscard]] bool origin_broke();
+  void finish_exchange();
+  [[nodiscard]] bool relay();
+  [[nodiscard]] bool close_when_flushed();
+
+  // ---- answers and ends ----
+  // Answers the current request with `refusal`; closes after it when `close_with` says why.
+  void refuse(InspectRefusal refusal, std::optional<TunnelEnd> close_with);
+  void refuse_unparsed(InspectRefusal refusal);  // a head that did not parse: answered, then closed
+  void refuse_connection(InspectRefusal refusal);  // not tls, sni mismatch: closed without a word
+  void record_request(std::string_view log_class, std::uint16_t status);
+  void record_exchange();  // the allowed request in progress, as it stands
+  void close_after_flush(TunnelEnd end);
+  void end_now(TunnelEnd end);
+  void drop_origin();
+  void arm(TimerRole role);
+
+  // Moves what `from` holds (at most what `to` has room for, kMaxQueued) through `cursor` into
+  // `to`, counting it in `count`; true when any byte moved. `done`/`malformed` report the body.
+  struct Moved {
+    bool moved = false;
+    bool done = false;
+    bool malformed = false;
+  };
+  [[nodiscard]] Moved move_body(evbuffer* from, evbuffer* to, BodyCursor& cursor, std::uint64_t& count);
+  void queue_to_client(std::string_view bytes);
+  void queue_to_origin(std::string_view bytes);
+
+  [[nodiscard]] bool exchange_open() const noexcept {
+    return phase_ == Phase::waiting_upstream || phase_ == Phase::exchanging || phase_ == Phase::relaying;
+  }
+
+  event_base* base_;
+  InspectedSetup setup_;
+  DecidedOrigin origin_;
+  Hooks hooks_;
+  ServerNameCheck sni_check_;
+
+  // Owners in dependency order: the events and the streams go before the socket the sniff watches.
+  UniqueFd client_fd_;  // until the sniff passes it to client_
+  EventPtr sniff_event_;
+  EventPtr kick_event_;
+  Timer timer_;
+  std::unique_ptr<TlsStream> client_;
+  std::unique_ptr<TlsStream> origin_side_;
+
+  Phase phase_ = Phase::sniffing;
+  Origin origin_state_ = Origin::handshaking;
+  TimerRole timer_role_ = TimerRole::none;
+  bool origin_used_ = false;  // the current origin connection carried a request already
+  bool client_eof_ = false;   // the box closed its side (what it sent before is still served)
+  bool origin_eof_ = false;   // the current origin connection closed its side (or failed)
+  bool origin_error_ = false;  // ... by failing: what it sent last may have been cut short
+  bool abort_client_ = false;  // end without close_notify: the client must see the end as cut short
+  Exchange exchange_;
+  std::optional<TunnelEnd> closing_end_;  // while closing: the end to report
+
+  std::uint64_t up_ = 0;
+  std::uint64_t down_ = 0;
+  Clock::time_point last_activity_ = Clock::now();
+  std::optional<InspectRefusal> connection_refusal_;
+
+  // Hooks queued by the steps, delivered by settle() once the state is consistent.
+  std::deque<RequestRecord> records_;
+  bool need_upstream_due_ = false;
+  std::optional<EndRecord> ended_due_;
+  bool* alive_ = nullptr;  // while hooks run: set false if the owner deletes this in one
+};
+
+}  // namespace boxproxy

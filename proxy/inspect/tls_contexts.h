@@ -1,0 +1,49 @@
+// The two TLS contexts of request inspection (SPEC §18), made once per process and shared by
+// every inspected connection: the box-facing one (the proxy as a TLS server, presenting a leaf of
+// the session's CA) and the origin-facing one (the proxy as a TLS client, verifying the origin).
+//
+// Both: TLS 1.2 and up, ALPN "http/1.1" only (HTTP/2 is SPEC §19's), no renegotiation, buffers
+// released while idle (SSL_MODE_RELEASE_BUFFERS: an idle connection holds no record buffers). A
+// connection's own settings (its leaf, the name it checks) are made on its SSL object
+// (proxy/inspect/inspected_connection.cc), never on the shared context.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "proxy/inspect/openssl_owners.h"
+
+namespace boxproxy {
+
+// The protocol both sides name in ALPN, in its wire form (a length byte, then the name).
+inline constexpr std::string_view kAlpnHttp11{"\x08http/1.1", 9};
+
+// What a box-facing connection's ClientHello is checked against (SPEC §18: an SNI that names
+// another host is `sni mismatch`). The connection owns it; the context's callback reads it.
+struct ServerNameCheck {
+  std::string host;         // the decided host
+  bool mismatched = false;  // set by the callback when the ClientHello named another host
+};
+
+// The box-facing context: a TLS server, with the callbacks that check each ClientHello's server
+// name against the connection's ServerNameCheck (attach_server_name_check) and select
+// "http/1.1" by ALPN (or nothing, when the client offers it not). No session cache and no
+// tickets: every connection makes a full handshake, so no session of one connection (made for
+// one host) ever stands in for another's. Throws std::runtime_error when OpenSSL cannot make it
+// (a start-up failure).
+[[nodiscard]] SslCtxPtr make_client_facing_context();
+
+// The origin-facing context: a TLS client that trusts `store` (the system's CAs, or
+// --upstream-ca's) and verifies the peer (SSL_VERIFY_PEER); the host name is checked per
+// connection. Takes `store`. Throws std::runtime_error when OpenSSL cannot make it.
+[[nodiscard]] SslCtxPtr make_origin_context(X509StorePtr store);
+
+// Makes `ssl` (of the box-facing context) check its ClientHello's server name against `check`,
+// which must outlive the handshake. False when OpenSSL cannot (the connection is dropped).
+[[nodiscard]] bool attach_server_name_check(SSL* ssl, ServerNameCheck* check) noexcept;
+
+// Whether a ClientHello's server name names `host`: compared without regard to case, one
+// trailing dot ignored on either side.
+[[nodiscard]] bool server_name_matches(std::string_view server_name, std::string_view host) noexcept;
+
+}  // namespace boxproxy

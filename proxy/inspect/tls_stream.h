@@ -1,0 +1,90 @@
+// One side of an inspected connection: a TLS session over a socket, on a libevent
+// bufferevent_openssl (the box-facing side as the TLS server, the origin-facing side as the
+// client). Its input holds the plaintext read, its output the plaintext to write.
+//
+// It owns the socket, the SSL object and the bufferevent, in that order, so the bufferevent goes
+// first and the socket last: libevent is never asked to own either (without BEV_OPT_CLOSE_ON_FREE
+// a failed bufferevent_openssl_socket_new frees neither, so nothing is freed or closed twice).
+// Callbacks are deferred (BEV_OPT_DEFER_CALLBACKS): they run from the loop, never from inside a
+// call of the owner's that added to an output, so the owner is never entered twice.
+#pragma once
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "proxy/inspect/openssl_owners.h"
+#include "proxy/unique_fd.h"
+
+namespace boxproxy {
+
+struct BufferEventDeleter {
+  void operator()(bufferevent* bev) const noexcept { bufferevent_free(bev); }
+};
+using BufferEventPtr = std::unique_ptr<bufferevent, BufferEventDeleter>;
+
+class TlsStream {
+ public:
+  enum class Role : std::uint8_t {
+    accept,   // the box-facing side: the proxy is the TLS server
+    connect,  // the origin-facing side: the proxy is the TLS client
+  };
+  // The owner's callbacks, all given `arg`.
+  struct Callbacks {
+    bufferevent_data_cb read;
+    bufferevent_data_cb write;
+    bufferevent_event_cb event;
+    void* arg;
+  };
+  // Starts the handshake on `fd` (connected, non-blocking) with `ssl`, which it takes with the
+  // socket. `write` fires as the output drains to `write_low` bytes or fewer. Null when libevent
+  // cannot allocate (both are then released by their owners here).
+  //
+  // Reading is bounded by the owner, not by a read watermark: libevent 2.1 calls the read
+  // callback again and again while the input is over its high-water mark and reading is on (a
+  // busy loop when the owner cannot take the bytes), and its TLS bufferevent, suspended by the
+  // mark in the middle of a record, leaves the rest in OpenSSL unseen until the socket is
+  // readable again (a stall). Without a mark, each wake-up reads one TLS record (and what
+  // OpenSSL holds of it) and hands all of it over; the owner turns reading off (set_reading)
+  // once the input is at its bound, and on again as it drains.
+  [[nodiscard]] static std::unique_ptr<TlsStream> open(event_base* base, UniqueFd fd, SslPtr ssl, Role role,
+                                                       std::size_t write_low, Callbacks callbacks) noexcept;
+  ~TlsStream();
+  TlsStream(const TlsStream&) = delete;
+  TlsStream& operator=(const TlsStream&) = delete;
+
+  [[nodiscard]] evbuffer* input() const noexcept { return bufferevent_get_input(bev_.get()); }
+  [[nodiscard]] evbuffer* output() const noexcept { return bufferevent_get_output(bev_.get()); }
+  [[nodiscard]] std::size_t input_length() const noexcept { return evbuffer_get_length(input()); }
+  [[nodiscard]] std::size_t output_length() const noexcept { return evbuffer_get_length(output()); }
+  [[nodiscard]] SSL* ssl() const noexcept { return ssl_.get(); }
+  [[nodiscard]] bool is(const bufferevent* bev) const noexcept { return bev == bev_.get(); }
+
+  // Whether the peer ended its side with a close_notify (an end that cannot have been cut short by
+  // a third party) rather than just closing its socket.
+  [[nodiscard]] bool received_close_notify() const noexcept;
+  // Reads (or stops reading: what the peer sends is left in the socket). Only once the handshake
+  // is done does this take effect; the handshake reads what it needs.
+  void set_reading(bool on) noexcept;
+  // The session failed (an error event): no close_notify is ever sent on it (OpenSSL must not
+  // be asked to shut down a session after a fatal error).
+  void note_failed() noexcept { failed_ = true; }
+  // Sends close_notify, once, if the session is open and has not failed: best effort (a socket
+  // that cannot take it now never gets it; the close follows anyway).
+  void send_close_notify() noexcept;
+
+ private:
+  TlsStream(UniqueFd fd, SslPtr ssl) noexcept : fd_(std::move(fd)), ssl_(std::move(ssl)) {}
+
+  UniqueFd fd_;
+  SslPtr ssl_;
+  BufferEventPtr bev_;  // declared last: freed first
+  bool close_notify_sent_ = false;
+  bool failed_ = false;
+  bool reading_ = true;
+};
+
+}  // namespace boxproxy

@@ -1,0 +1,223 @@
+// proxy/wire/inspected_request: one request of an inspected connection judged in SPEC §18's order
+// (framing, Host, path, rules), its refusal table and answer, and the head the origin gets.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <variant>
+
+#include "proxy/wire/inspected_request.h"
+#include "table/reason.h"
+
+using namespace boxproxy;
+
+namespace {
+
+InspectEndpoint endpoint_of(std::string_view entry) {
+  auto parsed = parse_inspect_entry(entry);
+  if (const auto* error = std::get_if<std::string>(&parsed)) FAIL(*error);
+  return std::get<InspectEndpoint>(parsed);
+}
+
+InspectRule rule(std::string_view method, std::string_view path) {
+  auto made = make_inspect_rule(method, path, std::nullopt);
+  if (const auto* error = std::get_if<std::string>(&made)) FAIL(*error);
+  return std::get<InspectRule>(made);
+}
+
+// api.example:443 reading /repos/acme/** only; deleting anything denied.
+InspectEndpoint acme_endpoint(InspectMode mode = InspectMode::enforce) {
+  InspectEndpoint e = endpoint_of("api.example");
+  e.rules = std::vector<InspectRule>{rule("GET", "/repos/acme/**")};
+  e.deny.push_back(rule("DELETE", "/**"));
+  e.mode = mode;
+  return e;
+}
+
+DecidedOrigin origin_of(std::string_view host, std::uint16_t port, std::uint16_t default_port = 443) {
+  auto parsed = parse_host(host, port);
+  REQUIRE(std::holds_alternative<Target>(parsed));
+  return DecidedOrigin{std::get<Target>(parsed), default_port};
+}
+
+// Judges `text` (a whole head) for api.example:443 by `endpoint`.
+InspectedRequest judge(const std::string& text, const InspectEndpoint& endpoint = acme_endpoint(),
+                       const DecidedOrigin& origin = origin_of("api.example", 443)) {
+  const auto parsed = parse_request_head(text, 65536);
+  REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+  return judge_inspected_request(*parsed.value, endpoint, origin);
+}
+
+std::string class_of(const InspectedRequest& judged) {
+  return judged.refusal ? std::string(inspect_refusal_info(*judged.refusal).log_class) : "ok";
+}
+
+}  // namespace
+
+TEST_CASE("the refusal table: rows in the enum's order, §6's classes and statuses where §6 has them") {
+  const InspectRefusal all[] = {
+      InspectRefusal::not_tls,       InspectRefusal::sni_mismatch, InspectRefusal::bad_request,
+      InspectRefusal::head_too_large, InspectRefusal::bad_framing,  InspectRefusal::host_mismatch,
+      InspectRefusal::bad_path,      InspectRefusal::request_denied, InspectRefusal::dial_failed,
+      InspectRefusal::upstream_tls,
+  };
+  for (const InspectRefusal r : all) CHECK(inspect_refusal_info(r).refusal == r);
+  // SPEC §18's settled statuses.
+  CHECK(inspect_refusal_info(InspectRefusal::request_denied).status == 403);
+  CHECK(inspect_refusal_info(InspectRefusal::bad_path).status == 400);
+  CHECK(inspect_refusal_info(InspectRefusal::host_mismatch).status == 400);
+  CHECK(inspect_refusal_info(InspectRefusal::upstream_tls).status == 502);
+  CHECK(inspect_refusal_info(InspectRefusal::not_tls).status == 0);
+  CHECK(inspect_refusal_info(InspectRefusal::sni_mismatch).status == 0);
+  CHECK(inspect_refusal_info(InspectRefusal::not_tls).log_class == "not tls");
+  CHECK(inspect_refusal_info(InspectRefusal::upstream_tls).log_class == "upstream tls");
+  CHECK(inspect_refusal_info(InspectRefusal::sni_mismatch).log_class == log_class(Reason::sni_mismatch));
+  CHECK(inspect_refusal_info(InspectRefusal::dial_failed).log_class == "dial failed");
+  CHECK(inspect_refusal_info(InspectRefusal::head_too_large).status == info(Reason::head_too_large).http_status);
+}
+
+TEST_CASE("a refusal's answer: status, x-egress-refused, a one-line body; connection: close only when asked") {
+  const std::string kept = inspect_refusal_response(InspectRefusal::request_denied, false);
+  CHECK(kept ==
+        "HTTP/1.1 403 egress refused: request denied\r\nx-egress-refused: request denied\r\n"
+        "content-type: text/plain\r\ncontent-length: 31\r\n\r\negress refused: request denied\n");
+  const std::string closed = inspect_refusal_response(InspectRefusal::bad_framing, true);
+  CHECK(closed ==
+        "HTTP/1.1 400 egress refused: bad framing\r\nx-egress-refused: bad framing\r\n"
+        "content-type: text/plain\r\ncontent-length: 28\r\nconnection: close\r\n\r\negress refused: bad framing\n");
+}
+
+TEST_CASE("allowed: the rule's label, and the head the origin gets") {
+  const auto judged = judge("GET /repos/acme/x?ref=main HTTP/1.1\r\nHost: API.Example\r\nAccept: */*\r\n\r\n");
+  CHECK(class_of(judged) == "ok");
+  CHECK(judged.rule == "rules[0]");
+  CHECK_FALSE(judged.report);
+  CHECK(judged.client_keep_alive);
+  CHECK_FALSE(judged.websocket);
+  CHECK(judged.upstream_head == "GET /repos/acme/x?ref=main HTTP/1.1\r\nHost: api.example\r\nAccept: */*\r\n\r\n");
+}
+
+TEST_CASE("the order: framing, then Host, then the path, then the rules") {
+  // Framing first: a smuggling shape is bad framing whatever else is wrong, and ends the connection.
+  auto judged = judge("DELETE //x HTTP/1.1\r\nHost: other\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  CHECK(class_of(judged) == "bad framing");
+  CHECK_FALSE(judged.keep_after_refusal);
+  // Two Hosts: bad request, and the connection ends.
+  judged = judge("GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nHost: api.example\r\n\r\n");
+  CHECK(class_of(judged) == "bad request");
+  CHECK_FALSE(judged.keep_after_refusal);
+  // Host before the path and the rules.
+  judged = judge("DELETE //x HTTP/1.1\r\nHost: other.example\r\n\r\n");
+  CHECK(class_of(judged) == "host mismatch");
+  CHECK(judged.keep_after_refusal);
+  // The path before the rules.
+  judged = judge("DELETE /repos/acme/%2F HTTP/1.1\r\nHost: api.example\r\n\r\n");
+  CHECK(class_of(judged) == "bad path");
+  CHECK(judged.rule == "-");
+  CHECK(judged.keep_after_refusal);
+  judged = judge("DELETE /repos/acme/x HTTP/1.1\r\nHost: api.example\r\n\r\n");
+  CHECK(class_of(judged) == "request denied");
+  CHECK(judged.rule == "deny[0]");
+  CHECK(judged.keep_after_refusal);
+  judged = judge("GET /repos/other/x HTTP/1.1\r\nHost: api.example\r\n\r\n");
+  CHECK(class_of(judged) == "request denied");
+  CHECK(judged.rule == "-");
+}
+
+TEST_CASE("Host: exactly the decided host; its port optional only when it is the default") {
+  struct Case {
+    const char* host_line;  // "" for none
+    std::uint16_t port;     // the decided port
+    const char* verdict;
+  };
+  const Case cases[] = {
+      {"Host: api.example\r\n", 443, "ok"},
+      {"Host: api.example:443\r\n", 443, "ok"},
+      {"Host: API.EXAMPLE.\r\n", 443, "ok"},
+      {"Host: api.example:8443\r\n", 443, "host mismatch"},
+      {"Host: api.example\r\n", 8443, "host mismatch"},  // the default port is not the decided one
+      {"Host: api.example:8443\r\n", 8443, "ok"},
+      {"Host: evil.example\r\n", 443, "host mismatch"},
+      {"Host: api.example.evil\r\n", 443, "host mismatch"},
+      {"Host: user@api.example\r\n", 443, "host mismatch"},
+      {"Host: api.example:\r\n", 443, "host mismatch"},
+      {"Host: 10.0.0.1\r\n", 443, "host mismatch"},
+      {"Host: \r\n", 443, "host mismatch"},
+      {"", 443, "host mismatch"},
+  };
+  for (const auto& c : cases) {
+    const std::string text = std::string("GET /repos/acme/x HTTP/1.1\r\n") + c.host_line + "\r\n";
+    CAPTURE(text);
+    CAPTURE(c.port);
+    CHECK(class_of(judge(text, acme_endpoint(), origin_of("api.example", c.port))) == c.verdict);
+  }
+  // Plain HTTP's default is 80.
+  CHECK(class_of(judge("GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\n\r\n", acme_endpoint(),
+                       origin_of("api.example", 80, 80))) == "ok");
+  // An address literal as the decided host.
+  CHECK(class_of(judge("GET /repos/acme/x HTTP/1.1\r\nHost: [2001:db8::1]\r\n\r\n", acme_endpoint(),
+                       origin_of("2001:db8::1", 443))) == "ok");
+  CHECK(origin_host_field(origin_of("2001:db8::1", 8443)) == "[2001:db8::1]:8443");
+  CHECK(origin_host_field(origin_of("api.example.", 443)) == "api.example");
+}
+
+TEST_CASE("paths: absolute-form, *, %2F, .., // are bad path") {
+  const InspectEndpoint open = endpoint_of("api.example");
+  for (const char* target : {"https://api.example/x", "*", "/a/%2F/b", "/a/%2f", "/a/../b", "/a/%2e%2E/b", "//a",
+                             "/a//b", "/a\\b", "x"}) {
+    const std::string text = std::string("GET ") + target + " HTTP/1.1\r\nHost: api.example\r\n\r\n";
+    CAPTURE(text);
+    CHECK(class_of(judge(text, open)) == "bad path");
+  }
+  CHECK(class_of(judge("OPTIONS * HTTP/1.1\r\nHost: api.example\r\n\r\n", open)) == "bad path");
+  CHECK(class_of(judge("GET /a/b/?q=%2F HTTP/1.1\r\nHost: api.example\r\n\r\n", open)) == "ok");
+}
+
+TEST_CASE("report mode: a denial goes on, marked; every other refusal holds") {
+  auto judged = judge("DELETE /repos/acme/x HTTP/1.1\r\nHost: api.example\r\n\r\n", acme_endpoint(InspectMode::report));
+  CHECK_FALSE(judged.refusal);
+  CHECK(judged.report);
+  CHECK(judged.rule == "deny[0]");
+  CHECK(judged.upstream_head == "DELETE /repos/acme/x HTTP/1.1\r\nHost: api.example\r\n\r\n");
+  judged = judge("GET /repos/acme/%2F HTTP/1.1\r\nHost: api.example\r\n\r\n", acme_endpoint(InspectMode::report));
+  CHECK(class_of(judged) == "bad path");
+  judged = judge("GET /repos/acme/x HTTP/1.1\r\nHost: other\r\n\r\n", acme_endpoint(InspectMode::report));
+  CHECK(class_of(judged) == "host mismatch");
+}
+
+TEST_CASE("bodies and keep-alive: what a refusal leaves usable") {
+  auto judged = judge("POST /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 5\r\n\r\n");
+  CHECK(class_of(judged) == "request denied");
+  CHECK(judged.framing.kind == BodyFraming::Kind::length);
+  CHECK(judged.framing.length == 5);
+  CHECK(judged.keep_after_refusal);
+  judged = judge("POST /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nTransfer-Encoding: chunked\r\n\r\n");
+  CHECK(judged.framing.kind == BodyFraming::Kind::chunked);
+  CHECK(judged.keep_after_refusal);
+  // A body behind Expect: 100-continue may never come once refused: the connection ends.
+  judged = judge("POST /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  CHECK_FALSE(judged.keep_after_refusal);
+  judged = judge("POST /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 0\r\nExpect: 100-continue\r\n\r\n");
+  CHECK(judged.keep_after_refusal);
+  // A client that closes after this request.
+  judged = judge("DELETE /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n\r\n");
+  CHECK_FALSE(judged.keep_after_refusal);
+  judged = judge("GET /repos/acme/x HTTP/1.0\r\nHost: api.example\r\n\r\n");
+  CHECK_FALSE(judged.client_keep_alive);
+  CHECK(judged.client_http10);
+  CHECK(judged.upstream_head == "GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n\r\n");
+}
+
+TEST_CASE("a websocket upgrade is judged like any request, and keeps its Upgrade when allowed") {
+  const std::string ws =
+      "GET /repos/acme/ws HTTP/1.1\r\nHost: api.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Version: 13\r\n\r\n";
+  auto judged = judge(ws);
+  CHECK(class_of(judged) == "ok");
+  CHECK(judged.websocket);
+  CHECK(judged.upstream_head ==
+        "GET /repos/acme/ws HTTP/1.1\r\nHost: api.example\r\nSec-WebSocket-Version: 13\r\n"
+        "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  judged = judge(
+      "GET /repos/other/ws HTTP/1.1\r\nHost: api.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+  CHECK(class_of(judged) == "request denied");
+}
