@@ -77,7 +77,7 @@ Received receive_message(int socket, ChannelMessage& message) noexcept {
   header.msg_controllen = sizeof control;
   const ssize_t n = ::recvmsg(socket, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   if (n == -1 && transient_error(errno)) return Received::nothing_yet;
-  if (n == 0) return Received::closed;
+  if (n == 0 || (n < 0 && errno == ECONNRESET)) return Received::closed;
   if (n < 0) return Received::broken;
   const bool fds_sound = take_fds(header, message.fds);
   if (!fds_sound || (header.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||

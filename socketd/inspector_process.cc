@@ -28,6 +28,7 @@ namespace {
 constexpr const char* kInspectorName = "boxproxy-inspect";
 constexpr const char* kSystemTrustStore = "/etc/ssl/certs/ca-certificates.crt";
 constexpr int kChannelFd = 3;
+constexpr int kExecutableFd = 4;
 constexpr int kReadyTimeoutMs = 10'000;
 
 [[noreturn]] void fail(std::string message) { throw StartupError{ExitCode::failure, std::move(message)}; }
@@ -62,18 +63,19 @@ UniqueFd open_readable(const std::string& path, std::string_view what) {
 // In the child, between fork and exec: only what async-signal-safe calls may do.
 [[noreturn]] void exec_inspector(int executable, int channel) noexcept {
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives serve
-  if (channel != kChannelFd) {
-    if (::dup2(channel, kChannelFd) == -1) ::_exit(127);
-  } else {
-    (void)::fcntl(kChannelFd, F_SETFD, 0);
-  }
   const int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) (void)::dup2(devnull, STDIN_FILENO);
-  // Nothing of serve's but the channel and standard error: no socket, log or audit file.
-  (void)::syscall(SYS_close_range, kChannelFd + 1, ~0U, 0);
+  // Both out of the way first, so that placing one cannot overwrite the other.
+  const int exe = ::fcntl(executable, F_DUPFD_CLOEXEC, 10);
+  const int chan = ::fcntl(channel, F_DUPFD_CLOEXEC, 10);
+  if (exe == -1 || chan == -1) ::_exit(127);
+  // The channel as descriptor 3, inherited; the executable as 4, close-on-exec (execveat runs an
+  // ELF file from such a descriptor). Nothing else of serve's: no socket, log or audit file.
+  if (::dup2(chan, kChannelFd) == -1 || ::dup3(exe, kExecutableFd, O_CLOEXEC) == -1) ::_exit(127);
+  (void)::syscall(SYS_close_range, kExecutableFd + 1, ~0U, 0);
   char name[] = "boxproxy-inspect";
   char* argv[] = {name, nullptr};
-  (void)::syscall(SYS_execveat, executable, "", argv, environ, AT_EMPTY_PATH);
+  (void)::syscall(SYS_execveat, kExecutableFd, "", argv, environ, AT_EMPTY_PATH);
   ::_exit(127);
 }
 

@@ -1,0 +1,212 @@
+// The inspector process's state and its messages (proxy/inspect/inspector.h).
+#include "proxy/inspect/inspector.h"
+
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "proxy/inspect/openssl_owners.h"
+#include "socketd/inspect_config.h"
+#include "socketd/usage_error.h"
+#include "table/host_list.h"
+
+namespace boxproxy {
+namespace {
+
+// The trust store a start message may carry: Debian's whole bundle is about 200 KiB.
+constexpr std::size_t kMaxTrustStoreBytes = 4 * 1024 * 1024;
+constexpr int kStartTimeoutMs = 10'000;
+
+std::string read_all(int fd, std::size_t most) {
+  std::string out;
+  char buffer[64 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n == 0) return out;
+    if (n < 0) throw std::runtime_error("cannot read the trust store");
+    out.append(buffer, static_cast<std::size_t>(n));
+    if (out.size() > most) throw std::runtime_error("the trust store is larger than 4 MiB");
+  }
+}
+
+// The trust store of the origin side: the PEM certificates of `bundle` (the system's store, or
+// --upstream-ca's).
+X509StorePtr trust_store(const std::string& bundle) {
+  X509StorePtr store(X509_STORE_new());
+  if (!store) throw std::runtime_error(openssl_failure("cannot make the trust store"));
+  BioPtr bio(BIO_new_mem_buf(bundle.data(), static_cast<int>(bundle.size())));
+  if (!bio) throw std::runtime_error(openssl_failure("cannot read the trust store"));
+  std::size_t added = 0;
+  for (;;) {
+    X509Ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    if (!cert) break;
+    if (X509_STORE_add_cert(store.get(), cert.get()) == 1) ++added;
+  }
+  (void)take_openssl_errors();  // the end of the bundle reads as an error
+  if (added == 0) throw std::runtime_error("the trust store holds no certificate");
+  return store;
+}
+
+CertTime now() { return std::chrono::system_clock::now(); }
+
+}  // namespace
+
+std::vector<std::shared_ptr<const InspectEndpoint>> read_endpoints(const std::string& json_text) {
+  const nlohmann::json value = nlohmann::json::parse(json_text, nullptr, false);
+  if (!value.is_array()) throw std::runtime_error("the endpoints are not a JSON array");
+  std::vector<std::shared_ptr<const InspectEndpoint>> out;
+  try {
+    for (InspectEndpoint& endpoint : read_inspect_array("inspect", "the endpoints serve sent", value)) {
+      out.push_back(std::make_shared<const InspectEndpoint>(std::move(endpoint)));
+    }
+  } catch (const UsageError& error) {
+    throw std::runtime_error(error.detail);
+  }
+  return out;
+}
+
+InspectorSetup read_start(int channel) {
+  std::string error;
+  auto message = receive_channel_message(channel, kStartTimeoutMs, error);
+  if (!message) throw std::runtime_error("no start message: " + error);
+  auto parsed = parse_serve_message(message->bytes);
+  if (auto* why = std::get_if<std::string>(&parsed)) throw std::runtime_error("a bad start message: " + *why);
+  const auto* start = std::get_if<InspectorStart>(&std::get<InspectorOrder>(parsed));
+  if (start == nullptr) throw std::runtime_error("the first message is not start");
+  // Descriptors: the trust store, then the operator's CA certificate and key, or none.
+  std::vector<UniqueFd>& fds = message->fds;
+  if (fds.size() != 1 && fds.size() != 3) throw std::runtime_error("start carries the wrong descriptors");
+  const std::string bundle = read_all(fds[0].get(), kMaxTrustStoreBytes);
+  SessionCa ca = fds.size() == 3 ? SessionCa::load("/proc/self/fd/" + std::to_string(fds[1].get()),
+                                                   "/proc/self/fd/" + std::to_string(fds[2].get()), now())
+                                 : SessionCa::generate(start->label, now());
+  return InspectorSetup{std::move(ca), make_client_facing_context(), make_origin_context(trust_store(bundle)),
+                        start->log_paths, read_endpoints(start->endpoints_json)};
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct Inspector::Held {
+  Inspector* inspector = nullptr;
+  std::uint64_t id = 0;
+  std::string entry;  // its endpoint's host entry: found again when the endpoints change
+  std::unique_ptr<InspectedConnection> connection;
+};
+
+Inspector::Inspector(event_base* base, UniqueFd channel, InspectorSetup setup)
+    : base_(base),
+      setup_(std::move(setup)),
+      leaves_(setup_.ca),
+      channel_(base, std::move(channel), &on_message, &on_closed, this) {}
+
+Inspector::~Inspector() = default;
+
+bool Inspector::send_ready() { return channel_.send(inspector_message(InspectorReady{setup_.ca.certificate_pem()})); }
+
+void Inspector::report(const InspectorReport& report) {
+  // A channel serve cannot drain is a serve that stopped reading: nothing here can go on.
+  if (!channel_.send(inspector_message(report))) finished_ = true;
+}
+
+void Inspector::on_message(void* self, ChannelMessage message) noexcept {
+  try {
+    static_cast<Inspector*>(self)->order(std::move(message));
+  } catch (const std::exception&) {
+    static_cast<Inspector*>(self)->finished_ = true;  // out of memory, or worse: end
+  }
+}
+
+void Inspector::on_closed(void* self) noexcept { static_cast<Inspector*>(self)->finished_ = true; }
+
+void Inspector::order(ChannelMessage message) {
+  auto parsed = parse_serve_message(message.bytes);
+  if (std::holds_alternative<std::string>(parsed)) {
+    finished_ = true;  // serve is ours: a garbled order means something is badly wrong
+    return;
+  }
+  const InspectorOrder& order = std::get<InspectorOrder>(parsed);
+  if (const auto* what = std::get_if<InspectorConnection>(&order)) return start_connection(*what, message);
+  if (const auto* dialled = std::get_if<InspectorDialled>(&order)) {
+    const auto held = held_.find(dialled->id);
+    if (held == held_.end()) return;  // it ended meanwhile: the socket closes with the message
+    if (dialled->ok && message.fds.size() == 1) {
+      held->second->connection->give_upstream(std::move(message.fds[0]));
+    } else {
+      held->second->connection->upstream_failed();
+    }
+    return;
+  }
+  if (const auto* update = std::get_if<InspectorEndpoints>(&order)) return endpoints_changed(update->endpoints_json);
+}
+
+std::shared_ptr<const InspectEndpoint> Inspector::endpoint_for(const std::string& entry) const {
+  for (const auto& endpoint : setup_.endpoints) {
+    if (entry_text(endpoint->host) == entry) return endpoint;
+  }
+  return nullptr;
+}
+
+void Inspector::start_connection(const InspectorConnection& what, ChannelMessage& message) {
+  const auto refuse = [&](std::string_view log_class) {
+    report(InspectorEnded{what.id, 0, 0, "error", std::string(log_class)});
+  };
+  if (message.fds.size() != 2 || held_.contains(what.id)) return refuse("bad request");
+  std::shared_ptr<const InspectEndpoint> endpoint = endpoint_for(what.endpoint);
+  if (!endpoint) return refuse("request denied");  // removed meanwhile: nothing of it goes through
+  LeafOrError leaf = leaves_.leaf_for(what.host, now());
+  if (!leaf.leaf) return refuse("upstream tls");
+  auto held = std::make_unique<Held>();
+  held->inspector = this;
+  held->id = what.id;
+  held->entry = what.endpoint;
+  InspectedSetup setup;
+  setup.id = what.id;
+  setup.host = what.host;
+  setup.port = what.port;
+  setup.endpoint = std::move(endpoint);
+  setup.leaf = std::move(leaf.leaf);
+  setup.leaf_key = leaves_.key();
+  setup.client_ctx = setup_.client_ctx.get();
+  setup.origin_ctx = setup_.origin_ctx.get();
+  setup.log_paths = setup_.log_paths;
+  InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended};
+  held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
+                                                std::move(setup), hooks);
+  if (!held->connection) return refuse("bad request");
+  held_.emplace(what.id, std::move(held));
+}
+
+void Inspector::endpoints_changed(const std::string& json_text) {
+  setup_.endpoints = read_endpoints(json_text);
+  // Each connection takes its endpoint's new rules from its next request; one whose endpoint is
+  // gone closes before its next request (SPEC §18).
+  for (auto& [id, held] : held_) held->connection->set_endpoint(endpoint_for(held->entry));
+}
+
+void Inspector::on_request(void* context, const RequestRecord& record) {
+  auto* held = static_cast<Held*>(context);
+  held->inspector->report(InspectorRequest{held->id, record.method, record.rule, record.log_class, record.status,
+                                           record.up, record.down, record.ms, record.report, record.path});
+}
+
+void Inspector::on_need_upstream(void* context) {
+  auto* held = static_cast<Held*>(context);
+  held->inspector->report(InspectorDial{held->id});
+}
+
+// The last word of a connection: reported, then the connection (and its Held) deleted.
+void Inspector::on_ended(void* context, const EndRecord& record) {
+  auto* held = static_cast<Held*>(context);
+  Inspector* inspector = held->inspector;
+  const std::uint64_t id = held->id;
+  inspector->report(InspectorEnded{id, record.up, record.down, std::string(tunnel_end_name(record.end)),
+                                   record.log_class});
+  inspector->held_.erase(id);
+}
+
+}  // namespace boxproxy

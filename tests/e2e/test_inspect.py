@@ -1,0 +1,188 @@
+"""Request inspection (SPEC §18) through the real binary and its inspector (boxproxy-inspect): a TLS
+origin of the test's own on 127.0.0.2, with a certificate made here and given to the proxy with
+--upstream-ca; curl as the box's client, trusting the session CA that --ca-out wrote. Allowed
+requests reach the origin, refused ones get the proxy's answer inside TLS and never reach it, and
+each is logged (JSON log: the request lines' own keys). Connection-level refusals (not tls, sni
+mismatch, upstream tls) close or answer as the spec says."""
+
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+import unittest
+
+from box_support import TlsOrigin, make_certificate
+from harness import HttpOrigin, ProxyTestCase, binary, recv_all, recv_exact
+
+CURL = shutil.which("curl")
+ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
+INSPECTOR = os.path.join(os.path.dirname(binary()), "boxproxy-inspect")
+
+
+def curl(*args, timeout=20):
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    proc = subprocess.run([CURL, "-sS", "--max-time", "10", *args], env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, timeout=timeout)
+    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
+
+
+@unittest.skipIf(CURL is None, "curl is not installed")
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class InspectTest(ProxyTestCase):
+
+    def setUp(self):
+        super().setUp()
+        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-inspect-")
+        self.addCleanup(tmp.cleanup)
+        self.dir = tmp.name
+        self.cert, self.key = make_certificate(self.dir)
+        self.origin = TlsOrigin(self.cert, self.key)
+        self.addCleanup(self.origin.close)
+        self.ca = os.path.join(self.dir, "session-ca.pem")
+
+    def start(self, *args, endpoints=None, trust_origin=True):
+        """A proxy inspecting origin.test at the origin's port: with no rules, or with `endpoints`
+        (the config's "inspect" array) given in a config file."""
+        argv = ["--log", "json", "--resolve", "origin.test=127.0.0.2", "--ca-out", self.ca, *args]
+        if trust_origin:
+            argv += ["--upstream-ca", self.cert]
+        if endpoints is None:
+            argv += ["--inspect", f"origin.test:{self.origin.port}"]
+        else:
+            config = os.path.join(self.dir, "config.json")
+            with open(config, "w") as f:
+                json.dump({"inspect": endpoints}, f)
+            argv += ["--config", config]
+        return self.proxy(*argv)
+
+    def get(self, p, path, *extra):
+        """curl through the proxy's socket (SOCKS5): (exit code, status, x-egress-refused, body)."""
+        code, out, err = curl("--proxy", f"socks5h://localhost{p.socket_path}", "--cacert", self.ca, "--path-as-is",
+                              "-D", "-", *extra, f"https://origin.test:{self.origin.port}{path}")
+        head, _, body = out.partition("\r\n\r\n")
+        lines = head.split("\r\n")
+        status = int(lines[0].split()[1]) if lines and lines[0].startswith("HTTP/") else None
+        refused = next((l.split(":", 1)[1].strip() for l in lines if l.lower().startswith("x-egress-refused:")), None)
+        return code, status, refused, body, err
+
+    def requests(self, p, count):
+        return [line.obj for line in p.wait_log(kind="request", count=count)]
+
+    def origin_paths(self):
+        return [r["path"] for r in self.origin.requests]
+
+    def test_an_allowed_request_reaches_the_origin_through_the_proxys_own_tls(self):
+        p = self.start()
+        code, status, refused, body, err = self.get(p, "/hello")
+        self.assertEqual((code, status, refused), (0, 200, None), err)
+        self.assertEqual(body, "x" * 511 + "\n")
+        self.assertEqual(self.origin_paths(), ["/hello"])
+        (line,) = self.requests(p, 1)
+        self.assertEqual((line["method"], line["rule"], line["class"], line["status"]), ("GET", "-", "ok", 200))
+        self.assertNotIn("path", line)  # no --log-paths
+        # The CA --ca-out wrote is the session's: CN=boxproxy <label or pid>.
+        subject = subprocess.run(["openssl", "x509", "-noout", "-subject", "-in", self.ca], capture_output=True,
+                                 text=True, timeout=30).stdout
+        self.assertIn("CN = boxproxy", subject)
+
+    def test_rules_refuse_inside_tls_and_the_origin_never_sees_it(self):
+        p = self.start("--log-paths", endpoints=[{
+            "host": f"origin.test:{self.origin.port}",
+            "rules": [{"method": "GET", "path": "/repos/acme/**", "name": "acme"}],
+            "deny": [{"method": "*", "path": "/repos/acme/secret"}]}])
+        self.assertEqual(self.get(p, "/repos/acme/x")[1:3], (200, None))
+        self.assertEqual(self.get(p, "/repos/other/x")[1:3], (403, "request denied"))
+        self.assertEqual(self.get(p, "/repos/acme/secret")[1:3], (403, "request denied"))
+        self.assertEqual(self.get(p, "/repos/acme/x", "-X", "DELETE")[1:3], (403, "request denied"))
+        for bad in ("/repos/acme/%2Fx", "/repos/acme/../other", "/repos//acme/x", "/repos/acme/%2e%2e/secret"):
+            with self.subTest(path=bad):
+                self.assertEqual(self.get(p, bad)[1:3], (400, "bad path"))
+        self.assertEqual(self.origin_paths(), ["/repos/acme/x"])
+        lines = self.requests(p, 8)
+        self.assertEqual([(l["class"], l["rule"]) for l in lines[:4]],
+                         [("ok", "acme"), ("request denied", "-"), ("request denied", "deny[0]"),
+                          ("request denied", "-")])
+        self.assertEqual(lines[0]["path"], "/repos/acme/x")
+
+    def test_report_mode_lets_a_denied_request_through_and_says_so(self):
+        p = self.start(endpoints=[{"host": f"origin.test:{self.origin.port}", "access": "read-only",
+                                   "mode": "report"}])
+        self.assertEqual(self.get(p, "/x", "-X", "POST", "--data", "hi")[1:3], (200, None))
+        self.assertEqual(self.origin_paths(), ["/x"])
+        (line,) = self.requests(p, 1)
+        self.assertEqual((line["class"], line["rule"], line.get("report")), ("request denied", "access", True))
+        # A bad path is refused in report mode too.
+        self.assertEqual(self.get(p, "/a/%2F")[1:3], (400, "bad path"))
+
+    def test_one_connection_carries_several_requests(self):
+        p = self.start(endpoints=[{"host": f"origin.test:{self.origin.port}", "access": "read-only"}])
+        url = f"https://origin.test:{self.origin.port}"
+        code, out, err = curl("--proxy", f"socks5h://localhost{p.socket_path}", "--cacert", self.ca, "-o", "/dev/null",
+                              "-w", "%{http_code}\n", f"{url}/one", "-o", "/dev/null", "-X", "GET", f"{url}/two")
+        self.assertEqual((code, out.split()), (0, ["200", "200"]), err)
+        lines = self.requests(p, 2)
+        self.assertEqual(len({l["id"] for l in lines}), 1)  # one client connection
+        self.assertEqual(len(p.find_logs(kind="socks", cls="ok")), 1)
+
+    def test_an_origin_the_store_does_not_trust_is_upstream_tls(self):
+        p = self.start(trust_origin=False)
+        code, status, refused, _, _ = self.get(p, "/x")
+        self.assertEqual((status, refused), (502, "upstream tls"))
+        self.assertEqual(self.origin_paths(), [])
+
+    def test_a_client_that_does_not_start_tls_is_closed(self):
+        p = self.start()
+        s = p.connect()
+        try:
+            s.sendall(f"CONNECT origin.test:{self.origin.port} HTTP/1.1\r\n\r\n".encode())
+            self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+            s.sendall(b"GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n")
+            self.assertEqual(recv_all(s, timeout=5), b"")
+        finally:
+            s.close()
+        p.wait_log(kind="connect", cls="not tls")
+        self.assertEqual(self.origin_paths(), [])
+
+    def test_a_client_hello_naming_another_host_is_closed(self):
+        p = self.start()
+        s = p.connect()
+        try:
+            s.sendall(f"CONNECT origin.test:{self.origin.port} HTTP/1.1\r\n\r\n".encode())
+            self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+            context = ssl.create_default_context(cafile=self.ca)
+            context.check_hostname = False
+            with self.assertRaises((ssl.SSLError, OSError)):
+                context.wrap_socket(s, server_hostname="other.test").do_handshake()
+        finally:
+            s.close()
+        p.wait_log(kind="connect", cls="sni mismatch")
+
+    def test_plain_http_to_an_inspected_port_is_judged_too(self):
+        plain = HttpOrigin()
+        self.addCleanup(plain.close)
+        p = self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--upstream-ca", self.cert,
+                       "--config", self._config([{"host": f"origin.test:{plain.port}", "access": "read-only"}]))
+        for method, status in (("GET", 200), ("DELETE", 403)):
+            s = p.connect()
+            try:
+                s.sendall(f"{method} http://origin.test:{plain.port}/p HTTP/1.1\r\nHost: origin.test:{plain.port}\r\n"
+                          f"Connection: close\r\n\r\n".encode())
+                self.assertTrue(recv_all(s, timeout=5).startswith(f"HTTP/1.1 {status}".encode()))
+            finally:
+                s.close()
+        self.assertEqual([r["method"] for r in plain.requests], ["GET"])
+        lines = self.requests(p, 2)
+        self.assertEqual(sorted(l["class"] for l in lines), ["ok", "request denied"])
+
+    def _config(self, endpoints):
+        config = os.path.join(self.dir, "plain.json")
+        with open(config, "w") as f:
+            json.dump({"inspect": endpoints}, f)
+        return config
+
+
+if __name__ == "__main__":
+    unittest.main()
