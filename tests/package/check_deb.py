@@ -132,8 +132,8 @@ class TheDeb(unittest.TestCase):
         self.assertIn("systemd | systemd-standalone-sysusers | systemd-sysusers", self.field("Depends"))
 
     def test_files(self):
-        for path in ("/usr/bin/boxproxy", "/usr/share/man/man1/boxproxy.1.gz", "/" + UNIT,
-                     "/usr/lib/sysusers.d/boxproxy.conf", "/etc/boxproxy/", "/usr/share/boxproxy/schemas/config.v1.json",
+        for path in ("/usr/bin/boxproxy", "/usr/libexec/boxproxy/boxproxy-inspect", "/usr/share/man/man1/boxproxy.1.gz",
+                     "/" + UNIT, "/usr/lib/sysusers.d/boxproxy.conf", "/etc/boxproxy/", "/usr/share/boxproxy/schemas/config.v1.json",
                      "/usr/share/doc/boxproxy/copyright", "/usr/share/doc/boxproxy/README.md.gz",
                      "/usr/share/doc/boxproxy/examples/supervisor.py", "/usr/share/doc/boxproxy/examples/session.env"):
             self.assertIn(path, self.paths)
