@@ -396,6 +396,22 @@ TEST_CASE("a ClientHello naming another host is closed: sni mismatch; none, or t
     CHECK_FALSE(client.handshake_done());
     CHECK(rig.end_record().log_class == std::optional<std::string>("sni mismatch"));
   }
+  SUBCASE("another host, over TLS 1.2") {
+    Options o = options();
+    o.sni = "evil.test";
+    o.tls12_client = true;
+    Rig rig(o);
+    TlsPeer& client = rig.tls_client();
+    REQUIRE(rig.run_until([&] { return rig.ended() && (client.failed() || client.eof()); }));
+    CHECK(rig.end_record().log_class == std::optional<std::string>("sni mismatch"));
+  }
+  SUBCASE("the right host, over TLS 1.2") {
+    Options o = options();
+    o.tls12_client = true;
+    Rig rig(o);
+    CHECK(rig.exchange(get("/repos/acme/x")).status == 200);
+    CHECK(SSL_version(rig.tls_client().ssl()) == TLS1_2_VERSION);
+  }
   SUBCASE("no SNI") {
     Options o = options();
     o.sni = "";

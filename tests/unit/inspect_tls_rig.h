@@ -331,6 +331,7 @@ struct Options {
   // (in_hook: a new connection given from inside the hook itself).
   enum class Upstream { give, fail, manual, in_hook } upstream = Upstream::give;
   bool delete_on_request = false;  // the owner deletes the connection inside its first request hook
+  bool tls12_client = false;       // the box's client speaks TLS 1.2 at most
 };
 
 // The engine under test, the box's client, the origin, and what the hooks reported.
@@ -376,6 +377,7 @@ class Rig {
       REQUIRE(context);
       SSL_CTX_set_cert_store(context.get(), store_of(certificates().session.certificate()).release());
       SSL_CTX_set_verify(context.get(), SSL_VERIFY_PEER, nullptr);
+      if (options_.tls12_client) REQUIRE(SSL_CTX_set_max_proto_version(context.get(), TLS1_2_VERSION) == 1);
       SslPtr ssl(SSL_new(context.get()));
       REQUIRE(ssl);
       if (!options_.sni.empty()) REQUIRE(SSL_set_tlsext_host_name(ssl.get(), options_.sni.c_str()) == 1);
