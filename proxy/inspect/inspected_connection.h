@@ -17,12 +17,16 @@
 //   box-facing input   <= max(max_head_bytes + 1, 16 KiB), plus one read (a TLS record of 16 KiB
 //                          and the 4 KiB libevent asks for first);
 //   origin-facing input <= kMaxResponseHeadBytes + 1, plus one read;
-//   each output         <= kMaxQueued, plus one rewritten response head (< kMaxResponseHeadBytes
+//   box-facing output   <= kMaxQueued, plus one rewritten response head (< kMaxResponseHeadBytes
 //                          + 64 bytes) or one refusal (< 256 bytes);
+//   origin-facing output <= kMaxQueued, plus one request head (< max_head_bytes + 64 bytes);
 //   OpenSSL, per side   about 34 KiB of record buffers while busy, none while idle
 //                          (SSL_MODE_RELEASE_BUFFERS), and the session itself (a few KiB).
-// Nothing is read from a side while what it would feed is at its bound; reading resumes as the
-// other side drains. With the defaults that is at most about 370 KiB for a busy connection.
+// Nothing is read from a side while its input is at its bound or what it feeds is; reading
+// resumes as the other side drains. With the defaults the sum is at most about 450 KiB (worked
+// out here, not measured: 52 + 84 + 128 + 96 + 68 KiB, the head terms only when a peer sends
+// heads near the limits); between requests the buffers are empty and freed, leaving the two TLS
+// sessions and a few small objects.
 //
 // The process must ignore SIGPIPE (as serve does): OpenSSL writes to its sockets with write(2),
 // which raises it when a peer has gone.

@@ -2,6 +2,7 @@
 #include "proxy/inspect/tls_stream.h"
 
 #include <event2/bufferevent_ssl.h>
+#include <event2/bufferevent_struct.h>
 #include <openssl/err.h>
 
 #include <new>
@@ -29,6 +30,17 @@ std::unique_ptr<TlsStream> TlsStream::open(event_base* base, UniqueFd fd, SslPtr
 }
 
 TlsStream::~TlsStream() {
+  if (bev_) {
+    // bufferevent_free only drops a reference: freed from inside one of its callbacks (the owner
+    // ending a connection there, or deleting it in a hook), the bufferevent lives on until that
+    // callback returns, its events still in epoll, while the socket below closes at once. Its
+    // number may then be reused by another connection's socket, whose registration libevent would
+    // then change when it finally deletes these (seen as "Epoll MOD ... Bad file descriptor").
+    // So its two events are deleted here, while the socket is still open. (struct bufferevent's
+    // fields are libevent's public bufferevent_struct.h; the header comes with the library.)
+    event_del(&bev_->ev_read);
+    event_del(&bev_->ev_write);
+  }
   bev_.reset();  // before the SSL it uses and the socket it watches (as the declaration order does)
 }
 

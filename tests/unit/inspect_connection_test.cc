@@ -254,6 +254,19 @@ TEST_CASE("the origin closing: the next request asks for a new connection, and g
     CHECK(rig.upstream_asks == 1);
     CHECK(rig.origin.connections() == 2);
   }
+  SUBCASE("given from inside the need_upstream hook") {
+    Options o = options();
+    o.upstream = Options::Upstream::in_hook;
+    Rig rig(o);
+    rig.origin.respond = [](const Message&) {
+      return Reply{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", /*close=*/true};
+    };
+    CHECK(rig.exchange(get("/repos/acme/1")).status == 200);
+    CHECK(rig.exchange(get("/repos/acme/2")).status == 200);
+    CHECK(rig.exchange(get("/repos/acme/3")).status == 200);
+    CHECK(rig.upstream_asks == 2);
+    CHECK(rig.origin.connections() == 3);
+  }
   SUBCASE("no new connection can be made: 502 dial failed, and the connection goes on") {
     Options o = options();
     o.upstream = Options::Upstream::fail;
@@ -382,6 +395,22 @@ TEST_CASE("a ClientHello naming another host is closed: sni mismatch; none, or t
     REQUIRE(rig.run_until([&] { return rig.ended() && (client.failed() || client.eof()); }));
     CHECK_FALSE(client.handshake_done());
     CHECK(rig.end_record().log_class == std::optional<std::string>("sni mismatch"));
+  }
+  SUBCASE("another host, over TLS 1.2") {
+    Options o = options();
+    o.sni = "evil.test";
+    o.tls12_client = true;
+    Rig rig(o);
+    TlsPeer& client = rig.tls_client();
+    REQUIRE(rig.run_until([&] { return rig.ended() && (client.failed() || client.eof()); }));
+    CHECK(rig.end_record().log_class == std::optional<std::string>("sni mismatch"));
+  }
+  SUBCASE("the right host, over TLS 1.2") {
+    Options o = options();
+    o.tls12_client = true;
+    Rig rig(o);
+    CHECK(rig.exchange(get("/repos/acme/x")).status == 200);
+    CHECK(SSL_version(rig.tls_client().ssl()) == TLS1_2_VERSION);
   }
   SUBCASE("no SNI") {
     Options o = options();
@@ -545,6 +574,15 @@ TEST_CASE("the head timeout covers the TLS handshake and each head") {
     REQUIRE(rig.run_until([&] { return rig.ended(); }));
     CHECK(rig.end_record().end == TunnelEnd::idle_timeout);
   }
+  SUBCASE("a handshake that stops after its first bytes") {
+    Options o = options();
+    o.head_timeout = 0.2;
+    Rig rig(o);
+    REQUIRE(::send(rig.box_fd(), "\x16\x03\x01", 3, MSG_NOSIGNAL) == 3);
+    REQUIRE(rig.run_until([&] { return rig.ended(); }));
+    CHECK(rig.end_record().end == TunnelEnd::idle_timeout);
+    CHECK_FALSE(rig.end_record().log_class);
+  }
   SUBCASE("a head that never ends") {
     Options o = options();
     o.head_timeout = 0.2;
@@ -607,6 +645,16 @@ TEST_CASE("no descriptor is left behind by any kind of end") {
     REQUIRE(rig.run_until([&] { return rig.ended(); }));
   }
   {
+    Options o = options();
+    o.delete_on_request = true;  // the owner deletes it in the middle of delivering its hooks
+    Rig rig(o);
+    rig.tls_client().send(get("/repos/other/x") + get("/repos/acme/y"));
+    REQUIRE(rig.run_until([&] { return !rig.connection; }));
+    CHECK(rig.records.size() == 1);
+    CHECK_FALSE(rig.ended());
+    REQUIRE(rig.run_until([&] { return rig.tls_client().eof() || rig.tls_client().failed(); }));
+  }
+  {
     Rig rig(options());
     rig.origin.respond = [](const Message&) {
       return Reply{"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", /*close=*/true};
@@ -615,6 +663,47 @@ TEST_CASE("no descriptor is left behind by any kind of end") {
     CHECK(rig.exchange(get("/repos/acme/2")).status == 200);
     rig.tls_client().close();
     REQUIRE(rig.run_until([&] { return rig.ended(); }));
+  }
+  CHECK(open_descriptors() == descriptors);
+}
+
+TEST_CASE("start refuses a setup it cannot serve, and closes both sockets") {
+  const int descriptors = open_descriptors();
+  {
+    EventBasePtr base(event_base_new());
+    REQUIRE(base);
+    SslCtxPtr client_ctx = make_client_facing_context();
+    SslCtxPtr origin_ctx = make_origin_context(store_of(certificates().origin.certificate()));
+    const auto hooks = InspectedConnection::Hooks{nullptr, [](void*, const RequestRecord&) {}, [](void*) {},
+                                                  [](void*, const EndRecord&) {}};
+    const auto setup = [&] {
+      InspectedSetup s;
+      s.host = kHost;
+      s.endpoint = endpoint();
+      s.leaf = leaf_of(certificates().session_leaves, kHost);
+      s.leaf_key = certificates().session_leaves.key();
+      s.client_ctx = client_ctx.get();
+      s.origin_ctx = origin_ctx.get();
+      return s;
+    };
+    const auto try_start = [&](InspectedSetup s) {
+      auto [box, engine] = socket_pair();
+      auto [origin, upstream] = socket_pair();
+      return InspectedConnection::start(base.get(), std::move(engine), std::move(upstream), std::move(s), hooks);
+    };
+    CHECK(try_start(setup()) != nullptr);
+    InspectedSetup no_endpoint = setup();
+    no_endpoint.endpoint.reset();
+    CHECK(try_start(no_endpoint) == nullptr);
+    InspectedSetup no_context = setup();
+    no_context.origin_ctx = nullptr;
+    CHECK(try_start(no_context) == nullptr);
+    InspectedSetup bad_host = setup();
+    bad_host.host = "not a host";
+    CHECK(try_start(bad_host) == nullptr);
+    InspectedSetup no_port = setup();
+    no_port.port = 0;
+    CHECK(try_start(no_port) == nullptr);
   }
   CHECK(open_descriptors() == descriptors);
 }

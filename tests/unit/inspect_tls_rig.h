@@ -51,6 +51,17 @@ inline int open_descriptors() {
 // inspecting process ignores it (as serve does), and so do these tests.
 inline const bool kSigpipeIgnored = ::signal(SIGPIPE, SIG_IGN) != SIG_ERR;
 
+// Everything libevent logs at warning level or above, counted: a Rig checks that none came while
+// it lived (libevent warns, for one, when it is asked to change the events of a closed socket).
+inline int libevent_warnings = 0;
+inline void count_libevent_log(int severity, const char* message) {
+  if (severity >= EVENT_LOG_WARN) {
+    ++libevent_warnings;
+    MESSAGE("libevent: " << std::string(message));
+  }
+}
+inline const bool kLibeventLogCounted = (event_set_log_callback(&count_libevent_log), true);
+
 // What each test socket's send buffer is set to, so that what the sockets themselves hold on the
 // way is known whatever the host's defaults (the kernel doubles it for its bookkeeping).
 inline constexpr int kSocketBuffer = 64 * 1024;
@@ -317,7 +328,10 @@ struct Options {
   bool trusted_origin = true;  // false: the origin's certificate is from a CA nobody trusts
   // How the rig answers need_upstream: a new connection to its origin, upstream_failed, or not at
   // all (the test answers).
-  enum class Upstream { give, fail, manual } upstream = Upstream::give;
+  // (in_hook: a new connection given from inside the hook itself).
+  enum class Upstream { give, fail, manual, in_hook } upstream = Upstream::give;
+  bool delete_on_request = false;  // the owner deletes the connection inside its first request hook
+  bool tls12_client = false;       // the box's client speaks TLS 1.2 at most
 };
 
 // The engine under test, the box's client, the origin, and what the hooks reported.
@@ -352,6 +366,8 @@ class Rig {
 
   ~Rig() {
     connection.reset();  // before the contexts and the loop it uses
+    for (int i = 0; i < 5; ++i) event_base_loop(base_.get(), EVLOOP_NONBLOCK);  // what libevent finishes late
+    CHECK(libevent_warnings == warnings_before_);
   }
 
   // The box's TLS client, trusting the session's CA and checking the host name.
@@ -361,6 +377,7 @@ class Rig {
       REQUIRE(context);
       SSL_CTX_set_cert_store(context.get(), store_of(certificates().session.certificate()).release());
       SSL_CTX_set_verify(context.get(), SSL_VERIFY_PEER, nullptr);
+      if (options_.tls12_client) REQUIRE(SSL_CTX_set_max_proto_version(context.get(), TLS1_2_VERSION) == 1);
       SslPtr ssl(SSL_new(context.get()));
       REQUIRE(ssl);
       if (!options_.sni.empty()) REQUIRE(SSL_set_tlsext_host_name(ssl.get(), options_.sni.c_str()) == 1);
@@ -389,7 +406,8 @@ class Rig {
     event_base_loop(base_.get(), EVLOOP_NONBLOCK);
     if (client_) client_->pump();
     origin.pump();
-    if (upstream_asked_ && connection && options_.upstream != Options::Upstream::manual) {
+    if (upstream_asked_ && connection && options_.upstream != Options::Upstream::manual &&
+        options_.upstream != Options::Upstream::in_hook) {
       upstream_asked_ = false;
       if (options_.upstream == Options::Upstream::give) {
         connection->give_upstream(origin.connect());
@@ -421,11 +439,16 @@ class Rig {
   }
 
  private:
-  static void on_request(void* self, const RequestRecord& record) { static_cast<Rig*>(self)->records.push_back(record); }
+  static void on_request(void* self, const RequestRecord& record) {
+    auto* rig = static_cast<Rig*>(self);
+    rig->records.push_back(record);
+    if (rig->options_.delete_on_request) rig->connection.reset();
+  }
   static void on_need_upstream(void* self) {
     auto* rig = static_cast<Rig*>(self);
     ++rig->upstream_asks;
     rig->upstream_asked_ = true;
+    if (rig->options_.upstream == Options::Upstream::in_hook) rig->connection->give_upstream(rig->origin.connect());
   }
   static void on_ended(void* self, const EndRecord& record) {
     auto* rig = static_cast<Rig*>(self);
@@ -441,6 +464,7 @@ class Rig {
   std::unique_ptr<TlsPeer> client_;
   bool upstream_asked_ = false;
   std::optional<EndRecord> ended_;
+  int warnings_before_ = libevent_warnings;
 
  public:
   // Declared last: the connection goes first, before the origin and the loop it uses.
