@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // boxbench: the load generator and the origin servers for bench/run.
 //
 // One binary, six sub-commands (bench/run pins each where its --placement says):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A sandbox supervisor in one page: Python's standard library and boxproxy, nothing else.
 
     examples/supervisor.py [--boxproxy PATH] [SERVE OPTION]... -- COMMAND [ARG]...

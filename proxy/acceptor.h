@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One accept path for every listener: the proxy's session socket and the bridge's TCP ports.
 //
 // It hands each new client (a non-blocking descriptor) to its owner. When accept(2) fails for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The asks of SPEC §15: with --ask, a name off the host list waits for the supervisor's verdict.
 //
 // An ask is for one host and port; every client that wants that host and port while it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A client connection: its life, its handshake, its decision and dial, and the session it hands
 // its sockets to once allowed (proxy/client_connection.h).
 #include "proxy/client_connection.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One client of the session socket, from its first byte to its close: the handshake of whichever
 // protocol it speaks, the decision (SPEC §5), the dial, and then one session at a time (a tunnel,
 // or plain-HTTP exchanges: proxy/session.h). A CONNECT can be followed in this file's .cc and in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The proxy's one notion of "now": a monotonic clock read by every timeout and activity stamp
 // (the tunnel's and the exchange's last activity, the idle check), so that all of them agree.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The live connections a server owns, linked through the connections themselves (no allocation
 // per connection), so that shutting down can end every one.
 #pragma once

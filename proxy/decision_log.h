@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Decision lines, done lines, stats and operational messages (SPEC §12), and the audit file.
 //
 // Lines are built by hand with every host escaped as a JSON string of ASCII only (control bytes as

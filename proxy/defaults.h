@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every default and every range of boxproxy's options, in one place.
 //
 // The option tables (socketd/serve_options.cc, socketd/bridge_command.cc) show these in each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The dial (proxy/dialer.h).
 #include "proxy/dialer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The upstream side of a client connection: the dial (SPEC §5 step 6) and the socket it makes,
 // with the tunnel slot (step 5) it holds until that socket closes. The decision's answers, all
 // checked, are tried in order: a non-blocking connect to each until one is in flight; when it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RAII owners for everything libevent allocates (and, through proxy/unique_fd.h, for file
 // descriptors).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Messages with descriptors between two of boxproxy's processes (proxy/fd_channel.h).
 #include "proxy/fd_channel.h"
 

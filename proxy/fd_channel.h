@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One end of a channel between two of boxproxy's own processes (serve and its inspector, see
 // proxy/inspect/DESIGN.md): a SOCK_SEQPACKET socketpair carrying whole messages, each with up to
 // kMaxChannelFds descriptors (SCM_RIGHTS). A message is bytes the two sides agree on (the caller's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One unit of a shared count, held by one owner and given back exactly once: when the owner lets
 // go of it, or when the owner dies. Replaces the hand-kept "do I hold one?" booleans beside the
 // tunnel slot (ProxyStats::open) and the undecided clients (ProxyStats::undecided): a count that

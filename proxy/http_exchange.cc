@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/http_exchange.h"
 
 #include <sys/socket.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One plain-HTTP exchange (SPEC §8) between the client and the origin: the request body goes up
 // exactly as framed, the response head is rewritten and the response body comes back exactly as
 // framed; nothing after either end is taken for part of it. Each body is followed by one

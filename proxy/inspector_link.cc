@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve's end of the channel to its inspector (proxy/inspector_link.h).
 #include "proxy/inspector_link.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve's end of the channel to its inspector (proxy/inspect/DESIGN.md): hands it the sockets of
 // each connection to an inspected endpoint, and routes what it reports (each request's line, a
 // request for a new upstream connection, the connection's end) back to the client connection that

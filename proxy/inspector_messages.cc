@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The messages between serve and its inspector (proxy/inspector_messages.h).
 #include "proxy/inspector_messages.h"
 

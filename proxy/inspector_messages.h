@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The messages serve and its inspector (boxproxy-inspect, proxy/inspect/DESIGN.md) exchange over
 // their FdChannel (proxy/fd_channel.h): one JSON object each, {"op": ..., ...}, with the
 // descriptors each kind carries.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host's own interface addresses, for the this-host rule (SPEC §5 step 4).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Answers looked up in DNS, kept for their TTL (SPEC §14): the same name asked again within it
 // costs no second lookup, so the bridge's DNS answer (a RESOLVE) and the connection to that name
 // that follows it spend one of --max-lookups, not two.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bytes queued for a non-blocking socket and written in order, never blocking the loop: the one
 // out-queue of the relay's Endpoints, the control channel and the DNS responder's TCP clients.
 // What is written is not kept: once all is out, the buffer's memory goes back (an idle tunnel or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A plain-HTTP exchange as a session (proxy/plain_http_session.h).
 #include "proxy/plain_http_session.h"
 

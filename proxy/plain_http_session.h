@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A plain-HTTP request allowed (SPEC §8): its head, rewritten for the origin, goes upstream, and
 // one exchange (proxy/http_exchange.h) moves the request body up and the response back. When the
 // response is all read the upstream is given back at once; when it is all written to the client

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The proxy for one session: accepts clients on the session socket, owns every connection, and
 // holds what they share (the policy, the resolver, the log, the tunnel cap and budget, stats).
 #pragma once

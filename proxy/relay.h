@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The relay pump: moves a tunnel's bytes from one end to the other, with back-pressure,
 // half-close by the book, and splice(2) through a pipe as the fast path (buffers where the kernel
 // refuses it). An Endpoint is one end of a relayed connection. Shared by the proxy's tunnels and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Name lookups on evdns, never blocking the loop (SPEC §5 step 3), with the lookup budget and the
 // answer cache of SPEC §14.
 //

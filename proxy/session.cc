@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every session shares: the done line's counts (proxy/session.h).
 #include "proxy/session.h"
 

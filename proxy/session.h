@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a client connection hands its sockets to once its request is allowed: one session at a
 // time, a tunnel (proxy/tunnel_session.h) or a plain-HTTP exchange (proxy/plain_http_session.h).
 // Request inspection will be one more.

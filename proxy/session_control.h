@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the supervisor's channel (SPEC §15) may do to a running session, and nothing more: read
 // and replace the host list, read the stats, reach the asks, start a drain. The control code
 // (control_hub, control_ops) sees the session only through this port, never the whole server, so

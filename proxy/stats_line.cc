@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stats line's formatter (proxy/stats_line.h).
 #include "proxy/stats_line.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SIGUSR1 stats line (SPEC §12), one formatter for serve's and the bridge's: {"event":"stats"
 // and then each field in the order given. Names are the caller's constants; the names in a count
 // map (log classes) are quoted.

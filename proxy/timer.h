@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A one-shot timer on the event loop: the owner of one libevent timer event (Transmission's
 // timer.h shape), measured on the proxy's Clock (proxy/clock.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tunnel: bytes both ways between two Endpoints until both sides have closed (SPEC §7), through
 // the relay pump (proxy/relay.h). A FIN on one side is passed on to the other after everything
 // before it; an error on either side ends both; a side whose peer does not read is paused, so a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tunnel and its first-bytes gate (proxy/tunnel_session.h).
 #include "proxy/tunnel_session.h"
 

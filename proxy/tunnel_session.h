@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tunnel (SPEC §7, §9, §10): a CONNECT or SOCKS request allowed. The reply goes to the client,
 // then bytes both ways until both sides have closed (proxy/tunnel.h), with the SNI and Host checks
 // (proxy/wire/first_bytes_gate.h, SPEC §16) as a gate on the client's first bytes when they apply.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A file descriptor with one owner. No libevent here: code that only holds descriptors (the box's
 // set-up, the socket path, the confinement) includes this alone.
 #pragma once

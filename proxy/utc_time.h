@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The UTC calendar date and time of a count of seconds since the epoch, computed: no time zone
 // file, no lock, no allocation. The log's timestamps (decision_log) and the refused-call line
 // written from a signal handler (socketd/self_confine) both use it. gmtime_r would read

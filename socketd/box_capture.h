@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transparent capture in a `run --transparent` box (SPEC §16): what makes every TCP connection
 // COMMAND opens, to any address but the box's loopback, end at the bridge, whatever the program
 // knows of proxies.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The namespaces of a `boxproxy run` box: see box_namespaces.h for the layout and what it stops.
 #include "socketd/box_namespaces.h"
 

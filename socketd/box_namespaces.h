@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The namespaces of a `boxproxy run` box (SPEC §14).
 //
 // Two user namespaces, one inside the other:

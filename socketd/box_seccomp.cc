@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seccomp filter of a `boxproxy run` box: the sockets, namespaces and kernel interfaces
 // COMMAND may not have, and no typing into the terminal. Its rules, and what they stop, are in
 // socketd/confine_filter.cc (add_box_rules); they are compiled into a program when boxproxy is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seccomp filter of a `boxproxy run` box (SPEC §14): the sockets, namespaces and kernel
 // interfaces COMMAND may not have, and no typing into the terminal.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `boxproxy bridge`: inside the box, loopback TCP relayed to the proxy's Unix socket.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `boxproxy check` (SPEC §13): judge targets exactly as serve would, without dialling anything.
 #pragma once
 

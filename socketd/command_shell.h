@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The frame every command runs in: its usage errors, --help and start-up errors told one way.
 #pragma once
 

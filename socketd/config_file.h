@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve's --config file (SPEC §2): a JSON object of serve's options by their long names without
 // "--", read into the same raw values as the command line's (socketd/option_table.h), each
 // labelled with the file and the key for its error messages. And the capped whole-file read that

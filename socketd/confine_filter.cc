@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rules of serve's and bridge's seccomp filters (SPEC §17), and of a `run` box's (SPEC §14):
 // what socketd/confine_filter_gen compiles into the programs the binary loads
 // (socketd/confine_filter_program.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rules of every seccomp filter boxproxy loads, stated with libseccomp: serve's and bridge's
 // own (SPEC §17) and a `run` box's (SPEC §14).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Build-time generator: makes every filter of socketd/confine_filter.cc into its BPF program with
 // libseccomp and writes the programs as C++ (declared in socketd/confine_filter_program.h), so
 // that serve and bridge load a finished program at start instead of building it (why: there).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loading a compiled seccomp program (socketd/confine_filter_program.h): the one way boxproxy
 // installs a filter, for serve's and bridge's confinement and for run's box alike.
 #include <linux/filter.h>

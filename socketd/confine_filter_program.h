@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seccomp programs boxproxy loads, compiled when it is built: the ones `serve` and `bridge`
 // confine themselves with (SPEC §17), and the one `run` puts on COMMAND's box (SPEC §14).
 //

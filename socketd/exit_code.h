@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a command ends: the exit statuses boxproxy gives of its own (SPEC §4, and each command's
 // --help), and the start-up error that carries one.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The config file's "inspect" array (SPEC §18) read into endpoints, and endpoints written back as
 // that array for --check-config. Every key and value is checked here or by table/inspect_endpoint.h;
 // an error names the file, the array item, the key and the value.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting serve's request inspector (socketd/inspector_process.h).
 #include "socketd/inspector_process.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve's request inspector (SPEC §18, proxy/inspect/DESIGN.md): the boxproxy-inspect process,
 // started before serve confines itself, told the endpoints, the trust store and the CA, and
 // waited for until it is ready. Only a session that names an endpoint starts one, so a session

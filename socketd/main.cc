@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // boxproxy: the egress proxy for one sandbox session. See man/boxproxy.1.
 #include <cstdio>
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Text that the command line shows a person: values quoted, and nothing but printable ASCII.
 //
 // Every message that repeats what a user (or a config file, or a box) gave goes to a terminal.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One command-line toolkit for every command: a table of options, the parser and the --help text
 // both made from it.
 //

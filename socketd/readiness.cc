@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Telling the supervisor the proxy is ready, and dying with it (SPEC §4).
 #include "socketd/readiness.h"
 

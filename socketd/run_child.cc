@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The processes `boxproxy run` starts and waits for: serve and the bridge, started again from
 // this binary and awaited until they listen; the signals a waiting parent passes on; and the
 // ways a child is waited for and stopped.

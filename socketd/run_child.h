@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The processes `boxproxy run` starts and waits for (serve, the bridge, the box, pid 1 and
 // COMMAND), and the signals a waiting parent passes on to its child.
 #pragma once

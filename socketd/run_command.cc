@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `boxproxy run`: the one-line way to run a command in a box whose only way out is boxproxy.
 //
 // The processes, their namespaces (socketd/box_namespaces.h), and who ends whom:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `boxproxy run`: a command in a box (its own user, network, mount and PID namespaces, no Unix
 // sockets, no namespaces of its own) whose only way out is boxproxy.
 #pragma once

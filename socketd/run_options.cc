@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "socketd/run_options.h"
 
 #include <algorithm>

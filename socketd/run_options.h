@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `boxproxy run`'s command line: its own options, and serve's for the proxy it starts, read as
 // serve reads them so that a bad one is reported before anything starts.
 #pragma once

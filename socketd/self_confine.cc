@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // serve and bridge confine themselves once set up (SPEC §17): NO_NEW_PRIVS, Landlock, seccomp.
 #include "socketd/self_confine.h"
 

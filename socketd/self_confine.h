@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `serve` and `bridge` confine themselves once set up (SPEC §17).
 //
 // Everything a box sends is parsed in these processes; a parser bug reached from the box must

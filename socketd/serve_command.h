@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `boxproxy serve`: one proxy for one session (SPEC §2–§4).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `boxproxy serve`'s options (SPEC §2): the command line, --config, and the files they name.
 //
 // Every option is one row below: its line of the table (kind, help, range, default) and the

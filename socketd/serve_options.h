@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `boxproxy serve`'s options (SPEC §2): their values once read from the command line and --config.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks of serve's option values that are more than a range (socketd/serve_options.cc's
 // rows call them): paths, the host list and its file, CIDRs, fixed answers, name servers, the
 // token file, printable text. Each throws UsageError under serve's name, naming the option (or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The session socket's lifecycle (SPEC §3).
 //
 // What this file guarantees, and the step that guarantees it:

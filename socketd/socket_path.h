@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The session socket's lifecycle (SPEC §3): created so that it is never reachable at its path with
 // a wider mode and never replaces another start's socket; removed only while it is still ours.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one usage error of every command: a bad argument, a bad config file. Exit 2.
 //
 // Thrown at start-up only (never inside the event loop, except serve's SIGHUP re-read, whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An IP address as bytes, and the parsers that turn text into one.
 //
 // The proxy judges addresses by their bytes, never by their text: "127.1", "0x7f.0.0.1" and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The whole address rule of SPEC §5 step 4 for one answer: --deny, --permit, the table, the
 // 2000::/3 rule, and this-host.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The address table of SPEC §5 step 4: which ranges are never reached, and why.
 //
 // One data table, in the spec's order; the first row that matches decides. Rows for IPv6 forms

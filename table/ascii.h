@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ASCII text helpers: case, white space, hex digits. One copy for table/, proxy/ and socketd/.
 //
 // Byte-wise and locale-free on purpose. The names, header fields and chunk sizes they read are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "table/check_request.h"
 
 #include "table/ascii.h"

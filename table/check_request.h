@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A request as `boxproxy check` names one (SPEC §18): "METHOD https://host[:port]/path", one
 // argument, so that the line check prints for it starts with it whole.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An address range, as --permit and --deny and the address table name them.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The decision of SPEC §5 for one target, steps 2 to 4: the host list, the answers, the address
 // rule. One decision for every driver: serve's connection (proxy/client_connection.cc, which also
 // drives the ask step of SPEC §15) and `boxproxy check` (socketd/check_command.cc).

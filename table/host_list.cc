@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "table/host_list.h"
 
 #include <algorithm>

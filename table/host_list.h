@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host list of SPEC §5 step 2: the names a box may reach when --allow is given.
 #pragma once
 

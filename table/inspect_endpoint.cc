@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "table/inspect_endpoint.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An endpoint named for request inspection (SPEC §18): its host, its rules, and the judgement of
 // one request by them. Pure: the TLS session that carries the request is the proxy's.
 //

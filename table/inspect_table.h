@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The endpoints named for request inspection (SPEC §18), and which one a connection's decided
 // host and port reach.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "table/path_glob.h"
 
 #include <fmt/format.h>

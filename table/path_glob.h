@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A rule's path pattern (SPEC §18, "Paths"): "/repos/acme/**", "/v1/*.json", "/user".
 //
 //   - it starts with '/'; segments are split on '/' as a request path's are (table/request_path.h),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The policy a decision (SPEC §5, table/decision.h) is made under, and the parts of it that need
 // no state: the host-list check, the --resolve answers, the words of a not-listed refusal.
 #pragma once

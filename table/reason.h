@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every refusal the proxy can give, in one table (SPEC §6).
 //
 // Each reason maps, in reason.cc and nowhere else, to its log class, its HTTP status and its SOCKS5

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "table/request_path.h"
 
 #include "table/ascii.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A request's path as the rules of an inspected endpoint see it (SPEC §18, "bad path").
 //
 // An origin server decodes, splits and normalises a path its own way; a rule that matched the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing a target: a host and a port, as any of the four protocols names one (SPEC §5 step 1).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // relay: the reference hop for bench/run. Not product code: a measuring tool, the floor of what any user-space relay
 // between a Unix socket and a TCP origin costs on this machine.
 //

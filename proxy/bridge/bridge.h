@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-box bridge: accepts loopback TCP and relays each connection, byte for byte, to the
 // proxy's Unix socket through the same Tunnel as the proxy's (proxy/tunnel.h). It knows
 // nothing of the protocols: the proxy sniffs them from the first byte.

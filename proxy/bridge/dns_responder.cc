@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/bridge/dns_responder.h"
 
 #include <fmt/format.h>

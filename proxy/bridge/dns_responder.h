@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The in-box bridge's DNS responder (`bridge --dns ADDR:PORT`, SPEC §16): answers A and AAAA
 // over UDP and TCP itself, asking the proxy about each name with a resolve-only request (SOCKS5
 // RESOLVE over the proxy's Unix socket, proxy/client_connection.cc). The proxy runs its decision

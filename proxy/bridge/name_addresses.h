@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The addresses the in-box bridge's DNS responder gives out (SPEC §16), and the names they stand
 // for. Pure: no I/O.
 //

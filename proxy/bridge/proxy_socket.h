@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the bridge and its DNS responder reach the proxy (SPEC §14): through the socket they were
 // given at start, held as a descriptor, never through a name that can change.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/bridge/socks5_client.h"
 
 #include "proxy/wire/socks_wire.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The client's side of SOCKS5 (RFC 1928), as the in-box bridge speaks it for a captured
 // connection (`bridge --transparent`, SPEC §16): the whole handshake at once (greeting with "no
 // authentication", then CONNECT), and a reader of the proxy's two answers that takes exactly

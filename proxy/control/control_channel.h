@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One client of the supervisor's channel (SPEC §15): a stream socket that carries JSON lines both
 // ways. This file is the framing and the queue only; what a line asks for is control_ops.h's, and
 // the set of channels is control_hub.h's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/control/control_hub.h"
 
 #include <fmt/format.h>

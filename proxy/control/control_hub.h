@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The supervisor's channel (SPEC §15): every control client at once, the --control-fd one and
 // those of --control-socket, and what goes to all of them (asks) or to those that subscribed
 // (decision events).

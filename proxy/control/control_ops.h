@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The requests of the supervisor's channel (SPEC §15): one JSON line in, one reply line out.
 //
 //   {"op":"hello"}                                   {"id":..,"ok":true,"v":1,"version":..,"pid":N}

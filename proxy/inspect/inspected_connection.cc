@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One inspected connection (proxy/inspect/inspected_connection.h).
 #include "proxy/inspect/inspected_connection.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One inspected connection (SPEC §18), in the inspecting process (proxy/inspect/DESIGN.md): the
 // box's socket and a socket already connected to the checked address come in; the proxy takes
 // the box's TLS handshake with the decided host's leaf, makes its own TLS connection to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The inspector process's state and its messages (proxy/inspect/inspector.h).
 #include "proxy/inspect/inspector.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The inspector process (boxproxy-inspect, proxy/inspect/DESIGN.md): serve's channel in, the
 // session's CA, its leaves and the origin-side TLS context, and one InspectedConnection per
 // connection serve hands over. What it learns goes back to serve as messages

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // boxproxy-inspect: the request inspector serve starts when an endpoint is named for inspection
 // (proxy/inspect/DESIGN.md). Not a command for people: serve starts it with its channel's end as
 // descriptor 3, sends "start" (the endpoints, the trust store, the operator's CA if any), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where private keys live: OpenSSL's secure heap, an arena that is locked in memory (never
 // swapped out) and left out of core dumps (MADV_DONTDUMP).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The session's leaves, one per host, made on first use and kept (SPEC §18): a host's leaf is
 // signed once, not on every connection, and at most kLeafCacheEntries are held; past that the
 // least recently used goes first (its host gets a new one, with a new serial, when it is next used).

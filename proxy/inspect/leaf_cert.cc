@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/inspect/leaf_cert.h"
 
 #include <arpa/inet.h>

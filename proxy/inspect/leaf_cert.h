@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One leaf certificate: what the proxy presents to a box for one inspected host (SPEC §18).
 //
 // Made for exactly one name and valid for no other: the host is its only subjectAltName (a DNS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/inspect/openssl_owners.h"
 
 #include <openssl/crypto.h>

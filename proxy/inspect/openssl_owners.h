@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RAII owners for everything OpenSSL allocates in proxy/inspect/, and the text of its errors.
 //
 // Nothing OpenSSL allocates is held by a raw pointer: each type has a stateless deleter and a

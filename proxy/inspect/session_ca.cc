@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/inspect/session_ca.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The session's certificate authority (SPEC §18, "The session's CA"): the issuer of every leaf
 // the proxy presents to a box on an inspected endpoint, and the one certificate the box is told
 // to trust for them.

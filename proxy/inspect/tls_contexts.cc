@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two TLS contexts of request inspection (proxy/inspect/tls_contexts.h).
 #include "proxy/inspect/tls_contexts.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two TLS contexts of request inspection (SPEC §18), made once per process and shared by
 // every inspected connection: the box-facing one (the proxy as a TLS server, presenting a leaf of
 // the session's CA) and the origin-facing one (the proxy as a TLS client, verifying the origin).

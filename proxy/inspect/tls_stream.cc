@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One TLS side of an inspected connection (proxy/inspect/tls_stream.h).
 #include "proxy/inspect/tls_stream.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One side of an inspected connection: a TLS session over a socket, on a libevent
 // bufferevent_openssl (the box-facing side as the TLS server, the origin-facing side as the
 // client). Its input holds the plaintext read, its output the plaintext to write.

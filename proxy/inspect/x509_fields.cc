@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/inspect/x509_fields.h"
 
 #include <openssl/ec.h>

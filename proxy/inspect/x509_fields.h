@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pieces every certificate proxy/inspect/ makes is built from: its key, serial, validity and
 // extensions. Each returns null or false on failure and leaves the reason in OpenSSL's error
 // queue (openssl_owners.h's take_openssl_errors reads it).

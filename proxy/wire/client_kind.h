@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a client speaks and what it asked for, named once: the handshake sets them, the connection
 // answers in the protocol (proxy/wire/replies.h), and the log writes the kind (SPEC §12 <kind>).
 #pragma once

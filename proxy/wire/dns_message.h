@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DNS messages for the bridge's responder in the box (SPEC §16), pure: a query's question read
 // out of the bytes a box sent (RFC 1035 §4.1), and the reply built for it. No I/O.
 //

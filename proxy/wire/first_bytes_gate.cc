@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SNI and Host checks on a tunnel's first client bytes (proxy/wire/first_bytes_gate.h).
 #include "proxy/wire/first_bytes_gate.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SNI and Host checks (SPEC §16) as a gate on a tunnel's first client bytes. Pure: no socket;
 // the tunnel session reads the bytes and does what the gate answers.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A client's handshake, from its first byte to a target (SPEC §7 to §11), pure: no socket, no
 // event loop. It is fed the bytes as they arrive (in any pieces: one at a time, or several
 // messages at once) and answers what should happen next. The connection (ClientConnection) reads,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Body framing for plain HTTP (SPEC §8, RFC 9112 §6).
 //
 // Request smuggling lives in the gap between how two parsers delimit the same body. So framing is

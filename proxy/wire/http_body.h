@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Body framing for plain HTTP (SPEC §8): how long a body is, and where a chunked one ends.
 //
 // The proxy passes a body exactly as framed, byte for byte; it only needs to know where the body

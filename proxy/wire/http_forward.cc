@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain HTTP forwarding (SPEC §8).
 //
 // The request target is judged once, here, and the origin gets a head built from what was judged:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Plain HTTP forwarding (SPEC §8): judging an absolute-form request and rewriting it for the
 // origin, and rewriting the origin's response head for the client.
 #pragma once

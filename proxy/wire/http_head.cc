@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Strict HTTP/1.x head parsing (SPEC §7, §8).
 //
 // The proxy stands between a hostile client and origins whose parsers differ, so every shape that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // HTTP/1.x message heads: finding where a head ends and parsing it strictly (SPEC §7, §8).
 //
 // Strict because the proxy stands between a hostile client and origins that may read a message

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One request on an inspected connection, judged (proxy/wire/inspected_request.h).
 #include "proxy/wire/inspected_request.h"
 

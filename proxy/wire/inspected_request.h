@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One request on an inspected connection (SPEC §18), judged alone, in the spec's order, and what
 // the connection does with it. Pure: the connection (proxy/inspect/inspected_connection.h) parses
 // the head (http_head.h), calls this, and sends what it says. Nothing here knows TLS, so plain

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "proxy/wire/json_nesting.h"
 
 #include <algorithm>

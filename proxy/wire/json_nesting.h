@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How deep arrays and objects nest in a JSON text, found before it is parsed: nlohmann/json's
 // parser recurses once per level, so a hostile text ("[[[[..." a megabyte long, from a config
 // file or a control client) must be refused by its depth before it could exhaust the stack. Pure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What an incremental parser says about the bytes it has been given so far.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The session token (SPEC §11).
 #include "proxy/wire/proxy_auth.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every reply the proxy writes to a client (proxy/wire/replies.h).
 #include "proxy/wire/replies.h"
 

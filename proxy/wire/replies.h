@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every reply the proxy writes to a client, in the protocol it spoke (SPEC §6, §7, §9, §10, §16):
 // the refusals, the answers to an allowed CONNECT or SOCKS request, and a RESOLVE's answers. The
 // status, the SOCKS codes and the log class of each reason come from the one table in

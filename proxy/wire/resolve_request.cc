@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A SOCKS5 RESOLVE's own choices (proxy/wire/resolve_request.h).
 #include "proxy/wire/resolve_request.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A SOCKS5 RESOLVE (SPEC §16), Tor's 0xF0: a name in, one checked address out, never dialled. The
 // name goes through the same decision as a CONNECT (SPEC §5 steps 1 to 4); these are the two
 // choices that are RESOLVE's own. Pure: no I/O. The answer's bytes are in proxy/wire/replies.h.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The SNI check's reader (SPEC §16): what a tunnel's first client bytes say about the host the
 // client asks its TLS server for. Pure: fed the bytes as they arrive, in any pieces, it answers
 // need more, not TLS, TLS without SNI, the SNI's name, or unreadable.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SOCKS4 and SOCKS4a request parsing (SPEC §10).
 //
 // VN CD DSTPORT(2) DSTIP(4) USERID NUL, and for 4a (DSTIP 0.0.0.x, x != 0) HOST NUL after it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SOCKS4 and SOCKS4a request parsing (SPEC §10). Pure: no I/O.
 #pragma once
 

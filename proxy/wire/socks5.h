@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SOCKS5 handshake parsing (RFC 1928, RFC 1929; SPEC §9). Pure: no I/O.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bytes of SOCKS5 (RFC 1928), its user/password sub-negotiation (RFC 1929), Tor's RESOLVE
 // extension and SOCKS4/4a, named once for the parsers, the handshake, the replies and the in-box
 // bridge's SOCKS5 client. Pure constants.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Host check's reader (SPEC §16): what a checked tunnel's first client bytes say about the
 // site they ask a plain-HTTP server for. Pure: handed everything the client has sent so far, it
 // answers need more, not HTTP, names the decided host, or names another (or cannot be read).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What an attacker inside a `boxproxy run` box tries (test_box_escape.py runs it as COMMAND).
 
     python3 box_probe.py '{"CHECK": ARGUMENT, ...}'

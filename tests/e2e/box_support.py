@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Support for the in-box tests (test_box.py): the bridge as a process, `boxproxy run` as a
 command, a TLS origin with a certificate made here by openssl, and a git repository served over
 dumb HTTP. Loopback only (origins on ORIGIN_HOST), every wait bounded."""

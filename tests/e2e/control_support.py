@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A client of the supervisor's channel (SPEC §15) for the tests: JSON lines both ways.
 
 Replies carry "ok", events never do; a request's reply is found by reading lines in order and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Support for the soak, fault and resource-bound tests (issue 6 items 2-4).
 
 What harness.py does not have: readings of the proxy from /proc (descriptors, resident memory, CPU

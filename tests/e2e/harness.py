@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared support for boxproxy's end-to-end tests (SPEC §5-§12).
 
 Everything here dials loopback only: origins listen on 127.0.0.2 (and 127.0.0.3, 127.0.0.4 where a

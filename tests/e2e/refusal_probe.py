@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sends what `run --transparent` must refuse, from inside a box (test_transparent_refusals.py).
 
     python3 refusal_probe.py HOST_NET_NS '[[LABEL, FAMILY, TYPE, PROTOCOL, [HOST, PORT], CONNECTED], ...]'

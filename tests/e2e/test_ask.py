@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Asking the supervisor about a name off the host list (SPEC §15, --ask): once, always, deny, the
 timeout, a supervisor that goes away, shared asks, and what is never asked."""
 

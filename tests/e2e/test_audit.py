@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """--audit under a flood of refusals (SPEC §2, §12): every refusal is on disk before its answer, and the
 syncs are batched, one fdatasync per loop iteration for every refusal answered in it (group commit), so a
 box that floods refusals does not make one disk flush each.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The session token (SPEC §11) through every protocol."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resource bounds (issue 6 item 4): what the man page's RESOURCE BOUNDS section says one client may
 make the proxy hold, checked under hostile peers through the real binary.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Inside the box (issue 7): `boxproxy bridge` on its own, and `boxproxy run` with real clients
 (curl, Python's urllib, git) in a real network namespace, against origins on the host's 127.0.0.2.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The box's walls (issue 10 items 1 and 2, SPEC §14): what an attacker inside `boxproxy run`
 tries, run as COMMAND (box_probe.py), against a service of the test's own in the caller's
 network namespace (on 127.0.0.2) and a Unix socket of the test's own on the host.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The bridge holds the socket it was given (issue 21 item 1, SPEC §14): as the attacker inside a
 box would, the tests rename the proxy's socket and put a symbolic link, or a socket of their own,
 at its name; the bridge's clients and its DNS questions must still reach the proxy it started

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end tests of `boxproxy check` (SPEC §13) through the real binary (env BOXPROXY).
 
 check never dials. These tests also never let it ask the system resolver: every target is an

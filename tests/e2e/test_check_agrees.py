@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`boxproxy check` predicts `serve` exactly (SPEC §13): the same decision, the same resolver.
 
 Each target is put to `check` and, with the very same options, to a running `serve` (HTTP CONNECT);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`serve --check-config`: everything serve would read is read and checked, what is in force is
 printed, and nothing is bound (SPEC §1; issue 11 item 1). What it prints is a --config file that
 reads back to the same line, valid under schemas/config.v1.json and check-config.v1.json, so a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One command-line toolkit for every command (issue 11 item 4), through the real binary.
 
 `check` takes serve's options that shape a decision (--config, --allow, --allow-file, --permit,

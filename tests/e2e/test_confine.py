@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """serve and bridge confine themselves once set up (SPEC §17, issue 15).
 
 What the kernel says of a running process (/proc/PID/status: NoNewPrivs, Seccomp, and one more

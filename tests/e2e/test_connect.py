@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """HTTP CONNECT end to end (SPEC §7, with the §6 refusals it carries and the §2 timeouts)."""
 
 import os

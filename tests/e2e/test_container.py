@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The manual's container recipes (man/boxproxy.1, EXAMPLES: "A container with no network" and
 "The boxproxy image"; issue 23 item 2), run with podman as they are written, and the image
 scripts/build-image makes from the tree.

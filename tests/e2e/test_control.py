@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The supervisor's channel (SPEC §15): --control-fd and --control-socket, every op and every
 error, allow edits, subscribe with a reader that stalls, drain."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """curl as a real client of the proxy's Unix socket (SPEC §0: `curl --proxy socks5h://localhost/PATH`)."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The daemon through the real binary: options (SPEC §2), the socket's lifecycle (§3), signals,
 readiness and exit codes (§4).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One decision for every target (SPEC §5): address forms through each protocol, the host list,
 caps and the budget, and DNS through --nameserver (a DNS server of the test's own on loopback)."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The bridge's DNS responder (`bridge --dns ADDR:PORT`, SPEC §16), with a raw DNS client over UDP
 and TCP: a name the proxy lets through gets an address of the bridge's own (198.18.0.0/15 or
 fd62:6f78:7072::/96), never its real one; a refused name NXDOMAIN, with no query leaving; other

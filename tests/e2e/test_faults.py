@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Faults (issue 6 item 3): peers that reset, stall, flood or never answer; a process at its
 descriptor limit; SIGTERM under load; an audit file that cannot be written. In every case the proxy
 answers what it owes, logs what it decided, gives back slots and descriptors, and does not spin.

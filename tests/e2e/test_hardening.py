@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The binary carries the hardening a distribution expects (issue 11 item 5).
 
 Read from the ELF with binutils' readelf and objdump (they come with g++):

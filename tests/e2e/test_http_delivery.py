@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What a plain-HTTP exchange delivers, and what its done line says (SPEC §8, §12; issue 10 items 4
 and 9): interim (1xx) responses pass one at a time under the client's back-pressure and never to
 an HTTP/1.0 client; a client that half-closes after its request still gets every byte; `down` and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Request inspection (SPEC §18) through the real binary and its inspector (boxproxy-inspect): a TLS
 origin of the test's own on 127.0.0.2, with a certificate made here and given to the proxy with
 --upstream-ca; curl as the box's client, trusting the session CA that --ca-out wrote. Allowed

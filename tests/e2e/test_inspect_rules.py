@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Request inspection's endpoints and rules (SPEC §18; issue 24 item 1) through the real binary.
 
 `check` judges `METHOD https://host/path` targets by the endpoints of --inspect and --config's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A log reader that stalls never stalls the proxy (SPEC §12): the proxy's standard error is a pipe that
 nobody reads (a supervisor's `stderr=PIPE` it never drains); writes never block, a bounded queue holds what
 the pipe does not take, whole lines past it are dropped and counted, and `{"event":"log-dropped","n":N}` is

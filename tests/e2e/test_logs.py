@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Decision logs, the audit file and stats (SPEC §12), and standard output's one line (§4)."""
 
 import json

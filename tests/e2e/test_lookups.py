@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The lookup budget (SPEC §14, `serve --max-lookups N`) and the answer cache behind it.
 
 Every name the proxy looks up in DNS spends one of the budget, whichever protocol named it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The example sessions of the manual and README.md that run offline, run for real: each `$ `
 command of a listed block goes through bash with this build's boxproxy (as `boxproxy` on PATH and as
 `build/socketd/boxproxy` under the working directory), standard error on a pseudo-terminal as in a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The manual's supervisor in Go (EXAMPLES, "A supervisor in Go") is a program, not a sketch: it is
 cut out of man/boxproxy.1 and built with Debian's golang-go (go vet, then go build), offline.
 Skips, saying why, where `go` is not installed."""

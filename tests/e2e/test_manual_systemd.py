@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The manual's systemd example (man/boxproxy.1, EXAMPLES > systemd; issue 10 item 16), followed
 as written for two sessions: each session's proxy gets a runtime directory of its own, so that
 bind-mounting "the session's directory" into a box, as THE SOCKET advises, hands the box its own

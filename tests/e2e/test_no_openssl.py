@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The boxproxy executable holds no OpenSSL (issue 24): not linked, not needed, not one symbol.
 
 Why: request inspection (SPEC §18) needs OpenSSL, and the boxproxy binary is static-pie, which

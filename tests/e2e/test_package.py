@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One version for the binary, the manual and the package (issue 11 item 5).
 
 The version is CMakeLists.txt's project VERSION: the binary prints it (--version), the manual's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Plain http:// requests end to end (SPEC §8, and the §6 refusals they carry)."""
 
 import tempfile

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resolve-only requests (SPEC §16): Tor's SOCKS5 RESOLVE (0xF0) runs the §5 decision for a name
 (host list, lookup, address rule) and answers with a checked address in BND.ADDR, or the SOCKS5
 refusal of its class, without dialling. The in-box bridge's DNS responder asks this way."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The resolver (SPEC §5 step 3): every name is absolute, and shutdown frees pending lookups.
 
 The search-list tests run the proxy without --nameserver, so it reads /etc/resolv.conf: inside a private

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What `boxproxy run` tells clients that read no proxy variable, without --transparent: Java's
 proxy properties through JAVA_TOOL_OPTIONS (appended to the caller's value) and Node's
 NODE_USE_ENV_PROXY. The exact values through `env` in the box; then Java (Debian's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What `boxproxy run` prints in text mode: the proxy's decision lines on standard error and, when
 that is a terminal, no JSON stats line at the end; with --log json, or with standard error on a
 pipe, or to --log-file, the stats line is still the log's last. The terminal is a pseudo-terminal of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The published formats (SPEC §12, §15): schemas/*.v1.json, JSON Schema draft 2020-12.
 
 Real output is validated against them: the JSON log and audit lines of every protocol (ok, refused,

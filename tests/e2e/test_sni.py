@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The SNI check (SPEC §16): with a host list, a tunnel whose TLS ClientHello names another host
 is closed as `sni mismatch` before any of its bytes reach the origin; anything else passes intact.
 

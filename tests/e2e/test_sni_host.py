@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Host check (SPEC §16, the SNI check's twin for cleartext): with a host list, a tunnel whose
 first bytes are an HTTP/1.x request must name the decided host and port in its target and Host, or
 it is closed as `host mismatch` before any of its bytes reach the origin; anything else passes.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Soak (issue 6 item 2): at least 100,000 tunnels and plain requests through one process, 64 at
 once, then the proxy's descriptors and memory are back where they were after a warm-up, and every
 decision and every done line was logged exactly once.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The socket's mode is set at creation, never by name afterwards (SPEC §3; issue 10 item 12).
 
 A chmod by path between bind and link follows a symlink swapped in at the temporary name and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SOCKS4 and SOCKS4a end to end (SPEC §10): 00 5A on success, 00 5B and six zeros on any refusal."""
 
 import socket

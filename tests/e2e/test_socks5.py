@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """SOCKS5 end to end (SPEC §9, and the §6 refusals with their exact reply bytes)."""
 
 import socket

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The relay's fallback from splice(2) to buffers (proxy/relay.cc), run under test: in a binary built
 with BOXPROXY_TEST_HOOKS, BOXPROXY_TEST_NO_SPLICE=1 makes every splice into a pipe fail as on a
 kernel or socket that cannot splice (EINVAL). A tunnel must still carry every byte both ways,

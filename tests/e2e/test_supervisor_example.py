@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """examples/supervisor.py (issue 13 item 5), driven as a person at a terminal would: it starts
 serve with a control channel and --ask, runs curl in a box, prints the live decisions, and asks
 about a host the list does not hold; the test types the answers.

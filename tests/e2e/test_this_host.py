@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """this-host (SPEC §5 step 4): an address the host itself holds is refused, read fresh each decision.
 
 The machine has no public address of its own, so each test makes a network namespace whose loopback

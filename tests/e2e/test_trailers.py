@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Trailers of chunked bodies are dropped both ways (SPEC §8; issue 10 item 8).
 
 A trailer field is a header that arrives after the proxy filtered the head. Passed on, it would let

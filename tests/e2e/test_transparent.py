@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Transparent capture (SPEC §16, issue 14 items 1 and 3): `run --transparent` redirects every TCP
 connection COMMAND opens to a non-loopback address to the bridge, which asks the proxy for the
 original destination; `bridge --transparent` is the same listener on its own.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Asks in a captured box (SPEC §15, §16, issue 21 item 8): under `run --transparent --ask`, a
 program that ignores every proxy variable looks a name off the host list up through the bridge's
 DNS and connects to it. The lookup is not asked about (it has no port): it gets the bridge's

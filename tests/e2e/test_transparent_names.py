@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Names in a captured box (SPEC §16, issue 14): inside `run --transparent`, programs that ignore
 every proxy variable resolve a listed name through the bridge's DNS responder and reach it by
 that name: Python's socket.create_connection, curl --noproxy '*', Node's fetch and http.get

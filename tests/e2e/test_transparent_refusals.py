@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What `run --transparent` refuses (boxproxy(1), `run --transparent`): everything but TCP and DNS
 that would leave the box's loopback is rejected at once, never sent and never waited for; and
 where capture cannot work (no libnftables) run says what is missing and exits 125 before COMMAND

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A usage error never carries a raw byte to the terminal (issue 10 item 13).
 
 Every message that repeats what a user gave quotes it, and nothing outside printable ASCII (but the

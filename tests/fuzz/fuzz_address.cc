@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/address: parse_ipv4, parse_ipv6 and parse_ip_literal against glibc as the oracle.
 //
 // Invariants:

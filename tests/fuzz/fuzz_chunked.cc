@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/http_body: ChunkedScanner, fed a body in the pieces a socket would deliver.
 //
 // Input: the Split framing (fuzz_support.h), then the bytes that follow a chunked head.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/cidr: parse_cidr and Cidr::contains.
 //
 // Input: one byte choosing the probe's family, 16 probe address bytes, then the CIDR text.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // socketd/serve_options: the --config file.
 //
 // The input is written to a file and read as `serve --socket x --config FILE`. Invariants: the

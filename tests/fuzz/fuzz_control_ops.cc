@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/control_ops: the requests of the supervisor's channel (SPEC §15), line by line, against
 // a fake session (proxy/control/session_control.h) that holds a host list and one pending ask.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/dns_message: any bytes as a DNS query (the bridge's responder reads what a box sends).
 //
 // Invariants:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/first_bytes_gate: the SNI and Host checks on a tunnel's first client bytes (SPEC §16), fed
 // as the tunnel session feeds them: start() with the early bytes, feed() with each read while the
 // answer is wait (taking what may go upstream after each), finish() at the client's FIN.

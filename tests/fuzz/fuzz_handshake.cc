@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/handshake: the whole handshake a box's client drives, from its first byte to a target.
 //
 // Input: a rules byte (bit 0: a session token is required; bits 1-2 pick --max-head-bytes from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/host_list and table/policy's --resolve: parse_host_entry, split_host_items,
 // split_host_file, HostList, parse_resolve_entry.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/http_head, http_body (request_framing, response_framing) and http_forward
 // (prepare_forward_request, rewrite_response_head).
 //

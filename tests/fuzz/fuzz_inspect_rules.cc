@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request inspection's pure parts (SPEC §18): table/request_path, table/path_glob,
 // table/inspect_endpoint's judgement and table/check_request.
 //

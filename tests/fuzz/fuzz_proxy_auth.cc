@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/proxy_auth: base64_decode, token_matches and http_proxy_authorized.
 //
 // Input: a byte splitting the rest into two strings A and B.

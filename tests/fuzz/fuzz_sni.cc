@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/sni: the SNI check's reader, fed a client's first bytes in pieces.
 //
 // Input: a byte choosing the mode, the Split framing (fuzz_support.h), then the bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/socks4: SOCKS4 and SOCKS4a requests delivered in pieces.
 //
 // Input: the Split framing (fuzz_support.h), then the bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/socks5: the greeting, RFC 1929 credentials and the request, each delivered in pieces,
 // and a whole handshake (greeting then request) as one stream.
 //

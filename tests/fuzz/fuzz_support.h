@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the fuzz targets: a check that stops the run with a message (libFuzzer keeps
 // the input as a crash file), and the "delivered in pieces" framing that several targets use.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/target: parse_authority, parse_authority_default_port, parse_check_target, parse_host.
 //
 // The first byte picks the parser (and for parse_host the next two are the port); the rest is the

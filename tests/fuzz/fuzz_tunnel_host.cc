@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/tunnel_host: the Host check's reader, fed a checked tunnel's first client bytes in pieces,
 // as the connection feeds it (everything held so far, each time), taking what may go upstream
 // while it waits.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the .deb promises, read from the .deb itself: its fields and files, its template unit (fails
 closed, runs as the user the package creates, hardened: `systemd-analyze verify`, and `security
 --offline=true` at 2.0 or better), lintian, and the system calls serve makes against the unit's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/inspect/inspected_connection: one inspected connection with real TLS on both sides
 // (SPEC §18): requests judged one by one inside TLS, refusals answered there, keep-alive, a new
 // origin connection when the old one is gone, the connection's own refusals (not tls, sni

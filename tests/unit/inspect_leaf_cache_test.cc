@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/inspect/leaf_cert and leaf_cache: a leaf per host that a client accepts for that host and
 // no other, kept and reused, renewed before its end, and at most `capacity` of them (least
 // recently used out first).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/inspect/session_ca: the CA made at start (its fields, its key kept in the secure heap, its
 // PEM), and the operator's CA loaded from files, with an error naming the file for each fault.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the proxy/inspect/ tests share: a fixed start time, a chain check as a client makes it, a
 // temporary directory, and certificates an operator might bring (made here with OpenSSL).
 #pragma once

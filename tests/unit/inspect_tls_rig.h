@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the inspected connection's tests drive it with: real TLS on both sides, over socketpairs,
 // on one thread. A TLS client trusting the session's CA plays the box; a TLS origin with its own
 // certificate (signed by a test CA the origin context trusts) records every request it gets and

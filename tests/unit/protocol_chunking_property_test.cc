@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Properties that must hold for every input, checked over many generated ones: a parser's answer
 // never depends on how the bytes were split into pieces (SPEC: "never one recv at a time").
 #include <doctest/doctest.h>

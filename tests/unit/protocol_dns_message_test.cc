@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/dns_message: the bridge's DNS queries read and replies built (SPEC §16), on messages made
 // here byte by byte, and broken in every way the reader refuses.
 #include <doctest/doctest.h>

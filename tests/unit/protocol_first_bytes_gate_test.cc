@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/first_bytes_gate: the SNI and Host checks on a tunnel's first client bytes (SPEC §16), as
 // the tunnel session drives them: start() with the early bytes, feed() with each read, finish() at
 // the client's FIN. One table of first-byte forms, each judged whole and fed one byte a read (the

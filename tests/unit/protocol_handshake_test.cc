@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pure handshake (proxy/wire/handshake.h): every form of SPEC §7, §8, §9, §10, §11, fed whole, a
 // byte at a time, and split at every byte, with the same answer each way.
 #include <doctest/doctest.h>

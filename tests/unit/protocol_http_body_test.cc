@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/http_body: framing and the chunked scanner (SPEC §8, the smuggling shapes).
 #include <doctest/doctest.h>
 

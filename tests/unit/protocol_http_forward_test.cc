@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/http_forward: judging a plain request and rewriting heads (SPEC §8).
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/http_head: strict head parsing (SPEC §7, §8).
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/wire/inspected_request: one request of an inspected connection judged in SPEC §18's order
 // (framing, Host, path, rules), its refusal table and answer, and the head the origin gets.
 #include <doctest/doctest.h>

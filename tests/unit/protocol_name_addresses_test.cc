@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The addresses the bridge's DNS responder gives out and the names they stand for
 // (proxy/bridge/name_addresses.h): stable, in range, reversible, bounded.
 #include <doctest/doctest.h>

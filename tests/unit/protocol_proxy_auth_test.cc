@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/proxy_auth: the session token (SPEC §11).
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/refusal_reply: the exact bytes of every refusal and success reply (SPEC §6, §7, §9, §10).
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/resolve_request: a SOCKS5 RESOLVE's own two choices (SPEC §16): the port its name is
 // judged at, against the host list, and the one answer it gives.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/sni: the SNI check's reader (SPEC §16), on ClientHellos built here field by field, fed
 // whole, split at every byte, over several records, and broken in every way the reader refuses.
 #include <doctest/doctest.h>

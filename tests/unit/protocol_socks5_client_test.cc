@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bridge's side of SOCKS5 (proxy/bridge/socks5_client.h): the request it sends for a captured
 // connection, and the reader that takes exactly the proxy's answers, in any pieces.
 #include <doctest/doctest.h>

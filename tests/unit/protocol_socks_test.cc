@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/socks5, proxy/socks4: handshakes in any chunking (SPEC §9, §10).
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/tunnel_host: the Host check's reader (SPEC §16). Tables of first bytes, fed whole and one
 // byte at a time (the answer must not depend on how they came), with the attacker's forms: another
 // Host, none, two, the port left out, absolute-form targets, white space and line-end tricks, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The asks of SPEC §15 (proxy/ask_registry.h) on a real event_base: one ask per host and port,
 // the first answer wins, the timeout, a supervisor that goes away, clients that leave.
 #include <doctest/doctest.h>

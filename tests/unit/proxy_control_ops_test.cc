@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The requests of the supervisor's channel (SPEC §15, proxy/control/control_ops.h) against a fake
 // session: every op, every error reply, byte for byte, and that a refused request changes nothing.
 #include <doctest/doctest.h>

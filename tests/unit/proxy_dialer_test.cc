@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/dialer: the dial (SPEC §5 step 6) on a real event_base with real sockets on loopback: an
 // origin listening on 127.0.0.2, and nobody on 127.0.0.3 and 127.0.0.4 at the same port (refused).
 // The answers are tried in order; the slot is held until release().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/fd_channel: messages with descriptors between two processes' ends of a socketpair, with
 // its bounds held against a hostile far end (raw sendmsg here).
 #include "proxy/fd_channel.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The plain-HTTP exchange (proxy/http_exchange.h) over two socketpairs on a real event_base: the
 // box's program at the client side, the origin at the upstream side, the exchange between them,
 // driven by the loop with its owner's part (give the upstream back, note the end).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/inspector_messages: every message written and read back, and what serve refuses from an
 // inspector that was made to say something else.
 #include "proxy/inspector_messages.h"

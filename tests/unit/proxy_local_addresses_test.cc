@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An IPv6 zone's interface index (proxy/local_addresses.h): read over netlink, as
 // if_nametoindex(3) would answer it by ioctl.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/lookup_cache: answers kept for their TTL and never past it, bounded in names and addresses.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/plain_http_session: a plain-HTTP exchange as a session, over a socketpair (the box) and a
 // loopback TCP connection (the origin) on a real event_base: the head and body up, the response
 // back, the upstream given back as soon as the response is read, then the done line's moment and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pinned proxy socket (proxy/bridge/proxy_socket.h): once pinned, a connection reaches the socket
 // that was at the path then, whatever is put at the path afterwards; re-pinning is the only way
 // to follow the name.

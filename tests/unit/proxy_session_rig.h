@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A session (proxy/session.h) with its owner's part, as ClientConnection plays it, over the two
 // pairs of proxy_test_sides.h: the box's program at `box`, the origin at `origin`. The rig follows
 // each answer the session gives: close (and a mismatch, a refusal) takes the done line's end and

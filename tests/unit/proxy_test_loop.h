@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the session and dialer unit tests share besides their sockets (proxy_test_sides.h): a
 // bounded loop over a real event_base, and the far ends' plain reads and writes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the proxy unit tests (tunnel, plain-HTTP exchange) share: two connected pairs on a real
 // event_base, as in the proxy: a Unix socketpair for the program in the box and a TCP connection
 // over 127.0.0.1 for the origin (the relay treats the two kinds differently: it splices only out

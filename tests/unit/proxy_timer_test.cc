@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one-shot Timer (proxy/timer.h) on a real event_base, and, in builds with the test hooks,
 // Clock::advance (proxy/clock.h): armed timers re-armed for their time left, the due ones firing.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // proxy/tunnel_session: a tunnel as a session, over a socketpair (the box) and a loopback TCP
 // connection (the origin) on a real event_base: its reply, its early bytes, its counts, the
 // first-bytes gate (SPEC §16) holding or passing the client's first bytes, and why it ended.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The tunnel (proxy/tunnel.h) over two socketpairs on a real event_base: the box's program on one
 // side, the origin on the other, the tunnel between them, driven by the loop as an owner drives it.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seccomp programs boxproxy loads (socketd/confine_filter_program.h): each one the binary
 // embeds is, byte for byte, what socketd/confine_filter.cc's rules make with libseccomp now. A
 // generated file that is stale, or that the generator wrote wrong, fails here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One set of defaults (proxy/defaults.h): serve's option table, its --help, ProxyConfig and the
 // manual all state the same figures. The manual's OPTIONS section is read here (man/boxproxy.1,
 // found beside this file's source) and every "Default:" figure and every range it states for an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // socketd/inspect_config: the config's "inspect" objects read into endpoints, and written back.
 #include <string>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // socketd/option_table: the one command-line toolkit. One table drives the parser and the help.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Readiness (SPEC §4): the one listening line, READY=1 on --ready-fd and on NOTIFY_SOCKET, and
 // --die-with-parent's "the parent is already gone" case.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `boxproxy serve`'s options (SPEC §2): defaults, every option, --config precedence, and that
 // every usage error names the option (or config key) and the value.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The session socket's lifecycle (SPEC §3), in a private temporary directory.
 #include <doctest/doctest.h>
 #include <dirent.h>

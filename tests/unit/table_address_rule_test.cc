@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/address_rule: --deny, --permit, the table, the 2000::/3 rule and this-host, in that order.
 #include <string>
 #include <vector>

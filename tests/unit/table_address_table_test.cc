@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/address_table: the rows of SPEC §5 step 4, pinned in order, and every row's edges.
 #include <string>
 #include <vector>

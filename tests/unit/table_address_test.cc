@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/address: every IPv4 form inet_aton reads and nothing after it; IPv6 with and without
 // zones; inet_aton and inet_pton as oracles over many generated forms.
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/ascii: the one copy of lower-casing, white-space trimming and hex digits. The byte-wise
 // helpers are checked on all 256 byte values against <cctype> in the "C" locale (which a test
 // binary runs in: nothing calls setlocale), so a byte >= 0x80 is seen as the negative char it is.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/check_request: "METHOD https://host[:port]/path" as `boxproxy check` takes it (SPEC §18).
 #include <doctest/doctest.h>
 

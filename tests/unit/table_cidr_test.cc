@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/cidr: operator ranges (--permit, --deny) and the containment the table relies on.
 #include <string>
 

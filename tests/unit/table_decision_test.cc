@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/decision: SPEC §5 steps 2 to 4, driven the way serve and check drive it, over every form
 // the spec names: literals, fixed answers, lookups, each refusal class, repeats, several answers
 // with one refused, this-host, --permit and --deny. Each row also says what the decision asked its

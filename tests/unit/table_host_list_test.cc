@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/host_list: entries, their errors, splitting, and matching (SPEC §5 step 2).
 #include <string>
 #include <vector>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/inspect_endpoint: an endpoint's values, and the judgement of a request by its rules
 // (SPEC §18): precedence, labels, methods, modes.
 #include <string>

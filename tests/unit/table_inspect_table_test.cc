@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/inspect_table: which endpoint a decided host and port reach; one endpoint per host entry.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/path_glob: every glob form of SPEC §18, valid and not, and what each matches.
 #include <string>
 #include <vector>

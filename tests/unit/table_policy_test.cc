@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/policy: the host list before any lookup, --resolve, refusal words (the decision itself:
 // table_decision_test.cc).
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/reason: the §6 table, row for row.
 #include <string>
 #include <set>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/request_path: what a request path is to the rules, and every `bad path` form of SPEC §18.
 #include <string>
 #include <vector>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // table/target: ports, names, hosts and authorities (SPEC §5 step 1).
 #include <string>
 
