@@ -208,7 +208,11 @@ std::variant<ForwardRequest, Reason> prepare_forward_request(const RequestHead& 
   return request;
 }
 
-std::string rewrite_response_head(const ResponseHead& head, bool keep_alive) {
+namespace {
+
+// A response head's status line and kept headers, as the client gets them; the caller ends it
+// with its Connection header(s) and the blank line.
+std::string response_head_start(const ResponseHead& head) {
   std::string out;
   out.reserve(256);
   // Our own version: the client talks to us, and we speak HTTP/1.1.
@@ -219,6 +223,13 @@ std::string rewrite_response_head(const ResponseHead& head, bool keep_alive) {
   out += "\r\n";
   // x-egress-refused means this proxy refused; an origin must not be able to forge one.
   append_kept(out, head.headers, /*drop_refused=*/true, /*drop_host=*/false);
+  return out;
+}
+
+}  // namespace
+
+std::string rewrite_response_head(const ResponseHead& head, bool keep_alive) {
+  std::string out = response_head_start(head);
   out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   return out;
 }
@@ -259,14 +270,7 @@ std::string forward_origin_form_head(const RequestHead& head, std::string_view h
 bool switches_to_websocket(const ResponseHead& head) { return upgrades_to_websocket(head.headers); }
 
 std::string rewrite_switching_head(const ResponseHead& head) {
-  std::string out;
-  out.reserve(256);
-  out += "HTTP/1.1 ";
-  out += std::to_string(head.status);
-  out += ' ';
-  out += head.reason;
-  out += "\r\n";
-  append_kept(out, head.headers, /*drop_refused=*/true, /*drop_host=*/false);
+  std::string out = response_head_start(head);
   out += "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
   return out;
 }
