@@ -48,6 +48,7 @@
 #include "socketd/box_capture.h"
 #include "socketd/box_namespaces.h"
 #include "socketd/box_seccomp.h"
+#include "socketd/box_trust.h"
 #include "socketd/command_shell.h"
 #include "socketd/run_child.h"
 #include "socketd/run_options.h"
@@ -106,11 +107,13 @@ std::string proxy_url(std::string_view scheme, const std::optional<std::string>&
 // ours appended: of two -D for one property the last is in force, so the box's proxy wins while the
 // caller's other options stay. (Java takes no credentials from properties: with a token it needs
 // an Authenticator of its own.)
-std::string java_tool_options(const char* existing) {
+// With --inspect the trust store's properties follow, for the same reason (SPEC §18).
+std::string java_tool_options(const char* existing, const std::optional<std::string>& trust_store) {
   std::string options = existing != nullptr ? existing : "";
   if (!options.empty()) options.push_back(' ');
   options += fmt::format("-Dhttp.proxyHost={0} -Dhttp.proxyPort={1} -Dhttps.proxyHost={0} -Dhttps.proxyPort={1}",
                          kProxyHost, kProxyPort);
+  if (trust_store) options += " " + java_trust_options(*trust_store);
   return options;
 }
 
@@ -121,6 +124,7 @@ struct BoxEnvironment {
   std::string socket_path;
   std::optional<std::string> token;  // the proxy wants this token
   ProxyPaths protected_paths;        // the socket's directory, the proxy's own files
+  std::optional<BoxTrust> trust;     // with --inspect: what makes the box trust the session's CA
 };
 
 [[noreturn]] void exec_command(const RunOptions& options, const BoxEnvironment& environment) {
@@ -130,7 +134,12 @@ struct BoxEnvironment {
   for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) ::setenv(name, http.c_str(), 1);
   for (const char* name : {"ALL_PROXY", "all_proxy"}) ::setenv(name, all.c_str(), 1);
   for (const char* name : {"NO_PROXY", "no_proxy"}) ::setenv(name, kNoProxy, 1);
-  ::setenv("JAVA_TOOL_OPTIONS", java_tool_options(std::getenv("JAVA_TOOL_OPTIONS")).c_str(), 1);
+  std::optional<std::string> java_store;
+  if (environment.trust) {
+    set_trust_variables();
+    java_store = environment.trust->java_store;
+  }
+  ::setenv("JAVA_TOOL_OPTIONS", java_tool_options(std::getenv("JAVA_TOOL_OPTIONS"), java_store).c_str(), 1);
   // Node (24 and later) reads HTTP_PROXY, HTTPS_PROXY and NO_PROXY only when this is set.
   ::setenv("NODE_USE_ENV_PROXY", "1", 1);
   ::setenv("BOXPROXY_SOCKET", environment.socket_path.c_str(), 1);
@@ -170,6 +179,9 @@ int box_init(const RunOptions& options, const BoxEnvironment& environment, Uniqu
   // With capture, names are the bridge's to answer (SPEC §16): the box's resolver is its
   // loopback, where the bridge listens, whatever the host's file says.
   if (!error && options.transparent) error = mount_box_resolv_conf(kBoxResolvConf);
+  // With --inspect the box's programs trust the session's CA through the system's bundle too (not
+  // only the variables, which some ignore); locked read-only by the inner user namespace below.
+  if (!error && environment.trust) error = mount_trust_bundle(environment.trust->bundle);
   // Before the inner user namespace, which locks these mounts: COMMAND (the caller, to the file
   // system) cannot rename or replace the socket, nor write the proxy's files. (The bridge is held
   // to the socket it was started with anyway, proxy/bridge/proxy_socket.h; this keeps the name true for
@@ -346,7 +358,13 @@ bool is_running_proxy_socket(const std::string& path) {
 struct StartedProxy {
   pid_t pid = -1;
   std::string dir;
+  std::vector<std::string> files;  // what else run and serve put in dir (the CA, the bundle, ...)
 };
+
+// The names run gives its files in the private directory (SPEC §18 run --inspect).
+constexpr const char* kSessionCaName = "session-ca.pem";
+constexpr const char* kBundleName = "ca-bundle.pem";
+constexpr const char* kJavaStoreName = "java-trust.p12";
 
 // Starts `boxproxy serve` with the serve options on a socket in a new private directory (its
 // path into environment.socket_path) and waits until it listens. Returns ExitCode::ok, or the
@@ -361,6 +379,12 @@ int start_proxy(const RunOptions& options, BoxEnvironment& environment, StartedP
   environment.socket_path = proxy.dir + "/egress.sock";
   std::vector<std::string> args = {"boxproxy", "serve", "--socket", environment.socket_path, "--die-with-parent"};
   args.insert(args.end(), options.serve_args.begin(), options.serve_args.end());
+  if (options.serve_facts.inspect && !options.serve_facts.ca_out) {
+    // The session's CA, written by serve before it listens, for run to give the box.
+    const std::string ca = proxy.dir + "/" + kSessionCaName;
+    proxy.files.push_back(ca);
+    args.push_back("--ca-out=" + ca);
+  }
   int status = 0;
   proxy.pid = start_helper(args, &status);
   // The supervisor's readiness descriptor is the proxy's to write: were the box to inherit it,
@@ -370,6 +394,7 @@ int start_proxy(const RunOptions& options, BoxEnvironment& environment, StartedP
   // asks (SPEC §14: the box never inherits the proxy's control descriptors).
   if (options.serve_facts.control_fd) ::close(*options.serve_facts.control_fd);
   if (proxy.pid != -1) return as_status(ExitCode::ok);
+  for (const std::string& file : proxy.files) ::unlink(file.c_str());
   ::unlink(environment.socket_path.c_str());
   ::rmdir(proxy.dir.c_str());
   // serve said why on standard error; a usage error in the serve options is run's too.
@@ -387,12 +412,39 @@ void stop_proxy(const StartedProxy& proxy, const std::string& socket_path) {
     std::fprintf(stderr, "boxproxy run: the proxy ended with status %d\n", exit_status(serve_status));
   }
   ::unlink(socket_path.c_str());  // serve removed it already unless it was killed
+  for (const std::string& file : proxy.files) ::unlink(file.c_str());
   ::rmdir(proxy.dir.c_str());
+}
+
+// With --inspect, once serve has written its CA: the bundle (and Java's trust store) in the
+// proxy's private directory, into environment.trust. An error message, or nullopt. Fails closed:
+// without them COMMAND would not run at all rather than run unable to trust what it meets.
+std::optional<std::string> make_box_trust(const RunOptions& options, StartedProxy& proxy, BoxEnvironment& environment) {
+  const std::string ca = options.serve_facts.ca_out ? *options.serve_facts.ca_out : proxy.dir + "/" + kSessionCaName;
+  BoxTrust trust{.bundle = proxy.dir + "/" + kBundleName, .java_store = std::nullopt};
+  proxy.files.push_back(trust.bundle);
+  if (auto error = make_trust_bundle(ca, trust.bundle)) return error;
+  const std::string store = proxy.dir + "/" + kJavaStoreName;
+  proxy.files.push_back(store);
+  bool made = false;
+  if (auto error = make_java_trust_store(ca, store, &made)) return error;
+  if (made) {
+    // JAVA_TOOL_OPTIONS is split at white space: a path holding any cannot be named in it.
+    if (store.find_first_of(" \t\n\"'") != std::string::npos) {
+      return fmt::format("boxproxy run: Java's trust store {} cannot be named in JAVA_TOOL_OPTIONS (white space or "
+                         "quotes in the path); set TMPDIR to a plainer directory",
+                         store);
+    }
+    trust.java_store = store;
+  }
+  environment.trust = std::move(trust);
+  return std::nullopt;
 }
 
 int run(const RunOptions& options) {
   lead_a_process_group();
-  BoxEnvironment environment{.socket_path = {}, .token = options.serve_facts.token, .protected_paths = {}};
+  BoxEnvironment environment{
+      .socket_path = {}, .token = options.serve_facts.token, .protected_paths = {}, .trust = std::nullopt};
   // The files run knows of: with --socket only the token file (the running proxy keeps its own
   // list of files, which run never sees).
   environment.protected_paths.files = options.serve_facts.files;
@@ -403,6 +455,12 @@ int run(const RunOptions& options) {
     if (!is_running_proxy_socket(*options.socket_path)) return as_status(ExitCode::setup_failed);
   } else if (const int code = start_proxy(options, environment, proxy); code != as_status(ExitCode::ok)) {
     return code;
+  } else if (options.serve_facts.inspect) {
+    if (auto error = make_box_trust(options, proxy, environment)) {
+      std::fprintf(stderr, "%s\n", error->c_str());
+      stop_proxy(proxy, environment.socket_path);
+      return as_status(ExitCode::setup_failed);
+    }
   }
   environment.protected_paths.socket_directory = directory_of(environment.socket_path);
 

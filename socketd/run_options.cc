@@ -74,8 +74,13 @@ std::string run_help_text() {
       "  JAVA_TOOL_OPTIONS        -Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort={1} and the same for\n"
       "                           https, after the caller's own value\n"
       "  NODE_USE_ENV_PROXY       1 (Node 24 and later then read the variables above)\n"
-      "and BOXPROXY_SOCKET, the proxy's socket path. NOTIFY_SOCKET, LISTEN_FDS, LISTEN_PID and\n"
-      "LISTEN_FDNAMES are removed for the proxy and for COMMAND.\n"
+      "and BOXPROXY_SOCKET, the proxy's socket path. With an endpoint for inspection (--inspect, or\n"
+      "--config's \"inspect\"), the box trusts the session's CA: a bundle of the system's CAs and it\n"
+      "is bound read-only over /etc/ssl/certs/ca-certificates.crt in the box only, and SSL_CERT_FILE,\n"
+      "REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, NODE_EXTRA_CA_CERTS, GIT_SSL_CAINFO and PIP_CERT name it;\n"
+      "with a JDK, JAVA_TOOL_OPTIONS also names a PKCS#12 trust store holding it.\n"
+      "NOTIFY_SOCKET, LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES are removed for the proxy and for\n"
+      "COMMAND.\n"
       "The proxy's decision lines go to standard error unless --log-file says otherwise.\n"
       "\n"
       "Options of run itself (the SERVE OPTIONs are in boxproxy serve --help):\n"
@@ -149,20 +154,13 @@ ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   ServeOptions parsed = parse_serve_options(static_cast<int>(args.size()), argv.data());
-  // The box cannot be made to trust the session's CA yet (SPEC §18 run --inspect): its clients
-  // would refuse every inspected endpoint's certificate. Refused before anything starts.
-  if (!parsed.proxy.policy.inspect.empty()) {
-    throw usage_error(kCommand, "request inspection (--inspect, or a --config's \"inspect\") is not available under "
-                                "run yet: the box would not trust the session's CA; start boxproxy serve with it and "
-                                "give the box the CA from --ca-out");
-  }
   std::vector<std::string> files;
   for (const std::optional<std::string>* file : {&parsed.log_file, &parsed.audit_path, &parsed.config_path,
                                                  &parsed.allow_file, &parsed.auth_token_file, &parsed.control_socket}) {
     if (*file) files.push_back(**file);
   }
   return {.token = std::move(parsed.proxy.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd,
-          .files = std::move(files)};
+          .files = std::move(files), .inspect = !parsed.proxy.policy.inspect.empty(), .ca_out = parsed.ca_out};
 }
 
 // The token of `run --socket PATH --auth-token-file FILE`, read by serve's rules. Throws

@@ -20,6 +20,10 @@ struct ServeFacts {
   // The proxy's own files, out of COMMAND's reach in the box (SPEC §14): --log-file, --audit,
   // --config, --allow-file, --auth-token-file, --control-socket, wherever they were given.
   std::vector<std::string> files;
+  // Request inspection (SPEC §18): an endpoint is named, so the box must trust the session's CA;
+  // and where the operator's --ca-out puts it (else run gives serve a path of its own).
+  bool inspect = false;
+  std::optional<std::string> ca_out;
 };
 
 struct RunOptions {

@@ -3,7 +3,7 @@
 
 `check` judges `METHOD https://host/path` targets by the endpoints of --inspect and --config's
 "inspect" array and prints which endpoint and rule decide them; a bad entry, glob or key is a usage
-error naming it; serve without its inspector, and run, refuse to start with any endpoint (fail
+error naming it; serve without its inspector (and so run) refuses to start with any endpoint (fail
 closed), while check and --check-config read them. check never dials, and never asks
 the system's resolver here: every name has a --resolve answer.
 """
@@ -261,7 +261,7 @@ class BadEntriesTest(InspectTestCase):
 
 class FailClosedTest(InspectTestCase):
     """An inspected endpoint is never let through as an opaque tunnel: serve without its inspector
-    does not start, and run (whose box would not trust the session's CA yet) refuses endpoints."""
+    does not start, and neither does run's COMMAND."""
 
     def test_serve_without_its_inspector_does_not_start(self):
         # This build's boxproxy alone in a directory: no boxproxy-inspect beside it.
@@ -280,12 +280,22 @@ class FailClosedTest(InspectTestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertNotIn("inspect", json.loads(result.stdout))
 
-    def test_run_refuses_endpoints(self):
+    def test_run_without_the_inspector_never_runs_the_command(self):
+        # run takes endpoints (its box trusts the session's CA: test_run_inspect.py), but a proxy
+        # that cannot inspect does not start, and then neither does COMMAND.
+        lonely = os.path.join(self.dir, "bin")
+        os.makedirs(lonely)
+        shutil.copy(binary(), os.path.join(lonely, "boxproxy"))
+        if os.path.exists("/usr/local/libexec/boxproxy/boxproxy-inspect"):
+            self.skipTest("an installed boxproxy-inspect would be found")
         marker = os.path.join(self.dir, "ran")
         for args in (("--inspect", "api.github.com"),
                      ("--config", self.write_config({"inspect": [{"host": "api.github.com"}]}))):
-            result = self.boxproxy("run", *args, "--", "touch", marker)
-            self.assert_usage(result, "boxproxy run: ", "request inspection", "not available under run")
+            result = subprocess.run([os.path.join(lonely, "boxproxy"), "run", *args, "--", "touch", marker],
+                                    cwd=self.dir, capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, 125, result.stderr)
+            self.assertIn("boxproxy-inspect", result.stderr)
+            self.assertIn("boxproxy run: the proxy did not start", result.stderr)
             self.assertFalse(os.path.exists(marker), "COMMAND never ran")
 
 
