@@ -419,6 +419,9 @@ void stop_proxy(const StartedProxy& proxy, const std::string& socket_path) {
 // With --inspect, once serve has written its CA: the bundle (and Java's trust store) in the
 // proxy's private directory, into environment.trust. An error message, or nullopt. Fails closed:
 // without them COMMAND would not run at all rather than run unable to trust what it meets.
+// The files live in the proxy's private directory, which the box sees read-only (the socket's
+// directory, protect_proxy_paths): COMMAND cannot rewrite the bundle through its path there, which
+// would change what the read-only bind over the system's bundle shows (the same file).
 std::optional<std::string> make_box_trust(const RunOptions& options, StartedProxy& proxy, BoxEnvironment& environment) {
   const std::string ca = options.serve_facts.ca_out ? *options.serve_facts.ca_out : proxy.dir + "/" + kSessionCaName;
   BoxTrust trust{.bundle = proxy.dir + "/" + kBundleName, .java_store = std::nullopt};

@@ -144,11 +144,15 @@ class RunInspectTest(BoxTestCase):
                 for v in {' '.join(TRUST_VARIABLES)}; do eval "echo $v=\\$$v"; done
                 cat {SYSTEM_BUNDLE} > bundle-seen.pem
                 if echo junk >> {SYSTEM_BUNDLE} 2>/dev/null; then echo writable; else echo read-only; fi
+                # Nor through its own path in run's private directory (the same file).
+                source="$(dirname "$BOXPROXY_SOCKET")/ca-bundle.pem"
+                test -f "$source" || echo "no $source"
+                if echo junk >> "$source" 2>/dev/null; then echo writable; else echo read-only; fi
             """))
         r = self.run_box(["--inspect", f"origin.test:{self.origin.port}", "--ca-out", ca_copy], ["sh", script])
         lines = self.lines(r)
         self.assertEqual(lines[:len(TRUST_VARIABLES)], [f"{v}={SYSTEM_BUNDLE}" for v in TRUST_VARIABLES])
-        self.assertEqual(lines[-1], "read-only")
+        self.assertEqual(lines[len(TRUST_VARIABLES):], ["read-only", "read-only"])
         with open(SYSTEM_BUNDLE, "rb") as f:
             system = f.read()
         with open(ca_copy, "rb") as f:
