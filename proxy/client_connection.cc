@@ -427,7 +427,9 @@ std::optional<Reason> ClientConnection::judge_inspected_plain() {
 void ClientConnection::log_request_line(std::optional<Reason> refusal, std::uint16_t status,
                                         const Session::Traffic& traffic) {
   const ClientRequest::Inspected& inspected = *request_.inspected;
-  RequestEntry line{id_, request_.target.host, request_.target.port, request_.plain ? request_.plain->method : "-",
+  // A view of the method itself: `cond ? std::string : "-"` would be a temporary string.
+  const std::string_view method = request_.plain ? std::string_view(request_.plain->method) : std::string_view("-");
+  RequestEntry line{id_, request_.target.host, request_.target.port, method,
                     inspected.rule, refusal, status, traffic.up, traffic.down, traffic.ms, inspected.report,
                     std::nullopt};
   if (inspected.path) line.path = *inspected.path;
