@@ -36,6 +36,7 @@
 #include "socketd/option_table.h"
 #include "socketd/readiness.h"
 #include "socketd/self_confine.h"
+#include "socketd/signal_events.h"
 #include "table/address.h"
 
 namespace boxproxy {
@@ -338,12 +339,13 @@ void set_up(Bridge& bridge, const BridgeOptions& options) {
   } catch (const std::runtime_error& error) {
     throw StartupError{ExitCode::failure, error.what()};
   }
-  for (auto [signal, slot] : {std::pair{SIGTERM, &bridge.on_term}, std::pair{SIGINT, &bridge.on_int},
-                              std::pair{SIGUSR1, &bridge.on_usr1}, std::pair{SIGHUP, &bridge.on_hup}}) {
-    slot->reset(evsignal_new(bridge.base.get(), signal, &Bridge::on_signal, &bridge));
-    if (!*slot || evsignal_add(slot->get(), nullptr) == -1) {
-      throw StartupError{ExitCode::failure, "cannot install signal handlers"};
-    }
+  try {
+    add_signal_events(bridge.base.get(),
+                      {{SIGTERM, &bridge.on_term}, {SIGINT, &bridge.on_int}, {SIGUSR1, &bridge.on_usr1},
+                       {SIGHUP, &bridge.on_hup}},
+                      &Bridge::on_signal, &bridge);
+  } catch (const std::runtime_error& error) {
+    throw StartupError{ExitCode::failure, error.what()};
   }
 }
 

@@ -25,6 +25,7 @@
 #include "socketd/inspector_process.h"
 #include "socketd/self_confine.h"
 #include "socketd/serve_options.h"
+#include "socketd/signal_events.h"
 #include "socketd/socket_path.h"
 
 namespace boxproxy {
@@ -216,12 +217,13 @@ int open_log(Daemon& daemon, const ServeOptions& options) {
 
 // SIGTERM, SIGINT, SIGHUP and SIGUSR1 into Daemon::on_signal. Throws StartupError.
 void install_signal_handlers(Daemon& daemon) {
-  for (auto [signal, slot] : {std::pair{SIGTERM, &daemon.on_term}, std::pair{SIGINT, &daemon.on_int},
-                              std::pair{SIGHUP, &daemon.on_hup}, std::pair{SIGUSR1, &daemon.on_usr1}}) {
-    slot->reset(evsignal_new(daemon.base.get(), signal, &Daemon::on_signal, &daemon));
-    if (!*slot || evsignal_add(slot->get(), nullptr) == -1) {
-      throw StartupError{ExitCode::failure, "cannot install signal handlers"};
-    }
+  try {
+    add_signal_events(daemon.base.get(),
+                      {{SIGTERM, &daemon.on_term}, {SIGINT, &daemon.on_int}, {SIGHUP, &daemon.on_hup},
+                       {SIGUSR1, &daemon.on_usr1}},
+                      &Daemon::on_signal, &daemon);
+  } catch (const std::runtime_error& error) {
+    throw StartupError{ExitCode::failure, error.what()};
   }
 }
 
@@ -351,13 +353,9 @@ int run_serve_command(int argc, char** argv) {
       std::printf("%s\n", options_in_force(options).c_str());
       return as_status(ExitCode::ok);
     }
-    const int code = serve(options);
-    // On the way out (a drain, a closed --control-fd, a signal): the loop and its signal events
-    // are gone, so a SIGTERM or SIGINT arriving now would end the process by the signal and lose
-    // the clean exit status the supervisor is owed.
-    ::signal(SIGTERM, SIG_IGN);
-    ::signal(SIGINT, SIG_IGN);
-    return code;
+    // On the way out (a drain, a closed --control-fd, a signal) a SIGTERM is ignored:
+    // socketd/signal_events.h.
+    return serve(options);
   });
 }
 

@@ -279,6 +279,26 @@ class SocketLifecycleTest(DaemonTestCase):
 class SignalTest(DaemonTestCase):
     """SIGHUP (re-read the host list) and SIGUSR1 (stats)."""
 
+    def test_stop_signals_while_exiting_leave_exit_0(self):
+        # A supervisor may send SIGTERM again (or a terminal SIGINT) while the proxy is already on
+        # its way out: after a drain, or after the first signal. Each must be ignored then, not
+        # end the process by the signal: the exit status owed is 0. A stream of signals from the
+        # first until the exit covers the moment libevent's handlers are taken down.
+        for sig in (signal.SIGTERM, signal.SIGINT) * 10:
+            p = self.start()
+            clients = [unix_connect(self.path) for _ in range(20)]  # more to end: a longer exit
+            sent, deadline = 0, time.monotonic() + EXIT_TIMEOUT
+            # poll() reaps, so until it reports an exit the pid cannot have been reused.
+            while p.process.poll() is None and time.monotonic() < deadline:
+                os.kill(p.process.pid, sig)
+                sent += 1
+                time.sleep(0.0002)
+            code = p.wait_exit(EXIT_TIMEOUT)
+            self.assertEqual(code, 0, f"{sig!r} sent {sent} times; stderr={p.stderr[-1000:]!r}")
+            p.finish_output()
+            for c in clients:
+                c.close()
+
     def test_sighup_broken_file_keeps_list_then_good_file_replaces_it(self):
         allow = self.write("allow", "old.example.com\n")
         p = self.start("--allow-file", allow,
