@@ -660,12 +660,14 @@ ClientConnection::Next ClientConnection::hand_over() {
   if (link == nullptr || endpoint == nullptr) return Next::close;  // removed meanwhile: not let through
   const Target& target = request_.target;
   const InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host)};
-  if (!link->hand_over(*this, what, client_.fd(), dialer_.upstream().fd())) return Next::close;
-  // The inspector holds its own copies now; ours close, and nothing here watches them again.
+  // The sockets go with their events freed; the link closes serve's copies once the loop has
+  // taken them out of epoll (InspectorLink::close_after_loop_pass).
+  if (!link->hand_over(*this, what, client_.release_socket(), dialer_.upstream().release_socket())) {
+    return Next::close;
+  }
+  // The inspector holds its own copies now, and nothing here watches them again.
   phase_ = Phase::handed_over;
   timer_.disarm();
-  client_.reset();
-  dialer_.upstream().reset();
   handed_over_at_ = Clock::now();
   return Next::keep;
 }

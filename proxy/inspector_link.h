@@ -15,8 +15,10 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "proxy/decision_log.h"
+#include "proxy/event_owners.h"
 #include "proxy/fd_channel.h"
 #include "proxy/inspector_messages.h"
 
@@ -35,10 +37,11 @@ class InspectorLink {
   // Whether connections can be handed over (the channel is up).
   [[nodiscard]] bool alive() const noexcept { return alive_; }
 
-  // Hands `connection`'s sockets to the inspector (duplicates: the caller closes its own). False
-  // when the channel is down or full: the caller refuses the connection.
-  [[nodiscard]] bool hand_over(ClientConnection& connection, const InspectorConnection& what, int client_fd,
-                               int upstream_fd);
+  // Hands `connection`'s sockets to the inspector, whose events the caller has freed. serve's own
+  // copies are closed here, after the loop's next pass (close_after_loop_pass). False when the
+  // channel is down or full: the caller refuses the connection.
+  [[nodiscard]] bool hand_over(ClientConnection& connection, const InspectorConnection& what, UniqueFd client,
+                               UniqueFd upstream);
   // The answer to a connection's "dial": a new upstream socket, or none (-1).
   void dialled(ConnectionId id, int upstream_fd);
   // A connection handed over is going (serve stops): nothing more is routed to it.
@@ -51,11 +54,17 @@ class InspectorLink {
   static void on_closed(void* self) noexcept;
   void route(ChannelMessage message) noexcept;
   void broken(std::string_view why) noexcept;
+  void close_after_loop_pass(UniqueFd fd);
+  static void on_loop_pass(evutil_socket_t, short, void* self) noexcept;
 
   DecisionLog& log_;
   FdChannel channel_;
   bool alive_ = true;
   std::unordered_map<ConnectionId, ClientConnection*> held_;
+  // serve's copies of sockets sent to the inspector, and the zero-second timer that closes them
+  // once the loop has passed through epoll again (why: close_after_loop_pass in the .cc).
+  std::vector<UniqueFd> closing_;
+  EventPtr loop_pass_;
 };
 
 }  // namespace boxproxy

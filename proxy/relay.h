@@ -105,6 +105,12 @@ class Endpoint {
   // Closes the socket, its pipe and its events (events first), and forgets every state bit
   // (but not written()).
   void reset() noexcept;
+  // As reset(), but the socket is handed to the caller instead of closed (its events are freed).
+  [[nodiscard]] UniqueFd release_socket() noexcept {
+    UniqueFd socket = std::move(fd_);
+    reset();
+    return socket;
+  }
 
  private:
   friend struct RelayPump;  // the pump's steps (relay.cc)

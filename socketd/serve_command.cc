@@ -185,8 +185,10 @@ EventBasePtr make_event_base() {
   // One thread, no locks: the proxy is single-threaded by design.
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
   // Coalesce the adds and deletes a connection makes within one loop iteration into one
-  // epoll_ctl each: a tunnel's setup pauses and resumes reads more than once. Safe here because
-  // no descriptor is ever dup'ed while registered.
+  // epoll_ctl each: a tunnel's setup pauses and resumes reads more than once. A socket whose
+  // events are freed must then stay open until the loop has passed through epoll, or it stays in
+  // the set when another process holds a copy: the one socket serve hands on (to the inspector)
+  // is closed that way (InspectorLink::close_after_loop_pass).
   event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
   EventBasePtr base(event_base_new_with_config(cfg));
   event_config_free(cfg);

@@ -13,6 +13,7 @@ import socket
 import ssl
 import subprocess
 import tempfile
+import time
 import unittest
 
 from box_support import TlsOrigin, make_certificate
@@ -127,6 +128,38 @@ class InspectTest(ProxyTestCase):
         lines = self.requests(p, 2)
         self.assertEqual(len({l["id"] for l in lines}), 1)  # one client connection
         self.assertEqual(len(p.find_logs(kind="socks", cls="ok")), 1)
+
+    def test_serve_lets_go_of_the_sockets_it_hands_over(self):
+        # serve batches its epoll changes; a socket it handed to the inspector and closed before the
+        # batch went in stayed in serve's epoll set (the inspector's copy kept it open), so serve
+        # woke for it for ever: a spinning loop for every inspected connection. Now every socket in
+        # serve's epoll set is one serve still has open, and serve sleeps while a connection idles.
+        p = self.start()
+        raw = p.connect()
+        raw.sendall(b"\x05\x01\x00")
+        self.assertEqual(recv_exact(raw, 2), b"\x05\x00")
+        raw.sendall(b"\x05\x01\x00\x03\x0borigin.test" + self.origin.port.to_bytes(2, "big"))
+        self.assertEqual(recv_exact(raw, 10)[:2], b"\x05\x00")
+        tls = ssl.create_default_context(cafile=self.ca).wrap_socket(raw, server_hostname="origin.test")
+        self.addCleanup(tls.close)
+        tls.sendall(f"GET /held HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())
+        self.assertTrue(tls.recv(4096).startswith(b"HTTP/1.1 200"))
+        self.requests(p, 1)  # the request's line: serve has long since handed the sockets over
+        watched, open_fds = set(), set(os.listdir(f"/proc/{p.pid}/fd"))
+        for fd in open_fds:
+            if os.readlink(f"/proc/{p.pid}/fd/{fd}") == "anon_inode:[eventpoll]":
+                with open(f"/proc/{p.pid}/fdinfo/{fd}") as f:
+                    watched |= {line.split()[1] for line in f if line.startswith("tfd:")}
+        self.assertTrue(watched)
+        self.assertLessEqual(watched, open_fds, "serve's epoll set holds sockets serve has closed")
+
+        def cpu_seconds():
+            with open(f"/proc/{p.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        before = cpu_seconds()
+        time.sleep(1.0)
+        self.assertLess(cpu_seconds() - before, 0.3, "serve is busy while the only connection idles")
 
     def test_an_origin_the_store_does_not_trust_is_upstream_tls(self):
         p = self.start(trust_origin=False)
