@@ -173,34 +173,35 @@ struct OrderWriter {
   }
 };
 
+// `bytes` as the message `of` reads (report_of, order_of), or why it is refused.
+template <class Message>
+std::variant<Message, std::string> checked(std::string_view bytes, Message (*of)(const Json&)) {
+  try {
+    return of(parse_object(bytes));
+  } catch (const Refused& refused) {
+    return refused.why;
+  } catch (const nlohmann::json::exception&) {
+    return std::string("malformed");
+  }
+}
+
+// One line of JSON; bytes that are not UTF-8 are replaced, never thrown on.
+std::string one_line(const Json& message) {
+  return message.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 std::variant<InspectorReport, std::string> parse_inspector_report(std::string_view bytes) {
-  try {
-    return report_of(parse_object(bytes));
-  } catch (const Refused& refused) {
-    return refused.why;
-  } catch (const nlohmann::json::exception&) {
-    return std::string("malformed");
-  }
+  return checked(bytes, &report_of);
 }
 
-std::string inspector_message(const InspectorReport& report) {
-  return std::visit(ReportWriter{}, report).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-}
+std::string inspector_message(const InspectorReport& report) { return one_line(std::visit(ReportWriter{}, report)); }
 
-std::string serve_message(const InspectorOrder& order) {
-  return std::visit(OrderWriter{}, order).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-}
+std::string serve_message(const InspectorOrder& order) { return one_line(std::visit(OrderWriter{}, order)); }
 
 std::variant<InspectorOrder, std::string> parse_serve_message(std::string_view bytes) {
-  try {
-    return order_of(parse_object(bytes));
-  } catch (const Refused& refused) {
-    return refused.why;
-  } catch (const nlohmann::json::exception&) {
-    return std::string("malformed");
-  }
+  return checked(bytes, &order_of);
 }
 
 }  // namespace boxproxy

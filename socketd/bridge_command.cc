@@ -339,14 +339,10 @@ void set_up(Bridge& bridge, const BridgeOptions& options) {
   } catch (const std::runtime_error& error) {
     throw StartupError{ExitCode::failure, error.what()};
   }
-  try {
-    add_signal_events(bridge.base.get(),
-                      {{SIGTERM, &bridge.on_term}, {SIGINT, &bridge.on_int}, {SIGUSR1, &bridge.on_usr1},
-                       {SIGHUP, &bridge.on_hup}},
-                      &Bridge::on_signal, &bridge);
-  } catch (const std::runtime_error& error) {
-    throw StartupError{ExitCode::failure, error.what()};
-  }
+  add_signal_events(bridge.base.get(),
+                    {{SIGTERM, &bridge.on_term}, {SIGINT, &bridge.on_int}, {SIGUSR1, &bridge.on_usr1},
+                     {SIGHUP, &bridge.on_hup}},
+                    &Bridge::on_signal, &bridge);
 }
 
 // A listener on each of `addresses`, handed to `add` (an optional address the box cannot have is

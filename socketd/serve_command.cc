@@ -217,14 +217,10 @@ int open_log(Daemon& daemon, const ServeOptions& options) {
 
 // SIGTERM, SIGINT, SIGHUP and SIGUSR1 into Daemon::on_signal. Throws StartupError.
 void install_signal_handlers(Daemon& daemon) {
-  try {
-    add_signal_events(daemon.base.get(),
-                      {{SIGTERM, &daemon.on_term}, {SIGINT, &daemon.on_int}, {SIGHUP, &daemon.on_hup},
-                       {SIGUSR1, &daemon.on_usr1}},
-                      &Daemon::on_signal, &daemon);
-  } catch (const std::runtime_error& error) {
-    throw StartupError{ExitCode::failure, error.what()};
-  }
+  add_signal_events(daemon.base.get(),
+                    {{SIGTERM, &daemon.on_term}, {SIGINT, &daemon.on_int}, {SIGHUP, &daemon.on_hup},
+                     {SIGUSR1, &daemon.on_usr1}},
+                    &Daemon::on_signal, &daemon);
 }
 
 // The control socket, then the session socket, made (socket_path.h) and accepted on. Throws

@@ -3,7 +3,7 @@
 
 #include <signal.h>
 
-#include <stdexcept>
+#include "socketd/exit_code.h"
 
 namespace boxproxy {
 
@@ -16,7 +16,9 @@ void add_signal_events(event_base* base, std::initializer_list<std::pair<int, Ev
     // resets to the default.
     if (signal == SIGTERM || signal == SIGINT) ::signal(signal, SIG_IGN);
     slot->reset(evsignal_new(base, signal, callback, arg));
-    if (!*slot || evsignal_add(slot->get(), nullptr) == -1) throw std::runtime_error("cannot install signal handlers");
+    if (!*slot || evsignal_add(slot->get(), nullptr) == -1) {
+      throw StartupError{ExitCode::failure, "cannot install signal handlers"};
+    }
   }
 }
 

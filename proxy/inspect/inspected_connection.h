@@ -199,6 +199,9 @@ class InspectedConnection {
   static void on_timer(void* self) noexcept;
   // advance(), then the hooks queued meanwhile; `this` may be gone after it.
   void settle() noexcept;
+  // Runs `act` (a callback's work), then settle(); a throw from `act` ends the connection first.
+  template <class Act>
+  void act_then_settle(Act act) noexcept;
   void update_reading() noexcept;
   void deliver_hooks() noexcept;
   void kick() noexcept;
@@ -222,6 +225,7 @@ class InspectedConnection {
   [[nodiscard]] bool origin_ended_early();
   [[nodiscard]] bool origin_broke();
   void finish_exchange();
+  [[nodiscard]] bool switch_to_relay(const ResponseHead& head, std::size_t head_bytes);
   [[nodiscard]] bool relay();
   [[nodiscard]] bool close_when_flushed();
 
@@ -245,6 +249,9 @@ class InspectedConnection {
     bool malformed = false;
   };
   [[nodiscard]] Moved move_body(evbuffer* from, evbuffer* to, BodyCursor& cursor, std::uint64_t& count);
+  // move_body from the box's input to the origin's output (counted up), or back (counted down).
+  enum class Toward : std::uint8_t { origin, client };
+  [[nodiscard]] Moved move_toward(Toward toward, BodyCursor& cursor);
   void queue_to_client(std::string_view bytes);
   void queue_to_origin(std::string_view bytes);
 
