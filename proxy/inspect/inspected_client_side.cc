@@ -63,6 +63,7 @@ void InspectedConnection::client_event(short what) {
   if ((what & BEV_EVENT_CONNECTED) != 0) {
     if (phase_ != Phase::handshaking) return;
     phase_ = Phase::reading_head;
+    last_activity_ = Clock::now();  // the handshake was the box's: its idle time starts here
     arm(TimerRole::head);  // the first head gets a head timeout of its own, as every later one
     return;
   }

@@ -19,6 +19,9 @@ constexpr int kMaxStepsPerWake = 64;
 // The least the box-facing input may hold before its reading stops, whatever --max-head-bytes is:
 // one TLS record.
 constexpr std::size_t kMinClientInputBound = 16 * 1024;
+// The least a timer is armed for: a time already up fires on the loop's next turn (arming for
+// zero would disarm it).
+constexpr double kSoonestSeconds = 1e-3;
 
 }  // namespace
 
@@ -63,7 +66,7 @@ bool InspectedConnection::init(UniqueFd upstream) {
   // The origin's handshake goes on while the box's first byte is awaited: the first request does
   // not wait for it more than it must.
   if (!open_origin_tls(std::move(upstream))) return false;
-  arm(TimerRole::head);
+  arm(TimerRole::handshake);
   return true;
 }
 
@@ -229,9 +232,20 @@ void InspectedConnection::timer_fired() {
   switch (timer_role_) {
     case TimerRole::none:
       return;
-    case TimerRole::head:
-      end_now(TunnelEnd::idle_timeout);  // the box did not finish its handshake or head in time
+    case TimerRole::handshake:
+      end_now(TunnelEnd::idle_timeout);  // the box did not finish its handshake in time
       return;
+    case TimerRole::head: {
+      // No head in time, or the box idle as long as a tunnel may be: either ends the connection,
+      // so that an inspected tunnel is held no longer than an opaque one would be.
+      const double left = head_wait_left();
+      if (left > 0) {
+        timer_.arm(std::max(left, kSoonestSeconds));
+      } else {
+        end_now(TunnelEnd::idle_timeout);
+      }
+      return;
+    }
     case TimerRole::upstream:
       // No origin connection in time: a handshake that never ends is `upstream tls`; serve's dial
       // never answered is `dial failed` (the request gets its 502 either way).
@@ -258,6 +272,10 @@ void InspectedConnection::arm(TimerRole role) {
       timer_.disarm();
       return;
     case TimerRole::head:
+      head_wait_started_ = Clock::now();
+      timer_.arm(std::max(head_wait_left(), kSoonestSeconds));
+      return;
+    case TimerRole::handshake:
     case TimerRole::upstream:
     case TimerRole::drain:
       timer_.arm(setup_.head_timeout);
@@ -266,6 +284,12 @@ void InspectedConnection::arm(TimerRole role) {
       timer_.arm(setup_.idle_timeout);  // 0: none (disarms)
       return;
   }
+}
+
+double InspectedConnection::head_wait_left() const noexcept {
+  double left = setup_.head_timeout - Clock::seconds_since(head_wait_started_);
+  if (setup_.idle_timeout > 0) left = std::min(left, setup_.idle_timeout - Clock::seconds_since(last_activity_));
+  return left;
 }
 
 // ---------------------------------------------------------------------------------------------
