@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // One client of the session socket, from its first byte to its close: the handshake of whichever
 // protocol it speaks, the decision (SPEC §5), the dial, and then one session at a time (a tunnel,
-// or plain-HTTP exchanges: proxy/session.h). A CONNECT can be followed in this file's .cc and in
-// proxy/tunnel_session.cc.
+// or plain-HTTP exchanges: proxy/session.h). A CONNECT can be followed through
+// proxy/client_connection.cc (its life and handshake), client_decision.cc (the decision and the
+// dial), client_sessions.cc and tunnel_session.cc; client_resolve.cc answers a RESOLVE, and
+// client_inspected.cc hands an inspected endpoint's tunnel to the inspector.
 //
 // One owner, one way to die: the ProxyServer creates it; every libevent callback is a static
 // trampoline that calls a member, and only the trampoline deletes the object, when the member

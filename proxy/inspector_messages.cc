@@ -62,6 +62,16 @@ std::optional<std::string> optional_text(const Json& object, const char* key, st
   return text(object, key, most);
 }
 
+// Seconds, as serve's options take them: more than 0 (or 0 itself, when `zero_allowed`) and at
+// most a day.
+double seconds(const Json& object, const char* key, bool zero_allowed) {
+  const Json& value = field(object, key);
+  if (!value.is_number()) refuse_key(key);
+  const double s = value.get<double>();
+  if (!(zero_allowed ? s >= 0 : s > 0) || s > defaults::kMaxSeconds) refuse_key(key);
+  return s;
+}
+
 std::uint64_t id_of(const Json& object) { return number(object, "id"); }
 
 Json parse_object(std::string_view bytes) {
@@ -119,7 +129,12 @@ InspectorOrder order_of(const Json& message) {
   if (op == "start") {
     const Json& label = field(message, "label");
     if (!label.is_string()) refuse_key("label");
-    return InspectorStart{label.get<std::string>(), flag(message, "log_paths"), endpoints_json()};
+    InspectorStart start{label.get<std::string>(), flag(message, "log_paths"), endpoints_json()};
+    start.head_timeout = seconds(message, "head_timeout", false);
+    start.idle_timeout = seconds(message, "idle_timeout", true);
+    start.max_head_bytes = number(message, "max_head_bytes", defaults::kMaxHeadBytesMax);
+    if (start.max_head_bytes < defaults::kMaxHeadBytesMin) refuse_key("max_head_bytes");
+    return start;
   }
   if (op == "endpoints") return InspectorEndpoints{endpoints_json()};
   if (op == "connection") {
@@ -158,7 +173,12 @@ struct OrderWriter {
     return parsed.is_array() ? parsed : Json::array();
   }
   Json operator()(const InspectorStart& start) const {
-    return {{"op", "start"}, {"label", start.label}, {"log_paths", start.log_paths},
+    return {{"op", "start"},
+            {"label", start.label},
+            {"log_paths", start.log_paths},
+            {"head_timeout", start.head_timeout},
+            {"idle_timeout", start.idle_timeout},
+            {"max_head_bytes", start.max_head_bytes},
             {"endpoints", endpoints(start.endpoints_json)}};
   }
   Json operator()(const InspectorEndpoints& update) const {
@@ -173,34 +193,35 @@ struct OrderWriter {
   }
 };
 
+// `bytes` as the message `of` reads (report_of, order_of), or why it is refused.
+template <class Message>
+std::variant<Message, std::string> checked(std::string_view bytes, Message (*of)(const Json&)) {
+  try {
+    return of(parse_object(bytes));
+  } catch (const Refused& refused) {
+    return refused.why;
+  } catch (const nlohmann::json::exception&) {
+    return std::string("malformed");
+  }
+}
+
+// One line of JSON; bytes that are not UTF-8 are replaced, never thrown on.
+std::string one_line(const Json& message) {
+  return message.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 std::variant<InspectorReport, std::string> parse_inspector_report(std::string_view bytes) {
-  try {
-    return report_of(parse_object(bytes));
-  } catch (const Refused& refused) {
-    return refused.why;
-  } catch (const nlohmann::json::exception&) {
-    return std::string("malformed");
-  }
+  return checked(bytes, &report_of);
 }
 
-std::string inspector_message(const InspectorReport& report) {
-  return std::visit(ReportWriter{}, report).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-}
+std::string inspector_message(const InspectorReport& report) { return one_line(std::visit(ReportWriter{}, report)); }
 
-std::string serve_message(const InspectorOrder& order) {
-  return std::visit(OrderWriter{}, order).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
-}
+std::string serve_message(const InspectorOrder& order) { return one_line(std::visit(OrderWriter{}, order)); }
 
 std::variant<InspectorOrder, std::string> parse_serve_message(std::string_view bytes) {
-  try {
-    return order_of(parse_object(bytes));
-  } catch (const Refused& refused) {
-    return refused.why;
-  } catch (const nlohmann::json::exception&) {
-    return std::string("malformed");
-  }
+  return checked(bytes, &order_of);
 }
 
 }  // namespace boxproxy

@@ -4,7 +4,8 @@
 // descriptors each kind carries.
 //
 //   serve -> inspector
-//     start       {"op":"start","label":L,"log_paths":B,"endpoints":[...]}   fds: trust store
+//     start       {"op":"start","label":L,"log_paths":B,"head_timeout":S,"idle_timeout":S,
+//                  "max_head_bytes":N,"endpoints":[...]}                     fds: trust store
 //                 file[, CA certificate file, CA key file] (the operator's --ca-cert/--ca-key)
 //     endpoints   {"op":"endpoints","endpoints":[...]}                      (a live change)
 //     connection  {"op":"connection","id":N,"host":H,"port":P,"endpoint":E} fds: client, upstream
@@ -30,6 +31,8 @@
 #include <string>
 #include <string_view>
 #include <variant>
+
+#include "proxy/defaults.h"
 
 namespace boxproxy {
 
@@ -84,6 +87,12 @@ struct InspectorStart {
   std::string label;
   bool log_paths = false;
   std::string endpoints_json;  // the "inspect" array, as --check-config writes it
+  // serve's own bounds, for every inspected connection: --head-timeout (the box's TLS handshake,
+  // each request head), --idle-timeout (0: none) and --max-head-bytes (each request head), each
+  // within its option's range.
+  double head_timeout = defaults::kHeadTimeoutSeconds;
+  double idle_timeout = defaults::kIdleTimeoutSeconds;
+  std::size_t max_head_bytes = defaults::kMaxHeadBytes;
 };
 
 struct InspectorEndpoints {

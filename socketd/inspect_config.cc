@@ -63,6 +63,17 @@ void check_keys(const Where& where, const nlohmann::json& object, const std::arr
   }
 }
 
+// The string at `where` as `parse` (a table/ parser of one word: an access, a mode) reads it; a
+// usage error quoting it when it is none of the words.
+template <class Word>
+Word word_at(const Where& where, const nlohmann::json& value,
+             std::variant<Word, std::string> (*parse)(std::string_view)) {
+  const std::string& text = string_at(where, value);
+  auto parsed = parse(text);
+  if (const auto* error = std::get_if<std::string>(&parsed)) where.fail(text, *error);
+  return std::get<Word>(parsed);
+}
+
 std::string name_at(const Where& where, const nlohmann::json& value) {
   const std::string& name = string_at(where, value);
   if (auto error = check_inspect_name(name)) where.fail(name, *error);
@@ -135,19 +146,11 @@ InspectEndpoint read_endpoint(const Where& where, const nlohmann::json& value) {
   InspectEndpoint endpoint = std::get<InspectEndpoint>(std::move(parsed));
   if (value.contains("name")) endpoint.name = name_at(where.key("name"), value.at("name"));
   if (value.contains("access")) {
-    const std::string& text = string_at(where.key("access"), value.at("access"));
-    auto access = parse_inspect_access(text);
-    if (const auto* error = std::get_if<std::string>(&access)) where.key("access").fail(text, *error);
-    endpoint.access = std::get<InspectAccess>(access);
+    endpoint.access = word_at(where.key("access"), value.at("access"), &parse_inspect_access);
   }
   if (value.contains("rules")) endpoint.rules = read_rules(where.key("rules"), value.at("rules"));
   if (value.contains("deny")) endpoint.deny = read_rules(where.key("deny"), value.at("deny"));
-  if (value.contains("mode")) {
-    const std::string& text = string_at(where.key("mode"), value.at("mode"));
-    auto mode = parse_inspect_mode(text);
-    if (const auto* error = std::get_if<std::string>(&mode)) where.key("mode").fail(text, *error);
-    endpoint.mode = std::get<InspectMode>(mode);
-  }
+  if (value.contains("mode")) endpoint.mode = word_at(where.key("mode"), value.at("mode"), &parse_inspect_mode);
   if (value.contains("inject")) read_inject(where.key("inject"), value.at("inject"), endpoint);
   if (value.contains("secrets")) read_secrets(where.key("secrets"), value.at("secrets"), endpoint);
   if (auto error = check_inspect_endpoint(endpoint)) where.fail(*error);

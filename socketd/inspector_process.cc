@@ -121,7 +121,10 @@ StartedInspector start_inspector(const ServeOptions& options, const std::string&
     std::vector<int> fds;
     for (const UniqueFd& file : files) fds.push_back(file.get());
     std::string error;
-    const std::string start = serve_message(InspectorStart{label, options.proxy.log_paths, endpoints_json});
+    // serve's own head and idle timeouts and head bound hold inside TLS as well (SPEC §18).
+    const std::string start =
+        serve_message(InspectorStart{label, options.proxy.log_paths, endpoints_json, options.proxy.head_timeout,
+                                     options.proxy.idle_timeout, options.proxy.max_head_bytes});
     if (!send_channel_message(ours.get(), start, fds, kReadyTimeoutMs, error)) {
       fail("cannot tell the request inspector its endpoints: " + error);
     }

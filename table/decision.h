@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The decision of SPEC §5 for one target, steps 2 to 4: the host list, the answers, the address
-// rule. One decision for every driver: serve's connection (proxy/client_connection.cc, which also
+// rule. One decision for every driver: serve's connection (proxy/client_decision.cc, which also
 // drives the ask step of SPEC §15) and `boxproxy check` (socketd/check_command.cc).
 //
 // Pure and resumable: it does no I/O. When it needs what only its driver can get (a name's DNS

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The in-box bridge's DNS responder (`bridge --dns ADDR:PORT`, SPEC §16): answers A and AAAA
 // over UDP and TCP itself, asking the proxy about each name with a resolve-only request (SOCKS5
-// RESOLVE over the proxy's Unix socket, proxy/client_connection.cc). The proxy runs its decision
+// RESOLVE over the proxy's Unix socket, proxy/client_resolve.cc). The proxy runs its decision
 // (host list, lookup, address rule):
 //   - a name it would let through is answered with an address of the bridge's own for that name
 //     (proxy/bridge/name_addresses.h), never the real one: a connection the box then makes to it is

@@ -72,9 +72,11 @@ struct InspectedSetup {
   SSL_CTX* client_ctx = nullptr;  // the box-facing context (make_client_facing_context); must outlive this
   SSL_CTX* origin_ctx = nullptr;  // the origin-facing context (make_origin_context); must outlive this
   bool log_paths = false;
-  std::size_t max_head_bytes = 32 * 1024;
+  // serve's --max-head-bytes, --head-timeout and --idle-timeout (the start message); these values
+  // are only for a setup made without them (the unit tests).
+  std::size_t max_head_bytes = 32 * 1024;  // each request head
   double head_timeout = 10;  // the box's TLS handshake, each request head, waiting for an origin
-  double idle_timeout = 0;   // nothing moving during an exchange or a relay; 0: none
+  double idle_timeout = 0;   // no byte either way: in an exchange, a relay, or between requests; 0: none
 };
 
 // One request, when it ends or is refused.
@@ -157,7 +159,10 @@ class InspectedConnection {
   // What the one timer measures now.
   enum class TimerRole : std::uint8_t {
     none,
-    head,      // the box's handshake or a head: head_timeout from its start, however slowly bytes come
+    handshake,  // the box's first byte and TLS handshake: head_timeout from the start
+    // Between requests and while a head comes: head_timeout from the wait's start, however slowly
+    // bytes come, or idle_timeout with no byte either way (when set), whichever ends first.
+    head,
     upstream,  // waiting for an origin connection: head_timeout from the wait's start
     drain,     // a refused body being dropped, or the last bytes going out: head_timeout of quiet
     idle,      // an exchange or a relay: idle_timeout of quiet
@@ -199,6 +204,9 @@ class InspectedConnection {
   static void on_timer(void* self) noexcept;
   // advance(), then the hooks queued meanwhile; `this` may be gone after it.
   void settle() noexcept;
+  // Runs `act` (a callback's work), then settle(); a throw from `act` ends the connection first.
+  template <class Act>
+  void act_then_settle(Act act) noexcept;
   void update_reading() noexcept;
   void deliver_hooks() noexcept;
   void kick() noexcept;
@@ -222,6 +230,7 @@ class InspectedConnection {
   [[nodiscard]] bool origin_ended_early();
   [[nodiscard]] bool origin_broke();
   void finish_exchange();
+  [[nodiscard]] bool switch_to_relay(const ResponseHead& head, std::size_t head_bytes);
   [[nodiscard]] bool relay();
   [[nodiscard]] bool close_when_flushed();
 
@@ -236,6 +245,7 @@ class InspectedConnection {
   void end_now(TunnelEnd end);
   void drop_origin();
   void arm(TimerRole role);
+  [[nodiscard]] double head_wait_left() const noexcept;  // seconds, for TimerRole::head
 
   // Moves what `from` holds (at most what `to` has room for, kMaxQueued) through `cursor` into
   // `to`, counting it in `count`; true when any byte moved. `done`/`malformed` report the body.
@@ -245,6 +255,9 @@ class InspectedConnection {
     bool malformed = false;
   };
   [[nodiscard]] Moved move_body(evbuffer* from, evbuffer* to, BodyCursor& cursor, std::uint64_t& count);
+  // move_body from the box's input to the origin's output (counted up), or back (counted down).
+  enum class Toward : std::uint8_t { origin, client };
+  [[nodiscard]] Moved move_toward(Toward toward, BodyCursor& cursor);
   void queue_to_client(std::string_view bytes);
   void queue_to_origin(std::string_view bytes);
 
@@ -280,6 +293,7 @@ class InspectedConnection {
   std::uint64_t up_ = 0;
   std::uint64_t down_ = 0;
   Clock::time_point last_activity_ = Clock::now();
+  Clock::time_point head_wait_started_{};  // while TimerRole::head
   std::optional<InspectRefusal> connection_refusal_;
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.

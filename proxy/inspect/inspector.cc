@@ -86,8 +86,14 @@ InspectorSetup read_start(int channel) {
   SessionCa ca = fds.size() == 3 ? SessionCa::load("/proc/self/fd/" + std::to_string(fds[1].get()),
                                                    "/proc/self/fd/" + std::to_string(fds[2].get()), now())
                                  : SessionCa::generate(start->label, now());
-  return InspectorSetup{std::move(ca), make_client_facing_context(), make_origin_context(trust_store(bundle)),
-                        start->log_paths, read_endpoints(start->endpoints_json)};
+  return InspectorSetup{std::move(ca),
+                        make_client_facing_context(),
+                        make_origin_context(trust_store(bundle)),
+                        start->log_paths,
+                        read_endpoints(start->endpoints_json),
+                        start->head_timeout,
+                        start->idle_timeout,
+                        start->max_head_bytes};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -175,6 +181,9 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.client_ctx = setup_.client_ctx.get();
   setup.origin_ctx = setup_.origin_ctx.get();
   setup.log_paths = setup_.log_paths;
+  setup.max_head_bytes = setup_.max_head_bytes;
+  setup.head_timeout = setup_.head_timeout;
+  setup.idle_timeout = setup_.idle_timeout;
   InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended};
   held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
                                                 std::move(setup), hooks);

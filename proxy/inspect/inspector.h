@@ -31,6 +31,10 @@ struct InspectorSetup {
   SslCtxPtr origin_ctx;  // the origin-facing side's, with the trust store
   bool log_paths = false;
   std::vector<std::shared_ptr<const InspectEndpoint>> endpoints;
+  // serve's --head-timeout, --idle-timeout and --max-head-bytes, for every connection.
+  double head_timeout = defaults::kHeadTimeoutSeconds;
+  double idle_timeout = defaults::kIdleTimeoutSeconds;
+  std::size_t max_head_bytes = defaults::kMaxHeadBytes;
 };
 
 // Reads the start message and its descriptors from `channel` (blocking, at start), and builds the

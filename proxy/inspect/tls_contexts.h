@@ -6,7 +6,7 @@
 // Both: TLS 1.2 and up, ALPN "http/1.1" only (HTTP/2 is SPEC §19's), no renegotiation, buffers
 // released while idle (SSL_MODE_RELEASE_BUFFERS: an idle connection holds no record buffers). A
 // connection's own settings (its leaf, the name it checks) are made on its SSL object
-// (proxy/inspect/inspected_connection.cc), never on the shared context.
+// (proxy/inspect/inspected_client_side.cc, inspected_origin_side.cc), never on the shared context.
 #pragma once
 
 #include <string>

@@ -17,11 +17,26 @@ import time
 import unittest
 
 from box_support import TlsOrigin, make_certificate
-from harness import HttpOrigin, ProxyTestCase, binary, recv_all, recv_exact
+from harness import HttpOrigin, ProxyTestCase, binary, closed_within, recv_all, recv_exact
 
 CURL = shutil.which("curl")
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 INSPECTOR = os.path.join(os.path.dirname(binary()), "boxproxy-inspect")
+
+
+def tls_closed_within(sock, timeout):
+    """True when the TLS peer ends the connection (close_notify, EOF or reset) within `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            if not sock.recv(65536):
+                return True
+        except socket.timeout:
+            return False
+        except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+            return True
+    return False
 
 
 def curl(*args, timeout=20):
@@ -210,6 +225,61 @@ class InspectTest(ProxyTestCase):
         self.assertEqual([r["method"] for r in plain.requests], ["GET"])
         lines = self.requests(p, 2)
         self.assertEqual(sorted(l["class"] for l in lines), ["ok", "request denied"])
+
+    # serve's --head-timeout, --idle-timeout and --max-head-bytes hold inside TLS as well (SPEC §18):
+    # the inspector takes them from serve, not bounds of its own (10 s, none, 32 KiB).
+
+    def _connect_tunnel(self, p):
+        s = p.connect()
+        s.sendall(f"CONNECT origin.test:{self.origin.port} HTTP/1.1\r\n\r\n".encode())
+        self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+        return s
+
+    def test_a_client_that_stalls_in_its_tls_handshake_is_closed_after_the_head_timeout(self):
+        p = self.start("--head-timeout", "1")
+        s = self._connect_tunnel(p)
+        try:
+            # A TLS handshake record that says 200 bytes follow, and then only a few of them.
+            s.sendall(b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03" + b"\x00" * 10)
+            started = time.monotonic()
+            self.assertTrue(closed_within(s, 5), "a handshake stalled past --head-timeout must be closed")
+            self.assertLess(time.monotonic() - started, 4)
+        finally:
+            s.close()
+        (done,) = p.wait_log(kind="connect", cls="done")
+        self.assertEqual(done.end, "idle-timeout")
+
+    def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(self):
+        p = self.start("--idle-timeout", "1")
+        s = self._connect_tunnel(p)
+        context = ssl.create_default_context(cafile=self.ca)
+        tls = context.wrap_socket(s, server_hostname="origin.test")
+        try:
+            tls.sendall(f"GET /a HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = tls.recv(65536)
+                self.assertTrue(chunk, f"closed before the response head: {head!r}")
+                head += chunk
+            self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
+            self.assertNotIn(b"connection: close", head.lower())  # kept alive: only the idle timeout ends it
+            started = time.monotonic()
+            self.assertTrue(tls_closed_within(tls, 5), "an inspected connection idle for --idle-timeout must be closed")
+            self.assertLess(time.monotonic() - started, 4)  # the head timeout (30 s) is not what ended it
+        finally:
+            tls.close()
+        (done,) = p.wait_log(kind="connect", cls="done")
+        self.assertEqual(done.end, "idle-timeout")
+        self.assertEqual(self.origin_paths(), ["/a"])
+
+    def test_a_request_head_over_max_head_bytes_is_refused_inside_tls(self):
+        p = self.start("--max-head-bytes", "1024")
+        code, status, refused, _, err = self.get(p, "/big", "-H", "x-big: " + "a" * 2000)
+        self.assertEqual((status, refused), (431, "head too large"), err)
+        self.assertEqual(self.get(p, "/small")[1:3], (200, None))  # a head within the bound still goes
+        self.assertEqual(self.origin_paths(), ["/small"])
+        lines = self.requests(p, 2)
+        self.assertEqual(sorted((l["class"], l["status"]) for l in lines), [("head too large", 431), ("ok", 200)])
 
     def _config(self, endpoints):
         config = os.path.join(self.dir, "plain.json")

@@ -71,7 +71,7 @@ Result drive(const HandshakeRules& rules, std::string_view payload, Piece piece)
     case Handshake::Outcome::refuse:
       result.log_host = std::string(handshake.log_host());
       result.log_port = handshake.log_port();
-      // The answer the connection sends for it (proxy/client_connection.cc).
+      // The answer the connection sends for it (proxy/client_decision.cc).
       result.refusal = refusal_reply_for(handshake.protocol(), handshake.reason().value_or(Reason::bad_request));
       break;
     default:

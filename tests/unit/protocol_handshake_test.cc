@@ -63,7 +63,7 @@ Seen run(const HandshakeRules& rules, std::string_view input, const std::vector<
   seen.reason = handshake.reason();
   seen.log_host = std::string(handshake.log_host());
   seen.log_port = handshake.log_port();
-  // The answer the connection sends for a refused handshake (proxy/client_connection.cc).
+  // The answer the connection sends for a refused handshake (proxy/client_decision.cc).
   if (seen.outcome == Outcome::refuse) {
     seen.refusal = refusal_reply_for(handshake.protocol(), handshake.reason().value_or(Reason::bad_request));
   }

@@ -32,6 +32,17 @@ std::string refusal(std::string_view bytes) {
   return std::get<std::string>(parsed);
 }
 
+std::string order_refusal(std::string_view bytes) {
+  auto parsed = parse_serve_message(bytes);
+  REQUIRE(std::holds_alternative<std::string>(parsed));
+  return std::get<std::string>(parsed);
+}
+
+// A start message with `fields` (the bounds) in place of serve's.
+std::string start_with(std::string_view fields) {
+  return std::string(R"({"op":"start","label":"s","log_paths":false,"endpoints":[],)") + std::string(fields) + "}";
+}
+
 }  // namespace
 
 TEST_CASE("the inspector's reports read back as written") {
@@ -59,6 +70,10 @@ TEST_CASE("serve's orders read back as written") {
   CHECK(start.label == "s1");
   CHECK(start.log_paths);
   CHECK(start.endpoints_json == R"([{"host":"api.test:443"}])");
+  // Unset, serve's bounds are its options' defaults.
+  CHECK((start.head_timeout == 30 && start.idle_timeout == 0 && start.max_head_bytes == 32768));
+  const auto bounded = order_back<InspectorStart>(InspectorStart{"s2", false, "[]", 1.5, 600, 1024});
+  CHECK((bounded.head_timeout == 1.5 && bounded.idle_timeout == 600 && bounded.max_head_bytes == 1024));
   CHECK(order_back<InspectorEndpoints>(InspectorEndpoints{"[]"}).endpoints_json == "[]");
   const auto connection = order_back<InspectorConnection>(InspectorConnection{3, "api.test", 443, "api.test:443"});
   CHECK((connection.id == 3 && connection.host == "api.test" && connection.port == 443));
@@ -89,6 +104,38 @@ TEST_CASE("serve refuses what an inspector should never say") {
   CHECK(refusal(R"({"op":"request","id":1,"method":"GET","rule":"-","class":"ok","status":1000,"up":0,"down":0,"ms":0,"report":false})") ==
         "bad \"status\"");
   CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"x","class":"a\u0000b"})") == "bad \"class\"");
+}
+
+TEST_CASE("a start message's bounds are serve's options' ranges") {
+  const std::string fine = R"("head_timeout":0.25,"idle_timeout":0,"max_head_bytes":1048576)";
+  const auto parsed = parse_serve_message(start_with(fine));
+  REQUIRE(std::holds_alternative<InspectorOrder>(parsed));
+  const auto& start = std::get<InspectorStart>(std::get<InspectorOrder>(parsed));
+  CHECK((start.head_timeout == 0.25 && start.idle_timeout == 0 && start.max_head_bytes == 1048576));
+  // Each bound missing, of the wrong type, or outside its option's range.
+  const struct {
+    const char* fields;
+    const char* why;
+  } rows[] = {
+      {R"("idle_timeout":0,"max_head_bytes":4096)", "no \"head_timeout\""},
+      {R"("head_timeout":1,"max_head_bytes":4096)", "no \"idle_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":0)", "no \"max_head_bytes\""},
+      {R"("head_timeout":0,"idle_timeout":0,"max_head_bytes":4096)", "bad \"head_timeout\""},
+      {R"("head_timeout":-1,"idle_timeout":0,"max_head_bytes":4096)", "bad \"head_timeout\""},
+      {R"("head_timeout":86400.5,"idle_timeout":0,"max_head_bytes":4096)", "bad \"head_timeout\""},
+      {R"("head_timeout":"10","idle_timeout":0,"max_head_bytes":4096)", "bad \"head_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":-0.5,"max_head_bytes":4096)", "bad \"idle_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":86401,"max_head_bytes":4096)", "bad \"idle_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":true,"max_head_bytes":4096)", "bad \"idle_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":1023)", "bad \"max_head_bytes\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":1048577)", "bad \"max_head_bytes\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":4096.5)", "bad \"max_head_bytes\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":-4096)", "bad \"max_head_bytes\""},
+  };
+  for (const auto& row : rows) {
+    CAPTURE(row.fields);
+    CHECK(order_refusal(start_with(row.fields)) == row.why);
+  }
 }
 
 }  // namespace boxproxy

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// A client's decision (SPEC §5) and dial (proxy/client_connection.h): table/'s decision, the same
+// for `boxproxy check`; only the waiting is ours (the lookup, the supervisor's ask, the admission
+// and the dial), and the refusal that ends a decision.
+#include "proxy/client_connection.h"
+
+#include <utility>
+
+#include "proxy/proxy_server.h"
+#include "proxy/wire/replies.h"
+#include "proxy/wire/resolve_request.h"
+#include "table/policy.h"
+
+namespace boxproxy {
+
+ClientConnection::Next ClientConnection::decide(Target target) {
+  request_.target = std::move(target);
+  if (request_.kind == ClientKind::resolve) {
+    request_.target.port = resolve_judged_port(server_.config().policy.allow, request_.target);
+  }
+  request_.asked.reset();  // each request of a keep-alive connection is a decision of its own
+  const auto asking = server_.asks() != nullptr ? Decision::Asking::on : Decision::Asking::off;
+  return follow(decision_.start(server_.config().policy, request_.target, asking));
+}
+
+// asked= for this decision's line (SPEC §15), once: the next request of a keep-alive connection
+// starts without one.
+std::optional<std::string_view> ClientConnection::asked_text() noexcept {
+  if (!request_.asked) return std::nullopt;
+  return asked_name(*std::exchange(request_.asked, std::nullopt));
+}
+
+// The supervisor's verdict on this client's ask (or the ask's timeout, or no control client left).
+ClientConnection::Next ClientConnection::ask_verdict(AskVerdict verdict) {
+  ask_ticket_ = {};  // the registry has let go of it already
+  request_.asked = verdict;
+  return follow(decision_.asked(approves(verdict), request_.target));
+}
+
+// The lookup's answers (empty: no answer, or a failed lookup).
+ClientConnection::Next ClientConnection::answers_known(std::vector<IpAddress> answers) {
+  return follow(decision_.answers_found(std::move(answers)));
+}
+
+// Gets the decision what it asks for, until it has decided.
+ClientConnection::Next ClientConnection::follow(Decision::Step step) {
+  switch (step) {
+    case Decision::Step::need_lookup:
+      return look_up();
+    case Decision::Step::need_local_addresses:
+      // Read fresh for each decision, as the spec says, but cached until netlink reports a
+      // change (LocalAddresses); asked for only when they can change the answer.
+      return follow(decision_.local_addresses_read(server_.local_addresses().current()));
+    case Decision::Step::refuse:
+      return refuse_decided();
+    case Decision::Step::ask:
+      // A RESOLVE is never asked about: it has no port and opens no connection.
+      return request_.kind == ClientKind::resolve ? resolve_by_name() : ask_supervisor();
+    case Decision::Step::dial:
+      return request_.kind == ClientKind::resolve ? resolved() : admit_and_dial();
+  }
+  return Next::close;
+}
+
+ClientConnection::Next ClientConnection::look_up() {
+  phase_ = Phase::resolving;
+  timer_.arm(server_.config().dns_timeout);
+  std::optional<std::vector<IpAddress>> immediate;
+  lookup_ = server_.resolver().start(request_.target.host, &on_resolved, this, immediate);
+  if (immediate) return answers_known(std::move(*immediate));
+  // Neither answered nor asked: --max-lookups is spent (SPEC §14). Refused by name before any
+  // query leaves, so a box that floods names gets no more of them out to the resolver.
+  if (lookup_ == nullptr) return refuse(Reason::lookup_budget);
+  return Next::keep;
+}
+
+// A name off the list, with --ask: the supervisor is asked, and this client waits (still counted
+// among the undecided, so waiting clients are bounded like every other pending one) for the
+// verdict or the ask's own timeout (--ask-timeout), not its own timer.
+ClientConnection::Next ClientConnection::ask_supervisor() {
+  phase_ = Phase::asking;
+  timer_.arm(0);
+  const Target& target = request_.target;
+  ask_ticket_ = server_.asks()->ask(target.host, target.port, request_.kind, id_, this, &on_ask_verdict);
+  // Nobody to ask (no control client open): not-listed at once, and no asked= on the line.
+  if (!ask_ticket_.held()) return follow(decision_.asked(false, target));
+  return Next::keep;
+}
+
+ClientConnection::Next ClientConnection::refuse_decided() {
+  const Reason reason = decision_.reason();
+  if (reason == Reason::not_listed) {
+    const ProxyConfig& config = server_.config();
+    return refuse(reason, "-", not_listed_words(request_.target, decision_.not_listed_match(), config.allow_hint));
+  }
+  const IpAddress* refused = decision_.refused_address();
+  return refuse(reason, refused != nullptr ? refused->to_string() : "-");
+}
+
+// Step 5, then step 6: the decision's answers, all checked, in order.
+ClientConnection::Next ClientConnection::admit_and_dial() {
+  if (request_.plain) {
+    if (const auto refusal = judge_inspected_plain()) return refuse(*refusal);
+  }
+  auto slot = server_.take_slot();
+  if (auto* full = std::get_if<Reason>(&slot)) return refuse(*full);
+  phase_ = Phase::dialling;
+  timer_.arm(server_.config().connect_timeout);
+  return after(dialer_.start(std::move(std::get<TunnelSlot>(slot)), decision_.answers(), request_.target.port));
+}
+
+ClientConnection::Next ClientConnection::after(Dialer::Result result) {
+  switch (result) {
+    case Dialer::Result::pending:
+      return Next::keep;
+    case Dialer::Result::connected:
+      return allowed();
+    case Dialer::Result::failed:
+      return refuse(Reason::dial_failed, dialer_.address_text());
+  }
+  return Next::close;
+}
+
+ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view ip, std::string words) {
+  if (session_) {
+    // An allowed exchange refused midway (a malformed body) ends first, as an error.
+    session_->end_by(TunnelEnd::error);
+    log_done();
+  }
+  dialer_.release();
+  undecided_.release();
+  request_.plain.reset();
+  server_.count_refusal(reason);
+  // With --audit this line is on disk before the refusal is answered: one fdatasync for every
+  // refusal of this loop iteration (group commit), so the answer waits for it (send_refusal).
+  const Target& target = request_.target;
+  server_.log().decision({id_, request_.kind,
+                          target.host.empty() ? std::nullopt : std::optional<std::string_view>(target.host),
+                          request_.logged_port, ip, reason, asked_text()},
+                         AuditSync::with_turn);
+  phase_ = Phase::replying;
+  timer_.arm(server_.config().head_timeout);  // a client that never reads its refusal is not kept
+  return send_refusal(refusal_reply_for(request_.protocol, reason, words));
+}
+
+ClientConnection::Next ClientConnection::send_refusal(std::string reply) {
+  if (server_.log().audit_sync_owed()) {
+    if (!client_.has_queued()) {
+      // The answer waits for the client's write event, which only the loop's next poll can fire:
+      // the log syncs the audit before that poll (DecisionLog::audit_sync_owed). Nothing holds
+      // this connection, so it may die meanwhile.
+      client_.queue_for_later(reply);
+      return Next::keep;
+    }
+    server_.log().sync_audit_now();  // the write event may already be due in this iteration
+  }
+  if (!send_or_queue(client_, reply)) return Next::close;
+  return client_.has_queued() ? Next::keep : Next::close;
+}
+
+}  // namespace boxproxy

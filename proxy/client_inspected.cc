@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// Request inspection (SPEC §18): a tunnel to an inspected endpoint is answered as allowed, then its
+// client and upstream sockets go to the inspector (proxy/inspect/DESIGN.md), which takes the TLS
+// handshake and judges each request. This connection keeps the slot, and writes the lines the
+// inspector reports, until it says the connection ended.
+// Plain HTTP to an inspected endpoint's port is judged here too, by the same rules.
+#include "proxy/client_connection.h"
+
+#include "proxy/inspector_link.h"
+#include "proxy/proxy_server.h"
+#include "proxy/wire/http_forward.h"
+#include "proxy/wire/replies.h"
+#include "table/policy.h"
+
+namespace boxproxy {
+
+// Plain HTTP to an inspected endpoint's port (SPEC §18): its rules judge the request before any
+// upstream socket opens, as they would inside TLS. (A tunnel to one is judged request by request
+// by the inspector.) A refusal's request line is written here; an allowed request's when it ends.
+std::optional<Reason> ClientConnection::judge_inspected_plain() {
+  const Target& target = request_.target;
+  if (!target.is_name()) return std::nullopt;
+  const InspectEndpoint* endpoint = server_.config().policy.inspect.find(target.host, target.port);
+  if (endpoint == nullptr) return std::nullopt;
+  const std::string_view asked = origin_target_of(request_.plain->upstream_head);
+  const RequestJudgement judged = judge_request(*endpoint, request_.plain->method, asked);
+  ClientRequest::Inspected inspected{judged.rule, false, std::nullopt};
+  if (server_.config().log_paths) inspected.path = std::string(asked.substr(0, asked.find('?')));
+  std::optional<Reason> refusal;
+  if (judged.verdict == RequestVerdict::bad_path) refusal = Reason::bad_path;
+  if (judged.verdict == RequestVerdict::request_denied) {
+    // Report mode: logged as denied (report=1), and let through.
+    if (endpoint->mode == InspectMode::report) {
+      inspected.report = true;
+    } else {
+      refusal = Reason::request_denied;
+    }
+  }
+  request_.inspected = std::move(inspected);
+  if (refusal) {
+    log_request_line(refusal, info(*refusal).http_status, Session::Traffic{});
+    request_.inspected.reset();
+  }
+  return refusal;
+}
+
+void ClientConnection::log_request_line(std::optional<Reason> refusal, std::uint16_t status,
+                                        const Session::Traffic& traffic) {
+  const ClientRequest::Inspected& inspected = *request_.inspected;
+  // A view of the method itself: `cond ? std::string : "-"` would be a temporary string.
+  const std::string_view method = request_.plain ? std::string_view(request_.plain->method) : std::string_view("-");
+  RequestEntry line{id_, request_.target.host, request_.target.port, method,
+                    inspected.rule, refusal, status, traffic.up, traffic.down, traffic.ms, inspected.report,
+                    std::nullopt};
+  if (inspected.path) line.path = *inspected.path;
+  server_.log().request(line);
+}
+
+const InspectEndpoint* ClientConnection::inspected_endpoint() const {
+  const Target& target = request_.target;
+  if (!target.is_name()) return nullptr;
+  return server_.config().policy.inspect.find(target.host, target.port);
+}
+
+ClientConnection::Next ClientConnection::start_inspected(const InspectEndpoint& endpoint) {
+  // Fail closed: with no inspector to hand it to, the connection is refused, never let through
+  // opaque (the operator asked for its requests to be judged).
+  InspectorLink* link = server_.inspector();
+  if (link == nullptr || !link->alive()) return refuse(Reason::upstream_tls, dialer_.address_text());
+  // Bytes the client sent before the tunnel's answer would be the start of its TLS handshake,
+  // which the inspector must read from the socket itself: a client that does not wait for the
+  // answer is not one the inspector can serve.
+  if (!request_.early.empty()) return close_mismatch(Reason::not_tls);
+  (void)endpoint;  // found again when the sockets go (hand_over): nothing is kept meanwhile
+  phase_ = Phase::inspected;
+  // The inspector reads both sides, not serve.
+  pause_reading(client_, pause_no_more_wanted);
+  pause_reading(dialer_.upstream(), pause_no_more_wanted);
+  timer_.arm(server_.config().head_timeout);     // the answer must be taken in time
+  if (!send_or_queue(client_, allowed_reply_for(request_.protocol))) return Next::close;
+  return client_.has_queued() ? Next::keep : hand_over();
+}
+
+ClientConnection::Next ClientConnection::hand_over() {
+  InspectorLink* link = server_.inspector();
+  const InspectEndpoint* endpoint = inspected_endpoint();
+  if (link == nullptr || endpoint == nullptr) return Next::close;  // removed meanwhile: not let through
+  const Target& target = request_.target;
+  const InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host)};
+  // The sockets go with their events freed; the link closes serve's copies once the loop has
+  // taken them out of epoll (InspectorLink::close_after_loop_pass).
+  if (!link->hand_over(*this, what, client_.release_socket(), dialer_.upstream().release_socket())) {
+    return Next::close;
+  }
+  // The inspector holds its own copies now, and nothing here watches them again.
+  phase_ = Phase::handed_over;
+  timer_.disarm();
+  handed_over_at_ = Clock::now();
+  return Next::keep;
+}
+
+void ClientConnection::inspected_request(ClientConnection* connection, const InspectorRequest& line) noexcept {
+  const Target& target = connection->request_.target;
+  const std::optional<Reason> refusal =
+      line.log_class == "ok" ? std::nullopt : reason_from_log_class(line.log_class);
+  RequestEntry entry{connection->id_, target.host, target.port, line.method, line.rule, refusal, line.status,
+                     line.up, line.down, line.ms, line.report, std::nullopt};
+  if (line.path && connection->server_.config().log_paths) entry.path = *line.path;
+  // A class the inspector should never report is logged as a bad request, not dropped: the line
+  // still shows that something was refused.
+  if (line.log_class != "ok" && !refusal) entry.refusal = Reason::bad_request;
+  if (entry.refusal) connection->server_.count_refusal(*entry.refusal);
+  connection->server_.log().request(entry);
+}
+
+void ClientConnection::inspected_dial(ClientConnection* connection) noexcept {
+  UniqueFd upstream = connection->dialer_.connect_again();
+  if (InspectorLink* link = connection->server_.inspector()) link->dialled(connection->id_, upstream.get());
+}
+
+void ClientConnection::inspected_ended(ClientConnection* connection, const InspectorEnded& ended) noexcept {
+  connection->log_inspected_end(ended);
+  delete connection;
+}
+
+// The connection's own last line: the refusal that closed it (not tls, sni mismatch, upstream tls)
+// in place of the done line, as close_mismatch writes one; else the done line with the inspector's
+// counts.
+void ClientConnection::log_inspected_end(const InspectorEnded& ended) {
+  const Target& target = request_.target;
+  if (ended.log_class) {
+    const Reason reason = reason_from_log_class(*ended.log_class).value_or(Reason::bad_request);
+    server_.count_refusal(reason);
+    server_.log().decision({id_, request_.kind, target.host, target.port, dialer_.address_text(), reason});
+    return;
+  }
+  server_.stats().up += ended.up;
+  server_.stats().down += ended.down;
+  TunnelEnd end = TunnelEnd::error;
+  for (const TunnelEnd each : {TunnelEnd::client_closed, TunnelEnd::upstream_closed, TunnelEnd::idle_timeout,
+                               TunnelEnd::error, TunnelEnd::shutdown}) {
+    if (tunnel_end_name(each) == ended.end) end = each;
+  }
+  const auto ms = static_cast<std::uint64_t>(Clock::seconds_since(handed_over_at_) * 1000);
+  server_.log().done({id_, request_.kind, target.host, target.port, dialer_.address_text(), ended.up, ended.down, ms,
+                      end});
+}
+
+}  // namespace boxproxy

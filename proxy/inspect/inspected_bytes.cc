@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bytes moved between an inspected connection's two sides (proxy/inspect/inspected_connection.h):
+// a body through its cursor, within the output's bound, and the heads and answers queued, each
+// counted for the request's record and the connection's end.
+#include "proxy/inspect/inspected_connection.h"
+
+#include <algorithm>
+#include <new>
+
+namespace boxproxy {
+namespace {
+
+void add_or_throw(evbuffer* to, std::string_view bytes) {
+  if (!bytes.empty() && evbuffer_add(to, bytes.data(), bytes.size()) == -1) throw std::bad_alloc();
+}
+
+}  // namespace
+
+InspectedConnection::Moved InspectedConnection::move_body(evbuffer* from, evbuffer* to, BodyCursor& cursor,
+                                                          std::uint64_t& count) {
+  Moved out;
+  for (;;) {
+    const std::size_t queued = to != nullptr ? evbuffer_get_length(to) : 0;
+    if (queued >= kMaxQueued) return out;
+    evbuffer_iovec piece{};
+    if (evbuffer_peek(from, -1, nullptr, &piece, 1) < 1 || piece.iov_len == 0) return out;
+    const std::string_view bytes(static_cast<const char*>(piece.iov_base), std::min(piece.iov_len, kMaxQueued - queued));
+    const BodyCursor::Take take = cursor.feed(bytes);
+    if (take.malformed) {
+      out.malformed = true;
+      return out;
+    }
+    if (to != nullptr) {
+      // Passed as framed, byte for byte; a chunked body's trailers are dropped and `ending` closes it.
+      if (take.pass > 0 && evbuffer_remove_buffer(from, to, take.pass) != static_cast<int>(take.pass)) {
+        throw std::bad_alloc();
+      }
+      evbuffer_drain(from, take.take - take.pass);
+      add_or_throw(to, take.ending);
+      count += take.pass + take.ending.size();
+    } else {
+      evbuffer_drain(from, take.take);
+    }
+    if (take.take > 0) out.moved = true;
+    if (take.done) {
+      out.done = true;
+      return out;
+    }
+    if (take.take < bytes.size()) return out;  // the cursor wants no more of it now
+  }
+}
+
+InspectedConnection::Moved InspectedConnection::move_toward(Toward toward, BodyCursor& cursor) {
+  const bool up = toward == Toward::origin;
+  const TlsStream& from = up ? *client_ : *origin_side_;
+  const TlsStream& to = up ? *origin_side_ : *client_;
+  std::uint64_t count = 0;
+  const Moved moved = move_body(from.input(), to.output(), cursor, count);
+  (up ? up_ : down_) += count;
+  (up ? exchange_.record.up : exchange_.record.down) += count;
+  return moved;
+}
+
+void InspectedConnection::queue_to_client(std::string_view bytes) {
+  add_or_throw(client_->output(), bytes);
+  down_ += bytes.size();
+  exchange_.record.down += bytes.size();
+}
+
+void InspectedConnection::queue_to_origin(std::string_view bytes) {
+  add_or_throw(origin_side_->output(), bytes);
+  up_ += bytes.size();
+  exchange_.record.up += bytes.size();
+}
+
+}  // namespace boxproxy

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// An inspected connection's box-facing side (proxy/inspect/inspected_connection.h): the first
+// byte, peeked (a TLS handshake record or `not tls`), the box's TLS handshake with the decided
+// host's leaf (an SNI naming another host: `sni mismatch`), and the events of its stream.
+#include "proxy/inspect/inspected_connection.h"
+
+#include <openssl/err.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+
+#include "proxy/transient_error.h"
+
+namespace boxproxy {
+namespace {
+
+// The first byte of a TLS record that carries a handshake message (a ClientHello first).
+constexpr unsigned char kTlsHandshakeRecord = 0x16;
+
+}  // namespace
+
+bool InspectedConnection::open_client_tls() {
+  SslPtr ssl(SSL_new(setup_.client_ctx));
+  if (!ssl || SSL_use_certificate(ssl.get(), setup_.leaf->certificate.get()) != 1 ||
+      SSL_use_PrivateKey(ssl.get(), setup_.leaf_key) != 1 || !attach_server_name_check(ssl.get(), &sni_check_)) {
+    ERR_clear_error();
+    return false;
+  }
+  client_ = TlsStream::open(base_, std::move(client_fd_), std::move(ssl), TlsStream::Role::accept, kMaxQueued / 2,
+                            {&on_client_io, &on_client_io, &on_client_event, this});
+  return client_ != nullptr;
+}
+
+void InspectedConnection::sniff() {
+  if (phase_ != Phase::sniffing) return;
+  unsigned char first = 0;
+  const ssize_t n = ::recv(client_fd_.get(), &first, 1, MSG_PEEK);
+  if (n == -1) {
+    if (!transient_error(errno)) end_now(TunnelEnd::error);
+    return;
+  }
+  event_del(sniff_event_.get());
+  if (n == 0) {
+    end_now(TunnelEnd::client_closed);
+    return;
+  }
+  // Anything but a TLS handshake record is `not tls` (SPEC §18), closed without a word: what it
+  // stops is plaintext to an inspected endpoint going anywhere uninspected, and OpenSSL being fed
+  // what is not TLS at all.
+  if (first != kTlsHandshakeRecord) {
+    refuse_connection(InspectRefusal::not_tls);
+    return;
+  }
+  if (!open_client_tls()) {
+    end_now(TunnelEnd::error);
+    return;
+  }
+  phase_ = Phase::handshaking;
+}
+
+void InspectedConnection::client_event(short what) {
+  if (phase_ == Phase::ended || !client_) return;
+  if ((what & BEV_EVENT_CONNECTED) != 0) {
+    if (phase_ != Phase::handshaking) return;
+    phase_ = Phase::reading_head;
+    last_activity_ = Clock::now();  // the handshake was the box's: its idle time starts here
+    arm(TimerRole::head);  // the first head gets a head timeout of its own, as every later one
+    return;
+  }
+  if ((what & BEV_EVENT_ERROR) != 0) client_->note_failed();
+  if (phase_ == Phase::handshaking) {
+    // A ClientHello naming another host fails the handshake in the SNI callback (tls_contexts.cc).
+    if (sni_check_.mismatched) {
+      refuse_connection(InspectRefusal::sni_mismatch);
+      return;
+    }
+    end_now((what & BEV_EVENT_EOF) != 0 ? TunnelEnd::client_closed : TunnelEnd::error);
+    return;
+  }
+  if ((what & BEV_EVENT_EOF) != 0) {
+    client_eof_ = true;  // what it sent before is still served; advance() decides when to close
+    return;
+  }
+  abort_client_ = true;
+  end_now(TunnelEnd::error);
+}
+
+}  // namespace boxproxy

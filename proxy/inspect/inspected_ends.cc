@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// How an inspected request and an inspected connection end (proxy/inspect/inspected_connection.h):
+// a refusal answered inside TLS (the connection going on when its framing is sound), the one
+// record of each request, and the connection's close, after its last bytes or at once.
+#include "proxy/inspect/inspected_connection.h"
+
+namespace boxproxy {
+
+void InspectedConnection::refuse(InspectRefusal refusal, std::optional<TunnelEnd> close_with) {
+  const InspectRefusalInfo& row = inspect_refusal_info(refusal);
+  queue_to_client(inspect_refusal_response(refusal, close_with.has_value()));
+  record_request(row.log_class, row.status);
+  if (close_with) {
+    close_after_flush(*close_with);
+    return;
+  }
+  // The connection goes on (SPEC §18): the refused request's body is read and dropped first.
+  phase_ = Phase::refusing;
+  arm(TimerRole::drain);
+}
+
+void InspectedConnection::refuse_unparsed(InspectRefusal refusal) {
+  exchange_ = Exchange{};
+  exchange_.started = Clock::now();
+  exchange_.record.method = "-";
+  exchange_.record.rule = "-";
+  refuse(refusal, TunnelEnd::error);  // where this request ends and the next begins is unknown
+}
+
+void InspectedConnection::refuse_connection(InspectRefusal refusal) {
+  connection_refusal_ = refusal;
+  abort_client_ = true;  // no answer at all: not even a close_notify
+  end_now(TunnelEnd::error);
+}
+
+void InspectedConnection::record_request(std::string_view log_class, std::uint16_t status) {
+  if (exchange_.recorded) return;  // one line per request, however it ends
+  exchange_.recorded = true;
+  RequestRecord record = exchange_.record;
+  record.log_class.assign(log_class);
+  record.status = status;
+  record.ms = static_cast<std::uint64_t>(Clock::seconds_since(exchange_.started) * 1000.0);
+  records_.push_back(std::move(record));
+}
+
+void InspectedConnection::record_exchange() {
+  // A report-mode denial keeps its class on the line (SPEC §18: class request denied, report=1).
+  record_request(exchange_.judged.report ? verdict_class(RequestVerdict::request_denied) : "ok",
+                 exchange_.record.status);
+}
+
+void InspectedConnection::close_after_flush(TunnelEnd end) {
+  if (exchange_open()) record_exchange();
+  closing_end_ = end;
+  phase_ = Phase::closing;
+  arm(TimerRole::drain);  // reading stops (update_reading): only what is queued still goes out
+}
+
+void InspectedConnection::end_now(TunnelEnd end) {
+  if (phase_ == Phase::ended) return;
+  if (exchange_open()) record_exchange();
+  phase_ = Phase::ended;
+  timer_.disarm();
+  timer_role_ = TimerRole::none;
+  if (sniff_event_) event_del(sniff_event_.get());
+  need_upstream_due_ = false;
+  if (client_) {
+    if (!abort_client_ && end != TunnelEnd::error) client_->send_close_notify();
+    client_.reset();
+  }
+  client_fd_.reset();
+  drop_origin();
+  EndRecord record;
+  record.up = up_;
+  record.down = down_;
+  record.end = end;
+  if (connection_refusal_) record.log_class.emplace(inspect_refusal_info(*connection_refusal_).log_class);
+  ended_due_ = record;
+}
+
+bool InspectedConnection::close_when_flushed() {
+  // A side that has closed takes nothing more: its output is not waited for.
+  const bool client_flushed = !client_ || client_->output_length() == 0;
+  const bool origin_flushed = !origin_side_ || origin_eof_ || origin_side_->output_length() == 0;
+  if (!client_flushed || !origin_flushed) return false;
+  end_now(closing_end_.value_or(TunnelEnd::error));
+  return true;
+}
+
+}  // namespace boxproxy

@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: Apache-2.0
+// An inspected connection's requests (proxy/inspect/inspected_connection.h): each head read and
+// judged alone (proxy/wire/inspected_request.h), a refused one's body dropped, an allowed one sent
+// to the origin with its body exactly as framed, and the response passed back (interim ones too)
+// until the exchange ends and the connection goes on or closes.
+#include "proxy/inspect/inspected_connection.h"
+
+#include <algorithm>
+#include <new>
+
+#include "proxy/inspector_messages.h"
+#include "proxy/wire/http_forward.h"
+#include "proxy/wire/http_head.h"
+
+namespace boxproxy {
+namespace {
+
+bool body_done_at_start(const BodyFraming& framing) noexcept {
+  return framing.kind == BodyFraming::Kind::none || (framing.kind == BodyFraming::Kind::length && framing.length == 0);
+}
+
+// The first `n` bytes of `buffer`, made contiguous; valid until the buffer changes.
+std::string_view front_of(evbuffer* buffer, std::size_t n) {
+  const unsigned char* data = evbuffer_pullup(buffer, static_cast<ev_ssize_t>(n));
+  if (data == nullptr) throw std::bad_alloc();
+  return {reinterpret_cast<const char*>(data), n};
+}
+
+// What the request line may carry of a method or a path: printable ASCII already (the head parser
+// allows nothing else in them), cut to what serve takes (proxy/inspector_messages.h), never empty.
+std::string reported(std::string_view text, std::size_t most) {
+  if (text.empty()) return "-";
+  return std::string(text.substr(0, most));
+}
+
+}  // namespace
+
+bool InspectedConnection::read_head() {
+  // The endpoint was removed: the connection closes before its next request (SPEC §18), once the
+  // answers already queued are out.
+  if (!setup_.endpoint) {
+    close_after_flush(TunnelEnd::shutdown);
+    return true;
+  }
+  // Earlier answers go out first: pipelined requests refused one after another never pile up.
+  if (client_->output_length() >= kMaxQueued) return false;
+  evbuffer* in = client_->input();
+  const std::size_t length = evbuffer_get_length(in);
+  if (length == 0) {
+    if (!client_eof_) return false;
+    close_after_flush(TunnelEnd::client_closed);  // a client that shut down its writing still gets every byte
+    return true;
+  }
+  const std::size_t max_head = setup_.max_head_bytes;
+  const auto parsed = parse_request_head(front_of(in, std::min(length, max_head + 1)), max_head);
+  switch (parsed.status) {
+    case ParseResult<RequestHead>::Status::need_more:
+      if (length > max_head) {
+        refuse_unparsed(InspectRefusal::head_too_large);
+        return true;
+      }
+      if (!client_eof_) return false;
+      close_after_flush(TunnelEnd::client_closed);  // it left in the middle of a head
+      return true;
+    case ParseResult<RequestHead>::Status::refused:
+      refuse_unparsed(parsed.refusal == Reason::head_too_large ? InspectRefusal::head_too_large
+                                                               : InspectRefusal::bad_request);
+      return true;
+    case ParseResult<RequestHead>::Status::complete:
+      begin_request(*parsed.value, parsed.consumed);
+      return true;
+  }
+  return false;
+}
+
+void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
+  exchange_ = Exchange{};
+  exchange_.started = Clock::now();
+  exchange_.method.assign(head.method);
+  RequestRecord& record = exchange_.record;
+  record.method = reported(head.method, kMaxReportedMethodBytes);
+  if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
+  exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_);
+  record.rule = exchange_.judged.rule;
+  record.report = exchange_.judged.report;
+  evbuffer_drain(client_->input(), head_bytes);  // `head` points into what this drops: not used after
+
+  const InspectedRequest& judged = exchange_.judged;
+  exchange_.request_body = BodyCursor(judged.framing);
+  exchange_.request_done = body_done_at_start(judged.framing);
+  if (judged.refusal) {
+    // The connection ends after the answer when the body cannot be found, or the client leaves.
+    std::optional<TunnelEnd> close_with;
+    if (!judged.keep_after_refusal) close_with = judged.client_keep_alive ? TunnelEnd::error : TunnelEnd::client_closed;
+    refuse(*judged.refusal, close_with);
+    return;
+  }
+  phase_ = Phase::waiting_upstream;
+  arm(TimerRole::upstream);
+}
+
+bool InspectedConnection::drop_refused_body() {
+  if (!exchange_.request_done) {
+    std::uint64_t dropped = 0;
+    const Moved moved = move_body(client_->input(), nullptr, exchange_.request_body, dropped);
+    if (moved.malformed) {
+      close_after_flush(TunnelEnd::error);  // its answer is queued; the next request cannot be found
+      return true;
+    }
+    if (moved.done) exchange_.request_done = true;
+    if (!moved.done) {
+      if (moved.moved) return true;
+      if (!client_eof_) return false;
+      close_after_flush(TunnelEnd::client_closed);
+      return true;
+    }
+  }
+  phase_ = Phase::reading_head;
+  arm(TimerRole::head);
+  return true;
+}
+
+bool InspectedConnection::exchange() {
+  bool progress = false;
+  if (!exchange_.request_done) progress = pass_request_body();
+  if (phase_ != Phase::exchanging) return true;
+  if (!exchange_.response_head_done) {
+    progress = read_response_head() || progress;
+  } else if (!exchange_.response_done) {
+    progress = pass_response_body() || progress;
+  }
+  if (phase_ != Phase::exchanging) return true;
+  if (exchange_.response_done) {
+    finish_exchange();
+    return true;
+  }
+  return progress;
+}
+
+bool InspectedConnection::pass_request_body() {
+  const Moved moved = move_toward(Toward::origin, exchange_.request_body);
+  if (moved.malformed) {
+    // Half a request went to the origin: its connection is never used again. The client gets its
+    // 400 unless the response has begun to reach it.
+    drop_origin();
+    origin_state_ = Origin::gone;
+    if (!exchange_.response_started) {
+      refuse(InspectRefusal::bad_framing, TunnelEnd::error);
+    } else {
+      abort_client_ = true;
+      end_now(TunnelEnd::error);
+    }
+    return true;
+  }
+  if (moved.done) {
+    exchange_.request_done = true;
+    return true;
+  }
+  if (!moved.moved && client_eof_ && client_->input_length() == 0) {
+    end_now(TunnelEnd::client_closed);  // it left in the middle of its body
+    return true;
+  }
+  return moved.moved;
+}
+
+bool InspectedConnection::read_response_head() {
+  evbuffer* in = origin_side_->input();
+  bool progress = false;
+  for (;;) {
+    // Interim responses are passed one at a time, each once the client has room: an origin sending
+    // them without end never makes the client's output grow past its bound.
+    if (client_->output_length() >= kMaxQueued) return progress;
+    const std::size_t length = evbuffer_get_length(in);
+    if (length == 0) return origin_eof_ ? origin_ended_early() : progress;
+    const auto parsed = parse_response_head(front_of(in, std::min(length, kMaxResponseHeadBytes + 1)),
+                                            kMaxResponseHeadBytes);
+    if (parsed.status == ParseResult<ResponseHead>::Status::need_more) {
+      if (length > kMaxResponseHeadBytes) return origin_broke();
+      return origin_eof_ ? origin_ended_early() : progress;
+    }
+    if (parsed.status == ParseResult<ResponseHead>::Status::refused) return origin_broke();
+    const ResponseHead& head = *parsed.value;
+    if (head.status == 101) return switch_to_relay(head, parsed.consumed);
+    if (head.status < 200) {
+      // An interim response (100 Continue): passed on and the final one follows; never to an
+      // HTTP/1.0 client, which does not know them (RFC 9110 §15.2).
+      std::string answer;
+      if (!exchange_.judged.client_http10) answer = rewrite_response_head(head, exchange_.judged.client_keep_alive);
+      evbuffer_drain(in, parsed.consumed);
+      if (!answer.empty()) {
+        queue_to_client(answer);
+        exchange_.response_started = true;
+      }
+      progress = true;
+      continue;
+    }
+    auto framing = response_framing(exchange_.method, head);
+    if (std::holds_alternative<Reason>(framing)) return origin_broke();  // a body nobody can delimit
+    const BodyFraming body = std::get<BodyFraming>(framing);
+    const bool until_close = body.kind == BodyFraming::Kind::until_close;
+    // The client's connection goes on only while it asks to, the body ends by its framing, its own
+    // request was read whole (else where its next one starts is unknown) and the endpoint stands.
+    exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && exchange_.request_done &&
+                            !client_eof_ && setup_.endpoint != nullptr;
+    exchange_.origin_reusable = origin_keeps_alive(head) && !until_close;
+    const std::string answer = rewrite_response_head(head, exchange_.keep_client);
+    exchange_.record.status = static_cast<std::uint16_t>(head.status);
+    evbuffer_drain(in, parsed.consumed);
+    queue_to_client(answer);
+    exchange_.response_started = true;
+    exchange_.response_head_done = true;
+    exchange_.response_body = BodyCursor(body);
+    exchange_.response_done = body_done_at_start(body);
+    return true;
+  }
+}
+
+bool InspectedConnection::pass_response_body() {
+  const Moved moved = move_toward(Toward::client, exchange_.response_body);
+  if (moved.malformed) return origin_broke();
+  if (moved.done) {
+    exchange_.response_done = true;
+    return true;
+  }
+  if (origin_eof_ && origin_side_->input_length() == 0) {
+    if (exchange_.response_body.framing().kind == BodyFraming::Kind::until_close) {
+      // The close ends the body. One without close_notify may have been cut by anyone on the path:
+      // the client then sees its own connection end the same way, never a clean end.
+      if (origin_error_ || !origin_side_->received_close_notify()) abort_client_ = true;
+      exchange_.response_done = true;
+      return true;
+    }
+    drop_origin();
+    origin_state_ = Origin::gone;
+    abort_client_ = true;  // a body cut short: the client must not take it for whole
+    end_now(TunnelEnd::upstream_closed);
+    return true;
+  }
+  return moved.moved;
+}
+
+void InspectedConnection::finish_exchange() {
+  record_exchange();
+  const bool reusable = exchange_.origin_reusable && exchange_.request_done && origin_side_ && !origin_eof_ &&
+                        origin_side_->input_length() == 0;  // bytes past the response: never a next answer
+  if (!reusable) {
+    drop_origin();
+    origin_state_ = Origin::gone;
+  }
+  if (exchange_.keep_client && !client_eof_) {
+    phase_ = Phase::reading_head;
+    arm(TimerRole::head);
+    return;
+  }
+  TunnelEnd end = TunnelEnd::upstream_closed;  // the response's framing or the origin ended it
+  if (!exchange_.judged.client_keep_alive || client_eof_) {
+    end = TunnelEnd::client_closed;
+  } else if (!setup_.endpoint) {
+    end = TunnelEnd::shutdown;
+  }
+  close_after_flush(end);
+}
+
+}  // namespace boxproxy

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// An inspected connection's WebSocket relay (proxy/inspect/inspected_connection.h): a 101 to an
+// upgrade that was asked for and allowed switches the connection to passing bytes both ways, until
+// either side closes.
+#include "proxy/inspect/inspected_connection.h"
+
+#include "proxy/wire/http_forward.h"
+
+namespace boxproxy {
+
+// The origin's 101, whose head is the first `head_bytes` of its input.
+bool InspectedConnection::switch_to_relay(const ResponseHead& head, std::size_t head_bytes) {
+  // Only a WebSocket that was asked for, and allowed, is switched to (SPEC §18).
+  if (!exchange_.judged.websocket || !switches_to_websocket(head)) return origin_broke();
+  const std::string answer = rewrite_switching_head(head);
+  evbuffer_drain(origin_side_->input(), head_bytes);  // `head` points into what this drops: not used after
+  queue_to_client(answer);
+  exchange_.response_started = true;
+  exchange_.record.status = 101;
+  exchange_.request_body = BodyCursor(BodyFraming{BodyFraming::Kind::until_close, 0});
+  exchange_.response_body = BodyCursor(BodyFraming{BodyFraming::Kind::until_close, 0});
+  phase_ = Phase::relaying;
+  arm(TimerRole::idle);
+  return true;
+}
+
+bool InspectedConnection::relay() {
+  const Moved to_origin = move_toward(Toward::origin, exchange_.request_body);
+  const Moved to_client = move_toward(Toward::client, exchange_.response_body);
+  if (client_eof_ && client_->input_length() == 0) {
+    close_after_flush(TunnelEnd::client_closed);
+    return true;
+  }
+  if (origin_eof_ && origin_side_->input_length() == 0) {
+    if (origin_error_) abort_client_ = true;
+    close_after_flush(TunnelEnd::upstream_closed);
+    return true;
+  }
+  return to_origin.moved || to_client.moved;
+}
+
+}  // namespace boxproxy
