@@ -31,8 +31,8 @@ constexpr int kUsageExit = 2;
 // What would otherwise happen lazily, after confinement took the right away, is done now. Most of
 // it has happened already (the CA and the leaves' key made, the TLS contexts built); this states
 // it, so that another order of setup cannot leave a file to open later:
-//  - glibc reads /etc/localtime the first time it converts a time (OpenSSL's certificate times,
-//    at the first leaf made from an operator's CA) and keeps it;
+//  - glibc reads /etc/localtime the first time it converts a time (OpenSSL's certificate times:
+//    today the CA's own, made or checked, come first) and keeps it;
 //  - OpenSSL reads openssl.cnf at its first initialisation;
 //  - its random generator is seeded from getrandom(2) at its first use (later reseeds ask
 //    getrandom again, which the filter allows; its fallback, /dev/urandom, could not be opened).

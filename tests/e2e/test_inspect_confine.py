@@ -6,10 +6,13 @@ sets NO_NEW_PRIVS, denies every path with Landlock and loads a seccomp filter wi
 connect, bind, open, exec, fork or ptrace. What the kernel says of it (/proc/PID/status), that it
 still inspects (a leaf made after confinement, the origin reached over its TLS), that serve's
 --no-confine leaves it unconfined too, and, in builds with BOXPROXY_TEST_HOOKS, that a TCP socket,
-execve and an open fail in it after confinement and are said once on standard error."""
+execve and an open fail in it after confinement and are said once on standard error. And, as
+test_hardening checks of boxproxy, that boxproxy-inspect carries no libseccomp: it loads the
+program compiled when it was built."""
 
 import os
 import re
+import subprocess
 import unittest
 
 from harness import ProxyTestCase, wait_until
@@ -85,6 +88,32 @@ class InspectorAfterConfineTest(InspectRig, ProxyTestCase):
                 code, http_status, _, err = self.get(p, "/after")
                 self.assertEqual((code, http_status), (0, 200), err)
                 p.stop()
+
+
+def libseccomp_in(path):
+    """What of libseccomp the ELF file at `path` holds, and whether it holds the loader of compiled
+    programs: ([NEEDED libseccomp lines and seccomp_* symbols], has load_confine_program), the
+    symbols read only when it is not stripped (None then)."""
+    def tool(*args):
+        return subprocess.run(args, capture_output=True, text=True, timeout=60, check=True).stdout
+    found = [line.strip() for line in tool("readelf", "-dW", path).splitlines() if re.search(r"NEEDED.*libseccomp", line)]
+    symbols = tool("readelf", "-sW", path)
+    if "Symbol table '.symtab'" not in symbols:
+        return found, None
+    names = {line.split()[-1].split("@")[0] for line in symbols.splitlines() if len(line.split()) >= 8}
+    found += sorted({"seccomp_init", "seccomp_rule_add", "seccomp_load", "seccomp_export_bpf"} & names)
+    return found, any("load_confine_program" in name for name in names)
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class InspectorLinksNoLibseccompTest(unittest.TestCase):
+
+    def test_no_libseccomp_and_the_loader_is_there(self):
+        found, has_loader = libseccomp_in(INSPECTOR)
+        self.assertEqual(found, [])
+        if has_loader is None:
+            self.skipTest("boxproxy-inspect is stripped: no symbol table to read")
+        self.assertTrue(has_loader)  # else the check above would prove nothing
 
 
 if __name__ == "__main__":
