@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The rules of serve's and bridge's seccomp filters (SPEC §17), and of a `run` box's (SPEC §14):
+// The rules of serve's and bridge's seccomp filters (SPEC §17), the request inspector's (SPEC §18),
+// and a `run` box's (SPEC §14):
 // what socketd/confine_filter_gen compiles into the programs the binary loads
 // (socketd/confine_filter_program.h).
 #include "socketd/confine_filter.h"
@@ -90,6 +91,34 @@ constexpr std::string_view kServeCalls[] = {
     // getifaddrs(3) binds a netlink socket to read the interface addresses (socket(2) below
     // allows only NETLINK_ROUTE for it)
     "bind",
+};
+
+// The request inspector (boxproxy-inspect, SPEC §18), instead of the lists above: it parses every
+// byte of an inspected connection, the box's and the origin's, with a TLS library, so a bug there
+// must find nothing to use but the sockets it was handed. No socket(2), connect, bind, listen or
+// accept (it cannot reach anything serve did not dial and check), no open (Landlock denies every
+// path too), no exec, no fork or clone, no ptrace. Traced (2026-12-03: scripts/trace-confine over
+// test_inspect, test_inspect_rules, test_run_inspect and test_inspect_confine; 1,837 calls after
+// the point it confines itself): brk, close, epoll_ctl, epoll_wait, exit_group, futex, getpid,
+// munmap, read, recvfrom, recvmsg, sendmsg, write. The rest are fallbacks or rare paths, each said.
+constexpr std::string_view kInspectorCalls[] = {
+    // the loop (epoll_pwait: aarch64 has no epoll_wait)
+    "epoll_wait", "epoll_pwait", "epoll_ctl",
+    // the TLS sockets (OpenSSL's socket BIO reads and writes), libevent's buffers, the first byte
+    // peeked (recv is recvfrom), and serve's channel: messages with SCM_RIGHTS
+    "read", "write", "readv", "writev", "recvfrom", "recvmsg", "sendmsg", "close",
+    // time: the vDSO answers, the system call is its fallback
+    "clock_gettime", "gettimeofday", "time",
+    // glibc's and OpenSSL's locks and once-only initialisations
+    "futex",
+    // memory: malloc's heap and large blocks (mmap and mprotect never executable: allow_memory)
+    "brk", "munmap", "mremap", "madvise",
+    // OpenSSL's random generator reseeds from the kernel (seeded before confinement; its fallback,
+    // /dev/urandom, could not be opened); getpid is its check for a fork
+    "getrandom", "getpid",
+    // the SIGSYS handler's return; abort() (a failed assertion) still ends the process with SIGABRT
+    "rt_sigreturn", "rt_sigprocmask", "rt_sigaction", "restart_syscall", "gettid", "tgkill",
+    "exit", "exit_group",
 };
 
 // Opening files: only serve, only read-only, and only when it has a file to re-read (SIGHUP);
@@ -400,6 +429,8 @@ std::string_view confine_filter_name(ConfineFilter filter) noexcept {
       return "serve_rereading";
     case ConfineFilter::bridge:
       return "bridge";
+    case ConfineFilter::inspector:
+      return "inspector";
     case ConfineFilter::box:
       return "box";
     case ConfineFilter::box_unix_sockets:
@@ -428,6 +459,15 @@ void add_confine_rules(scmp_filter_ctx filter, ConfineFilter which) {
   (void)seccomp_attr_set(filter, SCMP_FLTATR_CTL_OPTIMIZE, 2);
   // (Test builds log every refused call in the kernel's log too: a flag of the load, not of the
   // program, so socketd/self_confine.cc sets it.)
+  if (which == ConfineFilter::inspector) {
+    for (const std::string_view name : kInspectorCalls) allow(filter, name);
+    allow_memory(filter);
+    allow_ioctls(filter);  // libevent's FIONREAD (how much a socket holds) and FIONBIO
+#if defined(BOXPROXY_SANITIZE_BUILD)
+    for (const std::string_view name : kSanitizerCalls) allow(filter, name);
+#endif
+    return;
+  }
   const bool serve = which != ConfineFilter::bridge;
   for (const std::string_view name : kEventLoopCalls) allow(filter, name);
   if (serve) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The rules of every seccomp filter boxproxy loads, stated with libseccomp: serve's and bridge's
-// own (SPEC §17) and a `run` box's (SPEC §14).
+// own (SPEC §17), the request inspector's (SPEC §18) and a `run` box's (SPEC §14).
 //
 // Used when boxproxy is built, never when it runs: socketd/confine_filter_gen makes each filter
 // into the BPF program the binary embeds (socketd/confine_filter_program.h), and the unit test
@@ -32,7 +32,7 @@ struct ConfineFilterDeleter {
 using ConfineFilterOwner = std::unique_ptr<void, ConfineFilterDeleter>;
 
 // The filter's name in the generated source and in messages: "serve", "serve_rereading", "bridge",
-// "box", "box_unix_sockets" and so on.
+// "inspector", "box", "box_unix_sockets" and so on.
 [[nodiscard]] std::string_view confine_filter_name(ConfineFilter filter) noexcept;
 
 // Adds `filter`'s attributes (its default and bad-architecture actions, the optimisation) and

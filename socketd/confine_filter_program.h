@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The seccomp programs boxproxy loads, compiled when it is built: the ones `serve` and `bridge`
-// confine themselves with (SPEC §17), and the one `run` puts on COMMAND's box (SPEC §14).
+// confine themselves with (SPEC §17), the request inspector's (boxproxy-inspect, SPEC §18), and
+// the one `run` puts on COMMAND's box (SPEC §14).
 //
 // socketd/confine_filter.cc states the rules with libseccomp; the build runs
 // socketd/confine_filter_gen, which makes each filter below into its BPF program and writes the
@@ -25,6 +26,9 @@ enum class ConfineFilter {
   serve,            // serve with no file to re-read: it opens no file at all once set up
   serve_rereading,  // serve with --config or --allow-file (SIGHUP re-reads them): read-only opens
   bridge,           // the bridge of a `run` box: no file, no audit, no netlink, no socket removal
+  // serve's request inspector (boxproxy-inspect): reads and writes the sockets serve hands it and
+  // nothing more. No socket, connect, bind, accept, open, exec, fork or ptrace at all.
+  inspector,
   // COMMAND in a `run` box (socketd/box_seccomp.h), one program for each set of BoxLifts: sockets of
   // the Internet families and netlink's route protocol only, Unix sockets only as stream and
   // seqpacket pairs, no new namespace, no io_uring, bpf, perf, userfaultfd or keys, no typing into
@@ -36,8 +40,13 @@ enum class ConfineFilter {
 };
 
 inline constexpr ConfineFilter kConfineFilters[] = {
-    ConfineFilter::serve,           ConfineFilter::serve_rereading,       ConfineFilter::bridge,
-    ConfineFilter::box,             ConfineFilter::box_unix_sockets,      ConfineFilter::box_nested_namespaces,
+    ConfineFilter::serve,
+    ConfineFilter::serve_rereading,
+    ConfineFilter::bridge,
+    ConfineFilter::inspector,
+    ConfineFilter::box,
+    ConfineFilter::box_unix_sockets,
+    ConfineFilter::box_nested_namespaces,
     ConfineFilter::box_unix_sockets_nested_namespaces};
 
 // What `run`'s options lift of the box's filter (every other rule holds whatever they say).
@@ -58,7 +67,7 @@ struct BoxLifts {
   return lifts.nested_namespaces ? ConfineFilter::box_nested_namespaces : ConfineFilter::box;
 }
 
-// What a box's program lifts; nullopt for serve's and bridge's.
+// What a box's program lifts; nullopt for serve's, bridge's and the inspector's.
 [[nodiscard]] constexpr std::optional<BoxLifts> box_lifts(ConfineFilter filter) noexcept {
   for (const bool unix_sockets : {false, true}) {
     for (const bool nested_namespaces : {false, true}) {

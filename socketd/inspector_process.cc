@@ -62,7 +62,8 @@ UniqueFd open_readable(const std::string& path, std::string_view what) {
 }
 
 // In the child, between fork and exec: only what async-signal-safe calls may do.
-[[noreturn]] void exec_inspector(int executable, int channel) noexcept {
+// `confined`: serve confines itself, and so the inspector does too (without, --no-confine).
+[[noreturn]] void exec_inspector(int executable, int channel, bool confined) noexcept {
   (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives serve
   const int devnull = ::open("/dev/null", O_RDONLY);
   if (devnull >= 0) (void)::dup2(devnull, STDIN_FILENO);
@@ -75,7 +76,8 @@ UniqueFd open_readable(const std::string& path, std::string_view what) {
   if (::dup2(chan, kChannelFd) == -1 || ::dup3(exe, kExecutableFd, O_CLOEXEC) == -1) ::_exit(127);
   (void)::syscall(SYS_close_range, kExecutableFd + 1, ~0U, 0);
   char name[] = "boxproxy-inspect";
-  char* argv[] = {name, nullptr};
+  char no_confine[] = "--no-confine";
+  char* argv[] = {name, confined ? nullptr : no_confine, nullptr};
   (void)::syscall(SYS_execveat, kExecutableFd, "", argv, environ, AT_EMPTY_PATH);
   ::_exit(127);
 }
@@ -113,7 +115,7 @@ StartedInspector start_inspector(const ServeOptions& options, const std::string&
   if (!make_channel_pair(ours, theirs)) fail(fmt::format("cannot make the inspector's channel: {}", std::strerror(errno)));
   const pid_t pid = ::fork();
   if (pid == -1) fail(fmt::format("cannot start the request inspector: {}", std::strerror(errno)));
-  if (pid == 0) exec_inspector(executable.get(), theirs.get());
+  if (pid == 0) exec_inspector(executable.get(), theirs.get(), options.confine);
   theirs.reset();
   StartedInspector started;
   started.pid = pid;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// serve and bridge confine themselves once set up (SPEC §17): NO_NEW_PRIVS, Landlock, seccomp.
+// serve, bridge and serve's request inspector confine themselves once set up (SPEC §17, §18):
+// NO_NEW_PRIVS, Landlock, seccomp.
 #include "socketd/self_confine.h"
 
 #include <fcntl.h>
@@ -66,6 +67,7 @@ struct Sink {
   SinkKind kind = SinkKind::write_fd;
   bool json = false;
   std::string label_suffix;  // " label=TEXT", or ",\"label\":\"TEXT\"", made before confinement
+  std::string text_prefix;   // "boxproxy: " (or the inspector's name): a text line's start
 };
 Sink g_sink;
 UniqueFd g_reopened_log;  // the log reopened with O_NONBLOCK, for the handler only
@@ -132,7 +134,7 @@ void report_refused_call(int number) noexcept {
     add_timestamp(line);
     line.add("\",\"event\":\"message\",\"text\":\"");
   } else {
-    line.add("boxproxy: ");
+    line.add(g_sink.text_prefix);
   }
   line.add(kWords);
   line.add_number(static_cast<std::uint64_t>(number));
@@ -182,8 +184,9 @@ void on_refused_call(int, siginfo_t* info, void* context) noexcept {
   errno = saved_errno;
 }
 
-void prepare_sink(int log_fd, bool json, const std::string& label) {
-  g_sink = Sink{.fd = log_fd, .kind = SinkKind::write_fd, .json = json, .label_suffix = {}};
+void prepare_sink(int log_fd, bool json, const std::string& label, const std::string& program) {
+  g_sink = Sink{.fd = log_fd, .kind = SinkKind::write_fd, .json = json, .label_suffix = {},
+                .text_prefix = program + ": "};
   if (!label.empty()) {
     // The caller checked the label (printable ASCII, at most 128 characters).
     g_sink.label_suffix = json ? fmt::format(",\"label\":{}", json_quote(label, label.size()))
@@ -282,7 +285,9 @@ void add_link_target_rule(int ruleset, const std::string& file) {
   if (directory != directory_of(file)) add_rule(ruleset, directory, LANDLOCK_ACCESS_FS_READ_FILE);
 }
 
-// Returns a notice when the kernel has no Landlock; throws when it has and refuses.
+// Returns a notice when the kernel has no Landlock; throws when it has and refuses. A request with
+// no file to re-read and no socket to remove (the inspector's) adds no rule: every right is
+// handled and none granted, so no path can be opened, made, removed or run at all.
 std::optional<std::string> restrict_file_system(const ConfineRequest& request) {
   const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   if (abi == -1) {
@@ -323,7 +328,14 @@ std::optional<std::string> restrict_file_system(const ConfineRequest& request) {
 // allocated.
 
 ConfineFilter filter_for(const ConfineRequest& request) noexcept {
-  if (request.command == ConfinedCommand::bridge) return ConfineFilter::bridge;
+  switch (request.command) {
+    case ConfinedCommand::bridge:
+      return ConfineFilter::bridge;
+    case ConfinedCommand::inspector:
+      return ConfineFilter::inspector;
+    case ConfinedCommand::serve:
+      break;
+  }
   return request.reread_files.empty() ? ConfineFilter::serve : ConfineFilter::serve_rereading;
 }
 
@@ -341,8 +353,8 @@ void install_filter(const ConfineRequest& request) {
 
 #if defined(BOXPROXY_TEST_HOOKS)
 // Test builds only (never a release: BOXPROXY_TEST_HOOKS is off by default): after confining,
-// BOXPROXY_TEST_AFTER_CONFINE=execve|open|packet makes the process try what confinement must
-// refuse, and say what became of it.
+// BOXPROXY_TEST_AFTER_CONFINE=execve|open|packet|inet makes the process try what confinement must
+// refuse, and say what became of it (inet, a TCP socket, only the inspector's refuses: serve dials).
 std::optional<std::string> test_after_confine() {
   const char* what = std::getenv("BOXPROXY_TEST_AFTER_CONFINE");
   if (what == nullptr) return std::nullopt;
@@ -360,6 +372,9 @@ std::optional<std::string> test_after_confine() {
     if (result != -1) ::close(result);
   } else if (hook == "packet") {
     result = ::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    if (result != -1) ::close(result);
+  } else if (hook == "inet") {
+    result = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (result != -1) ::close(result);
   } else {
     return fmt::format("test hook: {}: unknown", hook);
@@ -381,7 +396,7 @@ std::vector<std::string> confine_self(const ConfineRequest& request) {
     throw ConfineError(fmt::format("PR_SET_NO_NEW_PRIVS: {}", std::strerror(errno)));
   }
   if (auto notice = restrict_file_system(request)) notices.push_back(std::move(*notice));
-  prepare_sink(request.log_fd, request.json_log, request.label);
+  prepare_sink(request.log_fd, request.json_log, request.label, request.program);
   install_handler();
   install_filter(request);
 #if defined(BOXPROXY_TEST_HOOKS)

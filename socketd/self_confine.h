@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// `serve` and `bridge` confine themselves once set up (SPEC §17).
+// `serve` and `bridge` confine themselves once set up (SPEC §17), and so does serve's request
+// inspector (boxproxy-inspect, SPEC §18) with no file at all and a shorter list.
 //
 // Everything a box sends is parsed in these processes; a parser bug reached from the box must
 // then be able to do nothing but what the event loop already does. After setup (socket bound,
@@ -19,8 +20,9 @@
 namespace boxproxy {
 
 // Which process is being confined: the list differs (only serve re-reads files, syncs the
-// audit, reads the interface addresses over netlink and removes its socket).
-enum class ConfinedCommand { serve, bridge };
+// audit, reads the interface addresses over netlink and removes its socket; the request inspector,
+// boxproxy-inspect, makes no socket and opens nothing at all).
+enum class ConfinedCommand { serve, bridge, inspector };
 
 struct ConfineRequest {
   ConfinedCommand command = ConfinedCommand::serve;
@@ -28,6 +30,7 @@ struct ConfineRequest {
   // log owns it). A pipe is written without blocking, like the log's own lines.
   int log_fd = 2;
   bool json_log = false;
+  std::string program = "boxproxy";  // what a text line starts with ("boxproxy: ...")
   std::string label;  // --label: on the line as on every log line (SPEC §12); printable ASCII
   // Files opened again after setup (SIGHUP re-reads --config and --allow-file): their directories
   // may be read (a file replaced by rename(2) is a new file in the same directory).

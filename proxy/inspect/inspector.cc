@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <stdexcept>
+#include <utility>
 
 #include "proxy/inspect/openssl_owners.h"
 #include "socketd/inspect_config.h"
@@ -55,6 +56,25 @@ X509StorePtr trust_store(const std::string& bundle) {
 
 CertTime now() { return std::chrono::system_clock::now(); }
 
+// The operator's CA, from the descriptors serve opened (--ca-cert's, --ca-key's). The files are
+// read by their /proc/self/fd paths, which mean nothing to the operator: an error names the
+// options instead ("--ca-key: is not the private key of the certificate in --ca-cert").
+SessionCa operators_ca(int cert_fd, int key_fd) {
+  const std::string cert_path = "/proc/self/fd/" + std::to_string(cert_fd);
+  const std::string key_path = "/proc/self/fd/" + std::to_string(key_fd);
+  try {
+    return SessionCa::load(cert_path, key_path, now());
+  } catch (const std::runtime_error& error) {
+    std::string text = error.what();
+    for (const auto& [path, option] : {std::pair{cert_path, "--ca-cert"}, std::pair{key_path, "--ca-key"}}) {
+      for (auto at = text.find(path); at != std::string::npos; at = text.find(path, at)) {
+        text.replace(at, path.size(), option);
+      }
+    }
+    throw std::runtime_error(text);
+  }
+}
+
 }  // namespace
 
 std::vector<std::shared_ptr<const InspectEndpoint>> read_endpoints(const std::string& json_text) {
@@ -83,9 +103,7 @@ InspectorSetup read_start(int channel) {
   std::vector<UniqueFd>& fds = message->fds;
   if (fds.size() != 1 && fds.size() != 3) throw std::runtime_error("start carries the wrong descriptors");
   const std::string bundle = read_all(fds[0].get(), kMaxTrustStoreBytes);
-  SessionCa ca = fds.size() == 3 ? SessionCa::load("/proc/self/fd/" + std::to_string(fds[1].get()),
-                                                   "/proc/self/fd/" + std::to_string(fds[2].get()), now())
-                                 : SessionCa::generate(start->label, now());
+  SessionCa ca = fds.size() == 3 ? operators_ca(fds[1].get(), fds[2].get()) : SessionCa::generate(start->label, now());
   return InspectorSetup{std::move(ca),
                         make_client_facing_context(),
                         make_origin_context(trust_store(bundle)),

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
@@ -299,8 +300,92 @@ TEST_CASE("each set of lifts has a box program of its own") {
     CAPTURE(boxproxy::confine_filter_name(filter));
     const std::optional<BoxLifts> lifts = boxproxy::box_lifts(filter);
     const bool is_box = filter != ConfineFilter::serve && filter != ConfineFilter::serve_rereading &&
-                        filter != ConfineFilter::bridge;
+                        filter != ConfineFilter::bridge && filter != ConfineFilter::inspector;
     REQUIRE(lifts.has_value() == is_box);
     if (lifts) CHECK(boxproxy::box_filter(*lifts) == filter);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The request inspector's program (boxproxy-inspect, SPEC §18): the sockets serve hands it, and
+// nothing that would reach anything else.
+namespace {
+
+#if defined(__x86_64__) || defined(__aarch64__)
+constexpr std::uint32_t kRefused = SECCOMP_RET_TRAP;  // the SIGSYS handler logs it, then EPERM
+#else
+constexpr std::uint32_t kRefused = kEperm;
+#endif
+
+struct InspectorCase {
+  const char* what;
+  Call call;
+  std::uint32_t action;
+};
+
+std::vector<InspectorCase> inspector_cases() {
+  std::vector<InspectorCase> cases = {
+      // Never: a socket of any kind, a dial, a listening socket, a way in.
+      {"socket(AF_INET)", native(__NR_socket, {AF_INET, SOCK_STREAM}), kRefused},
+      {"socket(AF_UNIX)", native(__NR_socket, {AF_UNIX, SOCK_STREAM}), kRefused},
+      {"socket(AF_PACKET)", native(__NR_socket, {AF_PACKET, SOCK_RAW}), kRefused},
+      {"socketpair", native(__NR_socketpair, {AF_UNIX, SOCK_STREAM}), kRefused},
+      {"connect", native(__NR_connect, {5}), kRefused},
+      {"bind", native(__NR_bind, {5}), kRefused},
+      {"listen", native(__NR_listen, {5}), kRefused},
+      {"accept4", native(__NR_accept4, {5}), kRefused},
+      {"sendto", native(__NR_sendto, {5}), kRefused},
+      {"execve", native(__NR_execve), kRefused},
+      {"execveat", native(__NR_execveat), kRefused},
+      {"fork", native(__NR_fork), kRefused},
+      {"vfork", native(__NR_vfork), kRefused},
+      {"unlink", native(__NR_unlink), kRefused},
+      {"ioctl(TIOCSTI)", native(__NR_ioctl, {0, TIOCSTI}), kRefused},
+      // Its work: serve's channel (SCM_RIGHTS), the sockets, the loop, memory, randomness, time.
+      {"recvmsg", native(__NR_recvmsg, {3}), kAllow},
+      {"sendmsg", native(__NR_sendmsg, {3}), kAllow},
+      {"recvfrom (recv with MSG_PEEK)", native(__NR_recvfrom, {5}), kAllow},
+      {"read", native(__NR_read), kAllow},
+      {"write", native(__NR_write), kAllow},
+      {"close", native(__NR_close), kAllow},
+      {"epoll_wait", native(__NR_epoll_wait), kAllow},
+      {"epoll_ctl", native(__NR_epoll_ctl), kAllow},
+      {"getrandom", native(__NR_getrandom), kAllow},
+      {"futex", native(__NR_futex), kAllow},
+      {"brk", native(__NR_brk), kAllow},
+      {"mmap(PROT_READ|PROT_WRITE)", native(__NR_mmap, {0, 4096, PROT_READ | PROT_WRITE}), kAllow},
+      {"ioctl(FIONREAD)", native(__NR_ioctl, {0, FIONREAD}), kAllow},
+      {"exit_group", native(__NR_exit_group), kAllow},
+  };
+#if !defined(BOXPROXY_SANITIZE_BUILD)
+  // The sanitizer runtime does these itself (LeakSanitizer's tracer clones, ptraces, reads /proc):
+  // that build allows them, as serve's does.
+  const std::vector<InspectorCase> release_only = {
+      {"openat", native(__NR_openat, {0, 0, 0}), kRefused},
+      {"clone", native(__NR_clone, {SIGCHLD}), kRefused},
+      {"ptrace", native(__NR_ptrace), kRefused},
+      {"mmap(PROT_EXEC)", native(__NR_mmap, {0, 4096, PROT_READ | PROT_EXEC}), kRefused},
+      {"mprotect(PROT_EXEC)", native(__NR_mprotect, {0, 4096, PROT_READ | PROT_EXEC}), kRefused},
+  };
+  cases.insert(cases.end(), release_only.begin(), release_only.end());
+#endif
+#if defined(__x86_64__)
+  cases.push_back({"open", native(__NR_open), kRefused});
+  // Another ABI: the whole process ends.
+  cases.push_back({"i386 read", Call{AUDIT_ARCH_I386, 3, {}}, SECCOMP_RET_KILL_PROCESS});
+#endif
+  return cases;
+}
+
+}  // namespace
+
+TEST_CASE("the inspector's program allows its work and nothing that reaches elsewhere") {
+  const auto program = boxproxy::confine_program(ConfineFilter::inspector);
+  for (const InspectorCase& c : inspector_cases()) {
+    CAPTURE(c.what);
+    CHECK(run_program(program, c.call) == c.action);
+  }
+  // Not serve's, not the bridge's: both of theirs dial.
+  CHECK_FALSE(same(program, boxproxy::confine_program(ConfineFilter::serve)));
+  CHECK_FALSE(same(program, boxproxy::confine_program(ConfineFilter::bridge)));
 }
