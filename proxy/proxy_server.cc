@@ -9,6 +9,9 @@
 #include <utility>
 
 #include "proxy/client_connection.h"
+#include "proxy/fd_channel.h"
+#include "proxy/inspect_array.h"
+#include "proxy/inspector_messages.h"
 #include "proxy/stats_line.h"
 
 namespace boxproxy {
@@ -31,6 +34,30 @@ void ProxyServer::stop() noexcept {
 }
 
 void ProxyServer::replace_host_list(std::optional<HostList> list) { config_.policy.allow = std::move(list); }
+
+std::optional<std::string> ProxyServer::replace_inspect_table(InspectTable table) {
+  // The inspector is started with serve, before serve confines itself (its seccomp filter allows
+  // no new process after that), and its CA is handed out then (--ca-out, hello, run's trust
+  // store). With none, an endpoint named now could only be refused at every connection.
+  if (!inspector_ && !table.empty()) {
+    return "inspection was not enabled at start: name an endpoint with --inspect or the config's inspect array";
+  }
+  if (inspector_) {
+    std::string endpoints = inspect_array(table.endpoints()).dump();
+    // A message the channel cannot carry would end the inspector, and with it every inspected
+    // connection: refused here instead, with nothing changed.
+    if (serve_message(InspectorEndpoints{endpoints}).size() > kMaxChannelMessageBytes) {
+      return fmt::format("the endpoints would take more than the {} bytes the inspector's channel carries",
+                         kMaxChannelMessageBytes);
+    }
+    // Both sides in one turn of the loop: serve decides every later connection by the new table,
+    // and the inspector reads the change before any connection serve hands it from now on (the
+    // channel keeps order), so no connection is decided by one table and judged by the other.
+    inspector_->endpoints_changed(std::move(endpoints));
+  }
+  config_.policy.inspect = std::move(table);
+  return std::nullopt;
+}
 
 void ProxyServer::enable_asking(double timeout) {
   asks_ = std::make_unique<AskRegistry>(base_, timeout, [this](std::string_view entry) {

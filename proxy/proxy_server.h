@@ -80,6 +80,9 @@ class ProxyServer {
   void stop() noexcept;
   // SIGHUP and the control channel's "allow": the new host list (nullopt: none).
   void replace_host_list(std::optional<HostList> list);
+  // The control channel's "inspect" (SessionControl::replace_inspect_table): nullopt when done,
+  // else why not, with nothing changed.
+  [[nodiscard]] std::optional<std::string> replace_inspect_table(InspectTable table);
   // --ask (SPEC §15): names off the host list are asked about, for at most `timeout` seconds.
   void enable_asking(double timeout);
   // The asks, or null without --ask.
@@ -152,6 +155,10 @@ class ServerControl final : public SessionControl {
 
   [[nodiscard]] const std::optional<HostList>& host_list() const override { return server_.config().policy.allow; }
   void replace_host_list(std::optional<HostList> list) override { server_.replace_host_list(std::move(list)); }
+  [[nodiscard]] const InspectTable& inspect_table() const override { return server_.config().policy.inspect; }
+  [[nodiscard]] std::optional<std::string> replace_inspect_table(InspectTable table) override {
+    return server_.replace_inspect_table(std::move(table));
+  }
   [[nodiscard]] SessionStats stats() const override { return server_.session_stats(); }
   [[nodiscard]] AskRegistry* asks() override { return server_.asks(); }
   void drain() override { drain_(); }

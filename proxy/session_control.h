@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the supervisor's channel (SPEC §15) may do to a running session, and nothing more: read
-// and replace the host list, read the stats, reach the asks, start a drain. The control code
+// and replace the host list and the inspected endpoints, read the stats, reach the asks, start a
+// drain. The control code
 // (control_hub, control_ops) sees the session only through this port, never the whole server, so
 // neither side includes the other and control_ops can be tested and fuzzed against a fake.
 #pragma once
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "table/host_list.h"
+#include "table/inspect_table.h"
 
 namespace boxproxy {
 
@@ -36,6 +38,13 @@ class SessionControl {
   [[nodiscard]] virtual const std::optional<HostList>& host_list() const = 0;
   // Replaces it: tunnels already open are untouched, every later decision reads the new one.
   virtual void replace_host_list(std::optional<HostList> list) = 0;
+  // The endpoints inspected now (SPEC §18).
+  [[nodiscard]] virtual const InspectTable& inspect_table() const = 0;
+  // Replaces them, for serve's decisions and its inspector at once: every later connection is
+  // judged by the new table, and a connection already inspected by its endpoint's new rules from
+  // its next request (closed before it when its endpoint is gone). Tunnels already open stay as
+  // they are. nullopt when done; else why not, with nothing changed.
+  [[nodiscard]] virtual std::optional<std::string> replace_inspect_table(InspectTable table) = 0;
   [[nodiscard]] virtual SessionStats stats() const = 0;
   // The asks, or null when serve runs without --ask.
   [[nodiscard]] virtual AskRegistry* asks() = 0;

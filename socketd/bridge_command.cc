@@ -32,7 +32,7 @@
 #include "proxy/bridge/proxy_socket.h"
 #include "proxy/stats_line.h"
 #include "socketd/command_shell.h"
-#include "socketd/message_text.h"
+#include "table/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/readiness.h"
 #include "socketd/self_confine.h"

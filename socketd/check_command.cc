@@ -16,7 +16,7 @@
 #include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
 #include "socketd/command_shell.h"
-#include "socketd/message_text.h"
+#include "table/message_text.h"
 #include "socketd/option_table.h"
 #include "socketd/serve_options.h"
 #include "table/check_request.h"

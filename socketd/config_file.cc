@@ -10,16 +10,17 @@
 #include <set>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "proxy/defaults.h"
+#include "proxy/inspect_array.h"
 #include "proxy/wire/json_nesting.h"
 #include "proxy/unique_fd.h"
-#include "socketd/inspect_config.h"
-#include "socketd/message_text.h"
+#include "table/message_text.h"
 
 namespace boxproxy {
 namespace {
@@ -159,9 +160,12 @@ RawValue raw_value(std::string_view command, const OptionSpec& spec, const std::
         slot.values.push_back(item.get<std::string>());
       }
       break;
-    case OptionKind::endpoints:
-      slot.endpoints = read_inspect_array(command, label, value);
+    case OptionKind::endpoints: {
+      auto endpoints = read_inspect_array(label, value);
+      if (auto* error = std::get_if<std::string>(&endpoints)) throw usage_error(command, *error);
+      slot.endpoints = std::get<std::vector<InspectEndpoint>>(std::move(endpoints));
       break;
+    }
   }
   return slot;
 }

@@ -16,7 +16,7 @@ namespace boxproxy {
 // Reads the config file at `path` against `table` (serve's): every key must name a row that may
 // be a config key, its JSON type fit the row's kind (a string, an array of strings, a whole
 // number, any number for seconds, a boolean for a flag, an array of endpoint objects for
-// "inspect", read by socketd/inspect_config.h); no key may be given twice, in any object. Throws
+// "inspect", read by proxy/inspect_array.h); no key may be given twice, in any object. Throws
 // UsageError under table.command()'s name naming the file, and the key or where the JSON breaks.
 [[nodiscard]] RawOptions read_config_file(const std::string& path, const OptionTable& table);
 

@@ -7,7 +7,7 @@
 #include "socketd/bridge_command.h"
 #include "socketd/check_command.h"
 #include "socketd/exit_code.h"
-#include "socketd/message_text.h"
+#include "table/message_text.h"
 #include "socketd/run_command.h"
 #include "socketd/serve_command.h"
 

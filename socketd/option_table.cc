@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "socketd/message_text.h"
+#include "table/message_text.h"
 
 namespace boxproxy {
 

@@ -31,7 +31,7 @@ enum class OptionKind {
   seconds,  // one decimal number of seconds, at most `max_seconds` (more than 0 unless
             // `zero_allowed`); any JSON number
   endpoints,  // repeatable like a list on the command line (--inspect ENTRY); in a config file a
-              // JSON array of objects, read into InspectEndpoints (socketd/inspect_config.h)
+              // JSON array of objects, read into InspectEndpoints (proxy/inspect_array.h)
 };
 
 // One row of a command's table.

@@ -24,9 +24,9 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/decision_log.h"
+#include "proxy/inspect_array.h"
 #include "socketd/config_file.h"
-#include "socketd/inspect_config.h"
-#include "socketd/message_text.h"
+#include "table/message_text.h"
 #include "socketd/serve_values.h"
 
 namespace boxproxy {

@@ -12,7 +12,7 @@
 
 #include "proxy/defaults.h"
 #include "socketd/config_file.h"
-#include "socketd/message_text.h"
+#include "table/message_text.h"
 #include "table/ascii.h"
 #include "table/address.h"
 

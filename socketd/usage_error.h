@@ -21,7 +21,7 @@ struct UsageError {
   [[nodiscard]] UsageError for_command(std::string_view command) const;
 };
 
-// "boxproxy COMMAND: DETAIL", made printable (socketd/message_text.h).
+// "boxproxy COMMAND: DETAIL", made printable (table/message_text.h).
 [[nodiscard]] UsageError usage_error(std::string_view command, std::string_view detail);
 
 // `--help` or `-h` was given: the caller prints its command's help text and exits 0.

@@ -14,8 +14,10 @@
 #include "proxy/ask_registry.h"
 #include "proxy/clock.h"
 #include "proxy/control/control_channel.h"
+#include "proxy/inspect_array.h"
 #include "proxy/wire/json_nesting.h"
 #include "table/host_list.h"
+#include "table/inspect_table.h"
 
 namespace boxproxy {
 namespace {
@@ -197,6 +199,97 @@ Result<OrderedJson> allow(const Json& id, const Json& request, SessionControl& s
   return reply;
 }
 
+// ---- inspect ---------------------------------------------------------------------------------
+
+// The endpoints of `value` (the config's "inspect" objects, SPEC §18), each checked; or the first
+// bad one, named: nothing has been changed yet.
+Result<std::vector<InspectEndpoint>> endpoints_of(const Json& value, std::string_view key) {
+  auto read = read_inspect_array(key, value);
+  if (const auto* error = std::get_if<std::string>(&read)) return Failure{fmt::format("inspect: {}", *error)};
+  return std::get<std::vector<InspectEndpoint>>(std::move(read));
+}
+
+// `table` with `endpoints` added, or the first whose host is in it already. Two rule sets for
+// one host would leave which of them decides to the order they came in (SPEC §18 refuses the
+// same host twice): an "add" names a new host, and a change to one in force is a "set".
+std::optional<Failure> add_each(InspectTable& table, std::vector<InspectEndpoint> endpoints, std::string_view key,
+                                const InspectTable& in_force) {
+  for (std::size_t i = 0; i < endpoints.size(); ++i) {
+    const std::string host = entry_text(endpoints[i].host);
+    if (key == "add" && in_force.same_host(endpoints[i].host) != nullptr) {
+      return Failure{fmt::format("inspect: add[{}].host: {} is inspected already (\"set\" changes its rules)", i,
+                                 shown(host))};
+    }
+    if (!table.add(std::move(endpoints[i]))) {
+      return Failure{fmt::format("inspect: {}[{}].host: {} is named twice (each host is named once)", key, i,
+                                 shown(host))};
+    }
+  }
+  return std::nullopt;
+}
+
+// The host entries of "remove" (as --inspect takes them, port 443 when absent), each inspected
+// now and named once; or why not.
+Result<std::vector<HostEntry>> hosts_to_remove(const Json& value, const InspectTable& in_force) {
+  if (!value.is_array()) return Failure{"inspect: remove is not an array of host entries"};
+  std::vector<HostEntry> hosts;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const Json& item = value[i];
+    if (!item.is_string()) return Failure{fmt::format("inspect: remove[{}] is not a string: {}", i, shown(item))};
+    auto parsed = parse_inspect_host(item.get<std::string>());
+    if (const auto* error = std::get_if<std::string>(&parsed)) {
+      return Failure{fmt::format("inspect: remove[{}] is not a host entry: {}", i, *error)};
+    }
+    HostEntry& host = std::get<HostEntry>(parsed);
+    if (in_force.same_host(host) == nullptr) {
+      return Failure{fmt::format("inspect: remove[{}]: {} is not inspected", i, shown(entry_text(host)))};
+    }
+    if (std::find(hosts.begin(), hosts.end(), host) != hosts.end()) {
+      return Failure{fmt::format("inspect: remove[{}]: {} is named twice", i, shown(entry_text(host)))};
+    }
+    hosts.push_back(std::move(host));
+  }
+  return hosts;
+}
+
+// The new table, or why not, with nothing changed.
+Result<InspectTable> edited_table(const Json& request, const InspectTable& in_force) {
+  const int given = static_cast<int>(request.contains("add")) + static_cast<int>(request.contains("remove")) +
+                    static_cast<int>(request.contains("set"));
+  if (given != 1) return Failure{"inspect: give exactly one of \"add\", \"remove\" or \"set\""};
+  InspectTable table;
+  if (request.contains("remove")) {
+    auto removed = hosts_to_remove(request["remove"], in_force);
+    if (const Failure* failure = failed(removed)) return *failure;
+    const std::vector<HostEntry>& hosts = std::get<0>(removed);
+    for (const InspectEndpoint& endpoint : in_force.endpoints()) {
+      if (std::find(hosts.begin(), hosts.end(), endpoint.host) == hosts.end()) (void)table.add(endpoint);
+    }
+    return table;
+  }
+  const std::string key = request.contains("add") ? "add" : "set";
+  auto endpoints = endpoints_of(request[key], key);
+  if (const Failure* failure = failed(endpoints)) return *failure;
+  if (key == "add") {
+    for (const InspectEndpoint& endpoint : in_force.endpoints()) (void)table.add(endpoint);
+  }
+  if (auto failure = add_each(table, std::move(std::get<0>(endpoints)), key, in_force)) return *failure;
+  return table;
+}
+
+// Atomic as "allow" is: every endpoint is read and checked, and the new table made whole, before
+// anything changes; then serve and its inspector take it together.
+Result<OrderedJson> inspect(const Json& id, const Json& request, SessionControl& session) {
+  if (auto failure = only_keys(request, "inspect", {"add", "remove", "set"})) return *failure;
+  auto edited = edited_table(request, session.inspect_table());
+  if (const Failure* failure = failed(edited)) return *failure;
+  InspectTable& table = std::get<0>(edited);
+  OrderedJson reply = reply_head(id, true);
+  reply["inspect"] = inspect_array(table.endpoints());
+  if (auto error = session.replace_inspect_table(std::move(table))) return Failure{fmt::format("inspect: {}", *error)};
+  return reply;
+}
+
 // ---- answer ----------------------------------------------------------------------------------
 
 Result<OrderedJson> answer(const Json& id, const Json& request, SessionControl& session) {
@@ -226,6 +319,7 @@ Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& con
   const std::string op = request["op"].get<std::string>();
   if (op == "allow") return allow(id, request, context.session);
   if (op == "answer") return answer(id, request, context.session);
+  if (op == "inspect") return inspect(id, request, context.session);
 #if defined(BOXPROXY_TEST_HOOKS)
   // Test builds only: {"op":"advance-clock","seconds":N} moves the proxy's clock (proxy/clock.h).
   if (op == "advance-clock" && request.value("seconds", Json()).is_number() && !only_keys(request, op, {"seconds"})) {
@@ -234,7 +328,9 @@ Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& con
   }
 #endif
   const bool known = op == "hello" || op == "stats" || op == "subscribe" || op == "drain";
-  if (!known) return Failure{fmt::format("unknown op {} (hello, allow, stats, subscribe, drain, answer)", shown(op))};
+  if (!known) {
+    return Failure{fmt::format("unknown op {} (hello, allow, inspect, stats, subscribe, drain, answer)", shown(op))};
+  }
   if (auto failure = only_keys(request, op, {})) return *failure;
   if (op == "hello") return hello(id, context.session);
   if (op == "stats") return stats(id, context.session.stats());

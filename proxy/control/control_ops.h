@@ -4,6 +4,8 @@
 //   {"op":"hello"}                                   {"id":..,"ok":true,"v":1,"version":..,"pid":N}
 //   {"op":"allow","add"|"remove"|"set":[E,...]}      {"id":..,"ok":true,"list":[...]|null}
 //   {"op":"allow","set":null}
+//   {"op":"inspect","add"|"set":[OBJECT,...]}        {"id":..,"ok":true,"inspect":[OBJECT,...]}
+//   {"op":"inspect","remove":[E,...]}
 //   {"op":"stats"}                                   the stats object (SPEC §12) with "ok":true
 //   {"op":"subscribe"}                               {"id":..,"ok":true}, then decision events
 //   {"op":"drain"}                                   {"id":..,"ok":true}, then the proxy drains

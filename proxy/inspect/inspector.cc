@@ -11,10 +11,10 @@
 #include <chrono>
 #include <stdexcept>
 #include <utility>
+#include <variant>
 
 #include "proxy/inspect/openssl_owners.h"
-#include "socketd/inspect_config.h"
-#include "socketd/usage_error.h"
+#include "proxy/inspect_array.h"
 #include "table/host_list.h"
 
 namespace boxproxy {
@@ -80,13 +80,11 @@ SessionCa operators_ca(int cert_fd, int key_fd) {
 std::vector<std::shared_ptr<const InspectEndpoint>> read_endpoints(const std::string& json_text) {
   const nlohmann::json value = nlohmann::json::parse(json_text, nullptr, false);
   if (!value.is_array()) throw std::runtime_error("the endpoints are not a JSON array");
+  auto endpoints = read_inspect_array("the endpoints serve sent", value);
+  if (const auto* error = std::get_if<std::string>(&endpoints)) throw std::runtime_error(*error);
   std::vector<std::shared_ptr<const InspectEndpoint>> out;
-  try {
-    for (InspectEndpoint& endpoint : read_inspect_array("inspect", "the endpoints serve sent", value)) {
-      out.push_back(std::make_shared<const InspectEndpoint>(std::move(endpoint)));
-    }
-  } catch (const UsageError& error) {
-    throw std::runtime_error(error.detail);
+  for (InspectEndpoint& endpoint : std::get<std::vector<InspectEndpoint>>(endpoints)) {
+    out.push_back(std::make_shared<const InspectEndpoint>(std::move(endpoint)));
   }
   return out;
 }

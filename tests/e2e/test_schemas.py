@@ -77,6 +77,14 @@ class SchemaFilesTest(unittest.TestCase):
                 with open(path, "rb") as f:
                     f.read().decode("ascii")
 
+    def test_the_control_channels_endpoints_are_the_config_files(self):
+        # The inspect op takes the config file's objects and answers with --check-config's: each
+        # schema carries its own copy (a schema stands alone), and the copies never drift.
+        for name, source in (("control-request", "config"), ("control-reply", "check-config")):
+            for definition in ("inspect-endpoint", "inspect-rule"):
+                with self.subTest(schema=name, definition=definition):
+                    self.assertEqual(load_schema(name)["$defs"][definition], load_schema(source)["$defs"][definition])
+
     def test_descriptions_point_at_the_manual(self):
         with open(os.path.join(SOURCE, "man", "boxproxy.1")) as f:
             sections = {line[4:].strip('"') for line in f.read().splitlines() if line.startswith((".SH ", ".SS "))}
@@ -390,6 +398,19 @@ class SchemasRefuseTest(unittest.TestCase):
             ("a misspelt key", lambda o: o.update(sett=[])),
             ("entries that are not strings", lambda o: o.update(add=[1])),
         ])
+        endpoint = {"host": "api.example.com", "deny": [{"method": "DELETE", "path": "/**"}]}
+        self.check("control-request", {"op": "inspect", "id": 2, "set": [endpoint]}, [
+            ("inspect with nothing to do", lambda o: o.pop("set")),
+            ("set and remove at once", lambda o: o.update(remove=["api.example.com"])),
+            ("a bare entry to set", lambda o: o.update(set=["api.example.com"])),
+            ("set null", lambda o: o.update(set=None)),
+            ("an endpoint without a host", lambda o: o.update(set=[{"access": "read-only"}])),
+            ("access and rules at once", lambda o: o.update(set=[{"host": "a.test", "access": "read-only",
+                                                                  "rules": []}])),
+        ])
+        self.check("control-request", {"op": "inspect", "remove": ["api.example.com:443"]}, [
+            ("an object to remove", lambda o: o.update(remove=[endpoint])),
+        ])
         self.check("control-request", {"op": "answer", "ask": 3, "verdict": "once"}, [
             ("an unknown verdict", lambda o: o.update(verdict="maybe")),
             ("no ask", lambda o: o.pop("ask")),
@@ -397,6 +418,12 @@ class SchemasRefuseTest(unittest.TestCase):
         self.check("control-reply", {"id": None, "ok": True, "v": 1, "version": "1.2.3", "pid": 42}, [
             ("no ok", lambda o: o.pop("ok")),
             ("an event", lambda o: o.update(event="decision")),
+        ])
+        self.check("control-reply", {"id": 2, "ok": True, "inspect": [
+                {"host": "api.example.com:443", "deny": [{"method": "DELETE", "path": "/**"}], "mode": "enforce"}]}, [
+            ("null for none", lambda o: o.update(inspect=None)),
+            ("a bare entry", lambda o: o.update(inspect=["api.example.com:443"])),
+            ("a list beside them", lambda o: o.update(list=[])),
         ])
         self.check("control-reply", {"id": 5, "ok": False, "error": "allow: bad entry"}, [
             ("an error without words", lambda o: o.pop("error")),
@@ -605,6 +632,21 @@ class ControlMessagesTest(OriginsMixin, ProxyTestCase):
         deferred = [e for e in self.seen_events if e.get("asked") == "deferred"]
         self.assertEqual([(e["kind"], e["host"], e["port"]) for e in deferred], [("resolve", "later.test", 0)])
         self.assertTrue(self.request({"op": "drain"})["ok"])
+
+    @unittest.skipUnless(os.path.exists(os.path.join(os.path.dirname(binary()), "boxproxy-inspect")),
+                         "boxproxy-inspect is not built next to boxproxy")
+    def test_inspect_replies_validate(self):
+        self.start("--inspect", "origin.test")
+        endpoint = {"host": "origin.test", "name": "origin", "rules": [{"method": "get", "path": "/v1/*.json"}],
+                    "deny": [{"method": "*", "path": "/v1/secret/**", "name": "secret"}], "mode": "report"}
+        reply = self.request({"op": "inspect", "id": 1, "set": [endpoint]})
+        self.assertTrue(reply["ok"], reply)
+        self.assertEqual(reply["inspect"][0]["host"], "origin.test:443")
+        reply = self.request({"op": "inspect", "add": [{"host": "*.other.test:8443", "access": "read-only"}]})
+        self.assertEqual([e["host"] for e in reply["inspect"]], ["origin.test:443", "*.other.test:8443"])
+        self.assertFalse(self.request({"op": "inspect", "add": [{"host": "origin.test"}]})["ok"])
+        self.assertFalse(self.request({"op": "inspect", "set": ["origin.test"]}, valid=False)["ok"])
+        self.assertEqual(self.request({"op": "inspect", "remove": ["origin.test", "*.other.test:8443"]})["inspect"], [])
 
 
 if __name__ == "__main__":

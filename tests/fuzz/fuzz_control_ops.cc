@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // proxy/control_ops: the requests of the supervisor's channel (SPEC §15), line by line, against
-// a fake session (proxy/control/session_control.h) that holds a host list and one pending ask.
+// a fake session (proxy/control/session_control.h) that holds a host list, inspected endpoints and
+// one pending ask.
 //
 // The input is split at '\n' as the channel splits it, and every line goes to control_reply in
-// turn, so that sequences (set, add, remove, answer) reach states one line cannot. Invariants:
+// turn, so that sequences (set, add, remove, answer, inspect) reach states one line cannot. Invariants:
 //   - a reply is one line of printable ASCII, a JSON object whose first keys are "id" then "ok";
 //   - a refused request ("ok":false) has an "error" string and changes nothing: the list, the
-//     drain count and the subscribe mark are as they were;
+//     endpoints, the drain count and the subscribe mark are as they were;
 //   - a reply with "list" shows the list now in force (null: none);
-//   - the list holds canonical entries (each reads back to itself) and no entry twice.
+//   - the list holds canonical entries (each reads back to itself) and no entry twice;
+//   - a reply with "inspect" shows the endpoints now in force, and reads back (as "set" would
+//     read it) to the same endpoints; no host is inspected twice.
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -24,7 +27,9 @@
 #include "proxy/ask_registry.h"
 #include "proxy/control/control_ops.h"
 #include "proxy/event_owners.h"
+#include "proxy/inspect_array.h"
 #include "proxy/session_control.h"
+#include "table/inspect_table.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;
@@ -34,11 +39,17 @@ namespace {
 class FakeSession final : public SessionControl {
  public:
   std::optional<HostList> list;
+  InspectTable inspected;
   std::unique_ptr<AskRegistry> registry;
   int drains = 0;
 
   [[nodiscard]] const std::optional<HostList>& host_list() const override { return list; }
   void replace_host_list(std::optional<HostList> next) override { list = std::move(next); }
+  [[nodiscard]] const InspectTable& inspect_table() const override { return inspected; }
+  [[nodiscard]] std::optional<std::string> replace_inspect_table(InspectTable table) override {
+    inspected = std::move(table);
+    return std::nullopt;
+  }
   [[nodiscard]] SessionStats stats() const override {
     return SessionStats{.open = 1, .used = 2, .lookups = 3, .clients = 4, .refused = {{"not-listed", 5}}};
   }
@@ -68,6 +79,19 @@ void check_list(const std::optional<HostList>& list) {
   }
 }
 
+// The endpoints as the reply writes them, as text.
+std::string endpoints_text(const InspectTable& table) { return inspect_array(table.endpoints()).dump(); }
+
+void check_endpoints(const InspectTable& table) {
+  const std::vector<InspectEndpoint>& endpoints = table.endpoints();
+  for (std::size_t i = 0; i < endpoints.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) FUZZ_CHECK(!(endpoints[j].host == endpoints[i].host));
+  }
+  auto again = read_inspect_array("set", nlohmann::json::parse(endpoints_text(table)));
+  FUZZ_CHECK(std::holds_alternative<std::vector<InspectEndpoint>>(again));
+  FUZZ_CHECK(inspect_array(std::get<std::vector<InspectEndpoint>>(again)).dump() == endpoints_text(table));
+}
+
 void check_reply(const std::string& reply) {
   for (const char c : reply) FUZZ_CHECK(c >= 0x20 && c < 0x7f);
   const auto object = nlohmann::ordered_json::parse(reply, nullptr, /*allow_exceptions=*/false);
@@ -81,16 +105,19 @@ void check_reply(const std::string& reply) {
 void run_line(FakeSession& session, std::string_view line) {
   const std::vector<std::string> before = texts(session.list);
   const bool had_list = session.list.has_value();
+  const std::string endpoints_before = endpoints_text(session.inspected);
   const int drains = session.drains;
   ControlContext context{session};
   const std::string reply = control_reply(line, context);
   check_reply(reply);
   check_list(session.list);
+  check_endpoints(session.inspected);
   const auto object = nlohmann::json::parse(reply);
   if (!object["ok"].get<bool>()) {
     FUZZ_CHECK(object.contains("error") && object["error"].is_string());
     FUZZ_CHECK(texts(session.list) == before);
     FUZZ_CHECK(session.list.has_value() == had_list);
+    FUZZ_CHECK(endpoints_text(session.inspected) == endpoints_before);
     FUZZ_CHECK(session.drains == drains);
     FUZZ_CHECK(!context.subscribe);
     return;
@@ -98,6 +125,9 @@ void run_line(FakeSession& session, std::string_view line) {
   if (const auto shown = object.find("list"); shown != object.end()) {
     FUZZ_CHECK(shown->is_null() == !session.list.has_value());
     if (!shown->is_null()) FUZZ_CHECK(shown->get<std::vector<std::string>>() == texts(session.list));
+  }
+  if (const auto shown = object.find("inspect"); shown != object.end()) {
+    FUZZ_CHECK(shown->dump() == endpoints_text(session.inspected));
   }
 }
 
@@ -110,6 +140,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   session.list.emplace();
   (void)session.list->add("example.com");
   (void)session.list->add("*.pkg.dev:8080");
+  (void)session.inspected.add(std::get<InspectEndpoint>(parse_inspect_entry("api.example.com")));
   session.registry = std::make_unique<AskRegistry>(base, 30.0, [&session](std::string_view entry) {
     // "always", as the server does it: host:port joins a list in force.
     if (!session.list) return;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "proxy/ask_registry.h"
@@ -15,6 +16,7 @@
 #include "proxy/control/control_ops.h"
 #include "proxy/event_owners.h"
 #include "proxy/session_control.h"
+#include "table/inspect_table.h"
 
 namespace boxproxy {
 namespace {
@@ -28,11 +30,21 @@ class FakeSession final : public SessionControl {
   std::unique_ptr<AskRegistry> registry;
   int replaced = 0;
   int drains = 0;
+  InspectTable inspected;
+  int inspect_replaced = 0;
+  std::optional<std::string> inspect_refusal;  // set: replace_inspect_table refuses with these words
 
   [[nodiscard]] const std::optional<HostList>& host_list() const override { return list; }
   void replace_host_list(std::optional<HostList> next) override {
     list = std::move(next);
     ++replaced;
+  }
+  [[nodiscard]] const InspectTable& inspect_table() const override { return inspected; }
+  [[nodiscard]] std::optional<std::string> replace_inspect_table(InspectTable table) override {
+    if (inspect_refusal) return inspect_refusal;
+    inspected = std::move(table);
+    ++inspect_replaced;
+    return std::nullopt;
   }
   [[nodiscard]] SessionStats stats() const override { return counters; }
   [[nodiscard]] AskRegistry* asks() override { return registry.get(); }
@@ -49,6 +61,13 @@ std::vector<std::string> texts(const std::optional<HostList>& list) {
   std::vector<std::string> out;
   REQUIRE(list.has_value());
   for (const HostEntry& entry : list->entries()) out.push_back(entry_text(entry));
+  return out;
+}
+
+// The host entries of the endpoints inspected, in order.
+std::vector<std::string> hosts(const InspectTable& table) {
+  std::vector<std::string> out;
+  for (const InspectEndpoint& endpoint : table.endpoints()) out.push_back(entry_text(endpoint.host));
   return out;
 }
 
@@ -126,11 +145,11 @@ TEST_CASE("control_ops: lines that are not requests") {
   CHECK(reply(session, R"({"id":5})") == error("5", R"(no \"op\")"));
   CHECK(reply(session, R"({"id":5,"op":["hello"]})") == error("5", R"(\"op\" is not a string: [\"hello\"])"));
   CHECK(reply(session, R"({"op":"halt"})") ==
-        error("null", R"(unknown op \"halt\" (hello, allow, stats, subscribe, drain, answer))"));
+        error("null", R"(unknown op \"halt\" (hello, allow, inspect, stats, subscribe, drain, answer))"));
   // A long value is quoted in part.
   const std::string long_op(200, 'x');
   CHECK(reply(session, fmt::format(R"({{"op":"{}"}})", long_op)) ==
-        error("null", fmt::format(R"(unknown op \"{}... (hello, allow, stats, subscribe, drain, answer))",
+        error("null", fmt::format(R"(unknown op \"{}... (hello, allow, inspect, stats, subscribe, drain, answer))",
                                   long_op.substr(0, 79))));
   CHECK(reply(session, R"({"op":"hello","x":1})") == error("null", R"(hello: unknown key \"x\")"));
   CHECK(reply(session, R"({"op":"stats","verbose":true})") == error("null", R"(stats: unknown key \"verbose\")"));
@@ -256,6 +275,83 @@ TEST_CASE("control_ops: answer") {
   const std::string again = reply(session, R"({"op":"answer","ask":1,"verdict":"deny"})");
   CHECK(again.starts_with(R"({"id":null,"ok":false,"error":"answer: )"));
   CHECK(again.find("no longer pending") != std::string::npos);
+}
+
+TEST_CASE("control_ops: inspect set, add, remove; the endpoints come back as --check-config writes them") {
+  FakeSession session;
+  CHECK(reply(session, R"({"op":"inspect","id":1,"set":[{"host":"API.Example.com.","deny":[{"method":"delete",)"
+                       R"("path":"/repos/**"}]},{"host":"*.pkg.dev:8443","access":"read-only","mode":"report"}]})") ==
+        R"({"id":1,"ok":true,"inspect":[{"host":"api.example.com:443","deny":[{"method":"DELETE","path":"/repos/**"}],)"
+        R"("mode":"enforce"},{"host":"*.pkg.dev:8443","access":"read-only","mode":"report"}]})");
+  CHECK(hosts(session.inspected) == std::vector<std::string>{"api.example.com:443", "*.pkg.dev:8443"});
+  REQUIRE(session.inspected.find("api.example.com", 443) != nullptr);
+  CHECK(session.inspected.find("api.example.com", 443)->deny.size() == 1);
+
+  CHECK(reply(session, R"({"op":"inspect","add":[{"host":"b.org","name":"bee","rules":[]}]})") ==
+        R"({"id":null,"ok":true,"inspect":[{"host":"api.example.com:443","deny":[{"method":"DELETE",)"
+        R"("path":"/repos/**"}],"mode":"enforce"},{"host":"*.pkg.dev:8443","access":"read-only","mode":"report"},)"
+        R"({"host":"b.org:443","name":"bee","rules":[],"mode":"enforce"}]})");
+  // A host entry as --inspect takes it: its port is 443 when absent, in any case.
+  CHECK(reply(session, R"({"op":"inspect","remove":["API.example.com","*.pkg.dev:8443"]})") ==
+        R"({"id":null,"ok":true,"inspect":[{"host":"b.org:443","name":"bee","rules":[],"mode":"enforce"}]})");
+  // "set" replaces the rules of a host in force.
+  CHECK(reply(session, R"({"op":"inspect","set":[{"host":"b.org","access":"read-write"}]})") ==
+        R"({"id":null,"ok":true,"inspect":[{"host":"b.org:443","access":"read-write","mode":"enforce"}]})");
+  CHECK(reply(session, R"({"op":"inspect","set":[]})") == R"({"id":null,"ok":true,"inspect":[]})");
+  CHECK(session.inspected.empty());
+  CHECK(session.inspect_replaced == 5);
+}
+
+TEST_CASE("control_ops: a refused inspect names why and changes nothing") {
+  FakeSession session;
+  session.inspected = InspectTable{};
+  REQUIRE(session.inspected.add(std::get<InspectEndpoint>(parse_inspect_entry("a.org"))));
+  REQUIRE(session.inspected.add(std::get<InspectEndpoint>(parse_inspect_entry("b.org:8443"))));
+  const std::string words_one = R"(inspect: give exactly one of \"add\", \"remove\" or \"set\")";
+  struct Row {
+    const char* line;
+    std::string words;
+  };
+  const Row rows[] = {
+      {R"({"op":"inspect"})", words_one},
+      {R"({"op":"inspect","add":[],"remove":[]})", words_one},
+      {R"({"op":"inspect","sett":[]})", R"(inspect: unknown key \"sett\")"},
+      {R"({"op":"inspect","set":null})", R"(inspect: set: \"null\" is not a JSON array of objects)"},
+      // Objects only, as in the config file: a bare entry is --inspect's.
+      {R"({"op":"inspect","add":["c.org"]})",
+       R"(inspect: add[0]: \"\\\"c.org\\\"\" is not a JSON object ({\"host\": ENTRY, ...}; a bare entry is )"
+       R"(--inspect's))"},
+      // One bad endpoint among good ones: none is taken.
+      {R"({"op":"inspect","add":[{"host":"c.org"},{"host":"d.org","rules":[{"method":"GET","path":"x"}]}]})",
+       R"(inspect: add[1].rules[0].path: \"x\": a glob starts with '/')"},
+      {R"({"op":"inspect","set":[{"host":"c.org","access":"read-only","rules":[]}]})",
+       R"(inspect: set[0]: has both \"access\" and \"rules\"; give one (or neither, for every method and path))"},
+      {R"({"op":"inspect","set":[{"host":"c.org"},{"host":"C.org:443","access":"read-only"}]})",
+       R"(inspect: set[1].host: \"c.org:443\" is named twice (each host is named once))"},
+      {R"({"op":"inspect","add":[{"host":"c.org"},{"host":"c.org"}]})",
+       R"(inspect: add[1].host: \"c.org:443\" is named twice (each host is named once))"},
+      {R"({"op":"inspect","add":[{"host":"c.org"},{"host":"A.org."}]})",
+       R"(inspect: add[1].host: \"a.org:443\" is inspected already (\"set\" changes its rules))"},
+      {R"({"op":"inspect","remove":"a.org"})", "inspect: remove is not an array of host entries"},
+      {R"({"op":"inspect","remove":["a.org",7]})", "inspect: remove[1] is not a string: 7"},
+      {R"({"op":"inspect","remove":["a.org","b.org"]})", R"(inspect: remove[1]: \"b.org:443\" is not inspected)"},
+      {R"({"op":"inspect","remove":["a.org","a.org:443"]})", R"(inspect: remove[1]: \"a.org:443\" is named twice)"},
+      {R"({"op":"inspect","remove":["https://a.org"]})",
+       "inspect: remove[0] is not a host entry: https://a.org: is a URL; an entry is a name such as example.com or "
+       "*.example.com"},
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.line);
+    CHECK(reply(session, row.line) == error("null", row.words));
+  }
+  CHECK(session.inspect_replaced == 0);
+  CHECK(hosts(session.inspected) == std::vector<std::string>{"a.org:443", "b.org:8443"});
+
+  // The session's own refusal (serve started without an inspector) is the reply's words.
+  session.inspect_refusal = "inspection was not enabled at start";
+  CHECK(reply(session, R"({"op":"inspect","id":4,"add":[{"host":"c.org"}]})") ==
+        error("4", "inspect: inspection was not enabled at start"));
+  CHECK(hosts(session.inspected) == std::vector<std::string>{"a.org:443", "b.org:8443"});
 }
 
 }  // namespace

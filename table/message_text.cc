@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "socketd/message_text.h"
+#include "table/message_text.h"
 
 #include <fmt/format.h>
 

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "socketd/inspect_config.h"
+#include "proxy/inspect_array.h"
 
 #include <algorithm>
 #include <array>
 #include <utility>
+#include <variant>
 
 #include <fmt/format.h>
 
-#include "socketd/message_text.h"
-#include "socketd/option_table.h"
 #include "table/ascii.h"
+#include "table/message_text.h"
 
 namespace boxproxy {
 namespace {
@@ -18,18 +18,26 @@ constexpr std::array<std::string_view, 8> kEndpointKeys = {"host",  "name", "acc
                                                            "deny",  "mode", "inject", "secrets"};
 constexpr std::array<std::string_view, 3> kRuleKeys = {"method", "path", "name"};
 
+// The first error found, unwinding the reader to read_inspect_array, which returns its words. It
+// never leaves this file: the reader is deep (array, object, rules, rule), and an error checked
+// at every level would hide what each level reads.
+struct BadValue {
+  std::string words;
+};
+
 // Where a value sits, for its message: `--config "c.json": key "inspect"[0].rules[1].path`.
 struct Where {
-  std::string_view command;
   std::string text;
 
-  [[nodiscard]] Where key(std::string_view name) const { return {command, fmt::format("{}.{}", text, name)}; }
-  [[nodiscard]] Where item(std::size_t index) const { return {command, fmt::format("{}[{}]", text, index)}; }
+  [[nodiscard]] Where key(std::string_view name) const { return {fmt::format("{}.{}", text, name)}; }
+  [[nodiscard]] Where item(std::size_t index) const { return {fmt::format("{}[{}]", text, index)}; }
 
   // "WHERE: WHY".
-  [[noreturn]] void fail(std::string_view why) const { throw usage_error(command, fmt::format("{}: {}", text, why)); }
-  // "WHERE: "VALUE" WHY".
-  [[noreturn]] void fail(std::string_view value, std::string_view why) const { fail_value(command, text, value, why); }
+  [[noreturn]] void fail(std::string_view why) const { throw BadValue{fmt::format("{}: {}", text, why)}; }
+  // "WHERE: "VALUE" WHY", the value quoted: a box's supervisor or a config file may hold any byte.
+  [[noreturn]] void fail(std::string_view value, std::string_view why) const {
+    throw BadValue{fmt::format("{}: {} {}", text, quote(value), why)};
+  }
 };
 
 // A JSON value as the message shows it: compact, ASCII.
@@ -169,13 +177,17 @@ nlohmann::ordered_json rule_objects(const std::vector<InspectRule>& rules) {
 
 }  // namespace
 
-std::vector<InspectEndpoint> read_inspect_array(std::string_view command, const std::string& label,
-                                                const nlohmann::json& value) {
-  const Where where{command, label};
-  if (!value.is_array()) where.fail(shown(value), "is not a JSON array of objects");
-  std::vector<InspectEndpoint> endpoints;
-  for (std::size_t i = 0; i < value.size(); ++i) endpoints.push_back(read_endpoint(where.item(i), value[i]));
-  return endpoints;
+std::variant<std::vector<InspectEndpoint>, std::string> read_inspect_array(std::string_view label,
+                                                                           const nlohmann::json& value) {
+  const Where where{std::string(label)};
+  try {
+    if (!value.is_array()) where.fail(shown(value), "is not a JSON array of objects");
+    std::vector<InspectEndpoint> endpoints;
+    for (std::size_t i = 0; i < value.size(); ++i) endpoints.push_back(read_endpoint(where.item(i), value[i]));
+    return endpoints;
+  } catch (BadValue& error) {
+    return std::move(error.words);
+  }
 }
 
 nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint) {
@@ -191,6 +203,12 @@ nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint) {
     out["inject"] = std::move(inject);
   }
   if (!endpoint.secrets.empty()) out["secrets"] = endpoint.secrets;
+  return out;
+}
+
+nlohmann::ordered_json inspect_array(const std::vector<InspectEndpoint>& endpoints) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const InspectEndpoint& endpoint : endpoints) out.push_back(inspect_object(endpoint));
   return out;
 }
 

@@ -1,32 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-// socketd/inspect_config: the config's "inspect" objects read into endpoints, and written back.
+// proxy/inspect_array: the "inspect" objects read into endpoints, and written back.
 #include <string>
+#include <variant>
 
 #include <doctest/doctest.h>
 
-#include "socketd/inspect_config.h"
-#include "socketd/usage_error.h"
+#include "proxy/inspect_array.h"
 
 using boxproxy::InspectAccess;
 using boxproxy::InspectEndpoint;
 using boxproxy::InspectMode;
-using boxproxy::UsageError;
 using nlohmann::json;
 
 namespace {
 
 const std::string kLabel = "--config \"c.json\": key \"inspect\"";
 
-std::vector<InspectEndpoint> read(const json& value) { return boxproxy::read_inspect_array("serve", kLabel, value); }
+std::vector<InspectEndpoint> read(const json& value) {
+  auto read = boxproxy::read_inspect_array(kLabel, value);
+  if (const auto* error = std::get_if<std::string>(&read)) FAIL("an error for " << value.dump() << ": " << *error);
+  return std::get<std::vector<InspectEndpoint>>(std::move(read));
+}
 
-// The message of the usage error reading `value` gives.
+// The error reading `value` gives.
 std::string error_of(const json& value) {
-  try {
-    (void)read(value);
-  } catch (const UsageError& error) {
-    return error.message;
-  }
-  FAIL("no usage error for " << value.dump());
+  auto read = boxproxy::read_inspect_array(kLabel, value);
+  if (const auto* error = std::get_if<std::string>(&read)) return *error;
+  FAIL("no error for " << value.dump());
   return {};
 }
 
@@ -84,7 +84,7 @@ TEST_CASE("every key is read, and written back to the same endpoint") {
 TEST_CASE("errors name the item, the key and the value") {
   const auto says = [](const char* text, const std::string& expected) {
     CAPTURE(text);
-    CHECK(error_of(json::parse(text)) == "boxproxy serve: " + kLabel + expected);
+    CHECK(error_of(json::parse(text)) == kLabel + expected);
   };
   says(R"({"host": "a.test"})", R"(: "{\"host\":\"a.test\"}" is not a JSON array of objects)");
   says(R"(["a.test"])", R"([0]: "\"a.test\"" is not a JSON object ({"host": ENTRY, ...}; a bare entry is )"
@@ -99,4 +99,14 @@ TEST_CASE("errors name the item, the key and the value") {
        R"([0]: unknown key "Access" (the keys of an inspected endpoint are host, name, access, rules, deny, mode, )"
        R"(inject, secrets))");
   says(R"([{"host": "a.test:99999"}])", R"([0].host: "a.test:99999" bad port (must be 1 to 65535))");
+  // A value is quoted, its bytes escaped: the words reach a terminal.
+  CHECK(error_of(json::parse(R"([{"host": "a.test", "mode": "\u001b[2J"}])"))
+            .starts_with(kLabel + R"([0].mode: "\x1b[2J" )"));
+}
+
+TEST_CASE("the array is written in order, and an empty one is []") {
+  CHECK(boxproxy::inspect_array({}).dump() == "[]");
+  const std::vector<InspectEndpoint> endpoints = read(json::parse(R"([{"host": "b.test"}, {"host": "a.test:8443"}])"));
+  CHECK(boxproxy::inspect_array(endpoints).dump() ==
+        R"([{"host":"b.test:443","mode":"enforce"},{"host":"a.test:8443","mode":"enforce"}])");
 }

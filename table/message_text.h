@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Text that the command line shows a person: values quoted, and nothing but printable ASCII.
+// Pure text, here in table/ so that every reader of what a person wrote (socketd's options and
+// config, proxy/inspect_array.h for the config and the control channel alike) quotes it one way.
 //
 // Every message that repeats what a user (or a config file, or a box) gave goes to a terminal.
 // A control byte there (ESC starts an escape sequence) could drive that terminal, and a byte of
