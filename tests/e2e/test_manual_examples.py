@@ -94,7 +94,8 @@ EVERY_BLOCK = (
      "(socketd/box_capture.cc), run by test_transparent"),
     (MANUAL, "cannot make the box's user and network namespaces",
      "not run: needs a kernel that refuses user namespaces"),
-    (MANUAL, "mkdir -m 0700 /run/boxproxy-s1", "not run: writes /run and /etc; --ready-fd is run by test_daemon"),
+    (MANUAL, "mkdir -m 0700 /run/boxproxy-s1", "not run: it reads /etc/boxproxy/s1.allow and writes /run; test_daemon "
+     "runs --ready-fd"),
     (MANUAL, "$ boxproxy run --permit 127.0.0.2/32", "run here: test_manual_boxproxy_run"),
     (MANUAL, "--resolve mirror.internal=127.0.0.2", "run here: test_manual_example_session"),
     (MANUAL, "$ S=/run/egress/s1.sock", "run here: test_manual_example_session"),
@@ -103,17 +104,18 @@ EVERY_BLOCK = (
      "not run: bwrap is not a dependency, and example.com needs the Internet"),
     (MANUAL, "--die-with-parent >/run/bridge &", "not run: bwrap is not a dependency, and example.com needs "
      "the Internet"),
-    (MANUAL, "unshare -rn sh -c 'ip link set lo up; exec curl", "not run: example.com needs the Internet; "
-     "test_confine sends the same through unshare"),
-    (MANUAL, "--die-with-parent >/dev/null &", "not run: example.com needs the Internet; run does the same "
-     "(test_box)"),
+    (MANUAL, "unshare -rn sh -c 'ip link set lo up; exec curl", "not run: example.com needs the Internet; run "
+     "does the same with more walls (test_box)"),
+    (MANUAL, "--die-with-parent >/dev/null &", "not run: example.com needs the Internet; test_confine starts the "
+     "bridge with its line to /dev/null as this does, and run does the rest (test_box)"),
     (MANUAL, "# on the host: boxproxy serve --socket /run/egress/egress.sock", "run by test_container"),
     (MANUAL, "-v /usr/local/bin/boxproxy:/usr/local/bin/boxproxy:ro", "run by test_container"),
     (MANUAL, "scripts/build-image\n", "run by test_container"),
     (MANUAL, "podman run -d --rm --name egress --network host", "run by test_container"),
-    (MANUAL, "# /lib/systemd/system/boxproxy@.service", "run by test_manual_systemd and tests/package/check_deb.py"),
-    (MANUAL, "# /etc/boxproxy/s1.env", "run by test_manual_systemd"),
-    (MANUAL, "# systemctl edit boxproxy@.service", "run by test_manual_systemd"),
+    (MANUAL, "# /lib/systemd/system/boxproxy@.service", "run by test_manual_systemd (and test_package: it is the "
+     "shipped unit)"),
+    (MANUAL, "# /etc/boxproxy/s1.env", "not run: needs systemd as pid 1 and the installed package"),
+    (MANUAL, "# systemctl edit boxproxy@.service", "not run: needs systemd as pid 1 and the installed package"),
     (MANUAL, "package main", "run by test_manual_go"),
     (MANUAL, "curl --proxy socks4a://localhost/run/egress.sock", "not run: example.com needs the Internet; "
      "test_curl runs curl through the socket"),
