@@ -122,7 +122,8 @@ EVERY_BLOCK = (
     (MANUAL, "export ALL_PROXY=socks5h://127.0.0.1:3128", "not run: what run sets (test_run_env)"),
     (MANUAL, "boxproxy check --allow \"$(sed", "not run: reads /etc/boxproxy/s1.allow"),
     (README, "scripts/demo        # installs", "not run: the whole build and test run (scripts/test-all is CI)"),
-    (README, "podman run -d --rm --name egress --network host", "run by test_container (the manual's recipe)"),
+    (README, "podman run -d --rm --name egress --network host", "not run: the manual's recipe, the same with "
+     "--allow, is run by test_container"),
     (README, "$ scripts/demo &", "run here: test_readme_30_seconds"),
     (README, 'egress socks host="169.254.169.254" port=80',
      "not run: the lines of the 30 seconds' curl commands, which need the Internet"),
