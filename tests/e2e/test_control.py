@@ -2,10 +2,13 @@
 """The supervisor's channel (SPEC §15): --control-fd and --control-socket, every op and every
 error, allow edits, subscribe with a reader that stalls, drain."""
 
+import json
 import os
+import select
 import socket
 import stat
 import subprocess
+import tempfile
 import time
 import unittest
 
@@ -498,6 +501,59 @@ class StalledSubscriberTest(ControlTestCase):
         dropped += sum(e["n"] for e in c.events if e.get("event") == "dropped")
         self.assertEqual(decisions + dropped, self.DECISIONS + 4)
         self.assertLess(elapsed, 120)
+
+
+class WhenRequestsMayBeSentTest(unittest.TestCase):
+    """The manual's SUPERVISOR CHANNEL, "When requests may be sent": on --control-fd at once, from
+    the moment serve is started, answered once it listens; a serve that fails to start ends the
+    channel without a reply."""
+
+    def serve(self, *args):
+        """serve with --control-fd whose other end already holds a hello, written before serve
+        starts; returns (serve, our end)."""
+        ours, theirs = control_pair()
+        self.addCleanup(ours.close)
+        ours.sendall(b'{"op":"hello","id":"early"}\n')
+        tmp = self.enterContext(tempfile.TemporaryDirectory(prefix="boxproxy-early-"))
+        proc = subprocess.Popen([binary(), "serve", "--socket", os.path.join(tmp, "s.sock"), "--control-fd",
+                                 str(theirs.fileno()), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, pass_fds=(theirs.fileno(),))
+        theirs.close()
+        self.addCleanup(proc.wait, 10)
+        self.addCleanup(proc.stderr.close)
+        self.addCleanup(proc.stdout.close)
+        self.addCleanup(lambda: proc.poll() is None and proc.terminate())
+        ours.settimeout(10)
+        return proc, ours
+
+    def read_reply(self, ours):
+        """What the channel says before its first newline or its end (bounded by the timeout)."""
+        data = b""
+        for _ in range(100):
+            try:
+                chunk = ours.recv(65536)
+            except ConnectionResetError:  # serve closed with our hello unread
+                break
+            if not chunk:
+                break
+            data += chunk
+            if b"\n" in data:
+                break
+        return data
+
+    def test_a_request_sent_before_serve_starts_is_answered_once_it_listens(self):
+        proc, ours = self.serve()
+        reply = json.loads(self.read_reply(ours))
+        self.assertEqual((reply["id"], reply["ok"], reply["pid"]), ("early", True, proc.pid))
+        # Answered after the listening line: it is there to read when the reply is.
+        self.assertTrue(select.select([proc.stdout], [], [], 0)[0], "a reply before the listening line")
+        self.assertTrue(proc.stdout.readline().startswith(b'{"event":"listening"'))
+
+    def test_a_serve_that_fails_to_start_ends_the_channel_without_a_reply(self):
+        proc, ours = self.serve("--max-tunnels", "0")
+        self.assertEqual(self.read_reply(ours), b"")
+        self.assertEqual(proc.wait(timeout=10), 2)
+        self.assertEqual(proc.stdout.read(), b"")
 
 
 if __name__ == "__main__":

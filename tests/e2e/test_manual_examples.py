@@ -12,10 +12,19 @@ blocks) runs as a whole, with the proxy on a socket of the test's own.
 So that the examples cannot go stale: a listed block that is no longer found fails the test too. A
 block's command that needs the Internet is not run, and the lines it shows are not compared. The
 origin is on the host's 127.0.0.2 as in the examples, on port 8080, or another free port written in
-its place. Skips, saying why, where this system cannot make a box."""
+its place. Skips, saying why, where this system cannot make a box.
 
+Every other example block of the manual and README.md is accounted for in EVERY_BLOCK: run here
+(the configuration files through serve --check-config and check, the error messages from the
+inputs that make them, the JSON samples against their schemas, the inspect op and a request line
+from a real inspected exchange), run by the test it names, or not run for the reason it gives. A
+block that no row names fails the test, so a new example is run, or given its reason, when it is
+written."""
+
+import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,9 +32,12 @@ import tempfile
 import time
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxTestCase
-from harness import binary
+from box_support import RUN_TIMEOUT, BoxTestCase, TlsOrigin, make_certificate
+from control_support import proxy_with_control_fd
+from harness import ProxyTestCase, binary
+from inspect_support import CURL, INSPECTOR, curl
 from test_run_output import run_on_a_terminal
+from test_schemas import errors
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 README = os.path.join(ROOT, "README.md")
@@ -42,6 +54,111 @@ BLOCKS = {
     "manual_boxproxy_run": (MANUAL, "boxproxy run --permit 127.0.0.2/32 --resolve origin.test=127.0.0.2",
                             r"pypi\.org|--socket /run/"),
 }
+
+# Every example block of the manual (.EX ... .EE) and README.md (``` fences), each found by a string
+# that it alone holds, and what becomes of it: "run here: TEST" (this file), "run by MODULE", or
+# "not run: WHY".
+EVERY_BLOCK = (
+    (MANUAL, '--max-tunnels: "0" is not a number', "run here: test_the_error_messages"),
+    (MANUAL, 'key "no-confine" is command line only', "run here: test_the_error_messages"),
+    (MANUAL, "line 3, column 20: the text ends", "run here: test_the_error_messages"),
+    (MANUAL, '"allow-hint": "ask #sandbox-ops to open more"', "run here: test_the_configuration_examples"),
+    (MANUAL, '{"host": ENTRY, "name": NAME', "not run: a template (ENTRY, NAME, METHOD stand for values)"),
+    (MANUAL, '"/repos/acme**": \'**\' stands only', "run here: test_the_error_messages"),
+    (MANUAL, '"name": "file-issue"', "run here: test_the_configuration_examples"),
+    (MANUAL, '{"event":"listening","socket":"/run/boxproxy/s1.sock"', "run here: test_the_json_samples"),
+    (MANUAL, "HTTP/1.1 <status> <words>", "not run: a template"),
+    (MANUAL, "is an address, not a name on this box's network list", "run here: test_the_refusal_words"),
+    (MANUAL, "HTTP/1.1 403 other.com is not on this box's network list: ask ops",
+     "run here: test_the_refusal_words"),
+    (MANUAL, 'egress request host="api.example"', "run here: test_the_request_line"),
+    (MANUAL, 'egress socks host="example.com" port=443 ip=93.184.215.14 class=ok',
+     "not run: example.com's lines need the Internet (the example session's lines are the same format)"),
+    (MANUAL, '{"ts":"2026-12-01T12:49:22.233Z","id":8,"kind":"connect"', "run here: test_the_json_samples"),
+    (MANUAL, "ip=93.184.215.14 class=done\n up=517",
+     "not run: example.com's lines need the Internet (the example session's lines are the same format)"),
+    (MANUAL, '{"event":"stats","open":1,"used":17', "run here: test_the_json_samples"),
+    (MANUAL, '{"event":"log-dropped","n":1342}', "run here: test_the_json_samples"),
+    (MANUAL, '{"op":"inspect","id":7,"set":', "run here: test_the_inspect_op"),
+    (MANUAL, '{"event":"ask","ask":K', "not run: a template (K, N stand for values)"),
+    (MANUAL, "confinement refused system call 59",
+     "not run: needs a system call the filter refuses; test_confine asserts the line's form"),
+    (MANUAL, "<address as it would be dialled", "not run: a template"),
+    (MANUAL, "$ boxproxy check 0x7f.1", "run here: test_manual_check"),
+    (MANUAL, "METHOD\\fP https://", "not run: a template"),
+    (MANUAL, "<endpoint, or ->\\t<rule", "not run: a template"),
+    (MANUAL, "$ boxproxy check --config s1.json", "run here: test_manual_check_requests"),
+    (MANUAL, '{"event":"listening","socket":"/run/egress.sock"', "run here: test_the_json_samples"),
+    (MANUAL, "ip route add default dev lo src 127.0.0.1",
+     "not run: root in a network namespace of one's own with nft; run --transparent sets up the same "
+     "(socketd/box_capture.cc), run by test_transparent"),
+    (MANUAL, "cannot make the box's user and network namespaces",
+     "not run: needs a kernel that refuses user namespaces"),
+    (MANUAL, "mkdir -m 0700 /run/boxproxy-s1", "not run: it reads /etc/boxproxy/s1.allow and writes /run; test_daemon "
+     "runs --ready-fd"),
+    (MANUAL, "$ boxproxy run --permit 127.0.0.2/32", "run here: test_manual_boxproxy_run"),
+    (MANUAL, "--resolve mirror.internal=127.0.0.2", "run here: test_manual_example_session"),
+    (MANUAL, "$ S=/run/egress/s1.sock", "run here: test_manual_example_session"),
+    (MANUAL, 'egress socks host="mirror.internal"', "run here: test_manual_example_session"),
+    (MANUAL, "curl --proxy socks5h://localhost/run/egress.sock \\\n    https://example.com/",
+     "not run: bwrap is not a dependency, and example.com needs the Internet"),
+    (MANUAL, "--die-with-parent >/run/bridge &", "not run: bwrap is not a dependency, and example.com needs "
+     "the Internet"),
+    (MANUAL, "unshare -rn sh -c 'ip link set lo up; exec curl", "not run: example.com needs the Internet; run "
+     "does the same with more walls (test_box)"),
+    (MANUAL, "--die-with-parent >/dev/null &", "not run: example.com needs the Internet; test_confine starts the "
+     "bridge with its line to /dev/null as this does, and run does the rest (test_box)"),
+    (MANUAL, "# on the host: boxproxy serve --socket /run/egress/egress.sock", "run by test_container"),
+    (MANUAL, "-v /usr/local/bin/boxproxy:/usr/local/bin/boxproxy:ro", "run by test_container"),
+    (MANUAL, "scripts/build-image\n", "run by test_container"),
+    (MANUAL, "podman run -d --rm --name egress --network host", "run by test_container"),
+    (MANUAL, "# /lib/systemd/system/boxproxy@.service", "run by test_manual_systemd (and test_package: it is the "
+     "shipped unit)"),
+    (MANUAL, "# /etc/boxproxy/s1.env", "not run: needs systemd as pid 1 and the installed package"),
+    (MANUAL, "# systemctl edit boxproxy@.service", "not run: needs systemd as pid 1 and the installed package"),
+    (MANUAL, "package main", "run by test_manual_go"),
+    (MANUAL, "curl --proxy socks4a://localhost/run/egress.sock", "not run: example.com needs the Internet; "
+     "test_curl runs curl through the socket"),
+    (MANUAL, "export ALL_PROXY=socks5h://127.0.0.1:3128", "not run: what run sets (test_run_env)"),
+    (MANUAL, "boxproxy check --allow \"$(sed", "not run: reads /etc/boxproxy/s1.allow"),
+    (README, "scripts/demo        # installs", "not run: the whole build and test run (scripts/test-all is CI)"),
+    (README, "podman run -d --rm --name egress --network host", "not run: the manual's recipe, the same with "
+     "--allow, is run by test_container"),
+    (README, "$ scripts/demo &", "run here: test_readme_30_seconds"),
+    (README, 'egress socks host="169.254.169.254" port=80',
+     "not run: the lines of the 30 seconds' curl commands, which need the Internet"),
+    (README, "$ build/socketd/boxproxy run -- curl -sS https://example.com/",
+     "not run: example.com needs the Internet (the offline block below is run)"),
+    (README, "$ mkdir /tmp/o && echo 'hello from the origin'", "run here: test_readme_run_offline"),
+)
+
+
+def every_block(path):
+    """Every example block of `path`, as the reader sees it."""
+    with open(path) as f:
+        text = f.read()
+    if path.endswith(".md"):
+        return re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M)
+    return manual_raw_blocks(path)
+
+
+def manual_block(marker):
+    """The one example block of the manual that holds `marker`."""
+    found = [b for b in every_block(MANUAL) if marker in b]
+    if len(found) != 1:
+        raise AssertionError(f"the manual holds {len(found)} example blocks with {marker!r}, not one")
+    return found[0]
+
+
+def json_lines(block):
+    """The JSON lines of a block, each line the manual wraps (going on indented) joined into one."""
+    out = []
+    for line in block.splitlines():
+        if out and line[:1].isspace():
+            out[-1] += line.strip()
+        else:
+            out.append(line)
+    return out
 
 
 def manual_raw_blocks(path):
@@ -176,6 +293,9 @@ class ManualExamplesTest(BoxTestCase):
             except ProcessLookupError:
                 pass
             proc.wait(timeout=10)
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
 
     def start_origin(self):
         """The examples' origin, for a block that does not start it itself."""
@@ -284,6 +404,185 @@ class ManualExamplesTest(BoxTestCase):
                 break
             log.append(line.decode().rstrip("\n"))
         self.assertEqual([masked(line) for line in log], [masked(local(line)) for line in log_shown])
+
+
+class EveryBlockTest(unittest.TestCase):
+
+    def test_every_block_is_accounted_for(self):
+        for path in (MANUAL, README):
+            rows = [(marker, fate) for where, marker, fate in EVERY_BLOCK if where == path]
+            for i, block in enumerate(every_block(path)):
+                with self.subTest(file=os.path.basename(path), block=i, starts=block[:60]):
+                    self.assertEqual(len([m for m, _ in rows if m in block]), 1,
+                                     "a block no row of EVERY_BLOCK names (or two do): run it, or say why not")
+            for marker, fate in rows:
+                with self.subTest(marker=marker):
+                    self.assertEqual(len([b for b in every_block(path) if marker in b]), 1, "a row whose block is gone")
+                    self.assertRegex(fate, r"^(run here: test_\w+|run by test_\w+|not run: .+)")
+                    if fate.startswith("run here: "):
+                        name = fate.split()[2]
+                        self.assertTrue(any(hasattr(c, name) for c in (ManualExamplesTest, ManualSamplesTest,
+                                                                       ManualInspectionTest)), name)
+                    elif fate.startswith("run by "):
+                        self.assertTrue(os.path.exists(os.path.join(os.path.dirname(__file__),
+                                                                    fate.split()[2] + ".py")), fate)
+
+
+class ManualSamplesTest(unittest.TestCase):
+    """The manual's configuration files, error messages, refusal words and JSON samples, made by
+    the real binary or validated against the schemas."""
+
+    def setUp(self):
+        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-samples-")
+        self.addCleanup(tmp.cleanup)
+        self.dir = tmp.name
+
+    def write(self, name, text):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def boxproxy(self, *args):
+        return subprocess.run([binary(), *args], capture_output=True, text=True, timeout=10, cwd=self.dir,
+                              stdin=subprocess.DEVNULL)
+
+    def test_the_configuration_examples(self):
+        # Each is a valid config, and serve reads it (its --allow-file made here: nothing else is
+        # opened by --check-config); what it prints reads back the same.
+        for marker in ('"allow-hint": "ask #sandbox-ops to open more"', '"name": "file-issue"'):
+            with self.subTest(marker=marker):
+                config = json.loads(manual_block(marker))
+                self.assertEqual(errors("config", config), [])
+                if "allow-file" in config:
+                    config["allow-file"] = self.write("extra.allow", "example.org\n")
+                first = self.boxproxy("serve", "--check-config", "--config", self.write("s1.json", json.dumps(config)))
+                self.assertEqual((first.returncode, first.stderr), (0, ""))
+                for schema in ("config", "check-config"):  # what it prints is a config too
+                    self.assertEqual(errors(schema, json.loads(first.stdout)), [], schema)
+                again = self.boxproxy("serve", "--check-config", "--config", self.write("again.json", first.stdout))
+                self.assertEqual(again.stdout, first.stdout)
+        # The inspection example does what the words above it say.
+        self.write("github.json", manual_block('"name": "file-issue"'))
+        judged = self.boxproxy(
+            "check", "--config", "github.json", "--resolve", "api.github.com=140.82.112.6",
+            "--resolve", "raw.githubusercontent.com=185.199.108.133",
+            "GET https://api.github.com/repos/acme/widget/contents/README.md",
+            "POST https://api.github.com/repos/acme/widget/issues",
+            "DELETE https://api.github.com/repos/acme/widget",
+            "GET https://api.github.com/repos/acme/widget/hooks/1",
+            "GET https://api.github.com/repos/other/widget",
+            "GET https://raw.githubusercontent.com/acme/widget/main/README.md",
+            "PUT https://raw.githubusercontent.com/acme/widget/main/README.md")
+        self.assertEqual([line.split("\t")[1:] for line in judged.stdout.splitlines()], [
+            ["github", "rules[0]", "ok"],  # its repositories readable
+            ["github", "file-issue", "ok"],  # issues open to new ones
+            ["github", "-", "request denied"],
+            ["github", "no-hooks", "request denied"],  # no webhook touched, its own either
+            ["github", "-", "request denied"],  # another organisation's
+            ["*.githubusercontent.com:443", "access", "ok"],
+            ["*.githubusercontent.com:443", "access", "request denied (report mode)"]], judged.stdout)
+
+    def test_the_error_messages(self):
+        # Each from an input that makes it; the manual's file is s1.json.
+        cases = [
+            ('--max-tunnels: "0" is not a number', ["serve", "--check-config", "--max-tunnels", "0"], None),
+            ('key "no-confine" is command line only', ["serve", "--check-config", "--config", "s1.json"],
+             '{"no-confine": true}\n'),
+            # A closing brace forgotten.
+            ("line 3, column 20: the text ends", ["serve", "--check-config", "--config", "s1.json"],
+             '{\n  "socket": "/run/boxproxy/s1/egress.sock",\n  "max-tunnels": 64'),
+            ('"/repos/acme**": \'**\' stands only', ["serve", "--check-config", "--config", "s1.json"],
+             json.dumps({"inspect": [{"host": "api.github.com", "rules": [
+                 {"method": "GET", "path": "/repos/acme/**"}, {"method": "GET", "path": "/repos/acme**"}]}]})),
+        ]
+        for marker, argv, config in cases:
+            with self.subTest(marker=marker):
+                if config is not None:
+                    self.write("s1.json", config)
+                result = self.boxproxy(*argv)
+                self.assertEqual((result.returncode, result.stdout), (2, ""))
+                self.assertEqual(result.stderr, manual_block(marker))
+
+    def test_the_refusal_words(self):
+        # The words of a CONNECT refusal (its status line's reason), with and without --allow-hint.
+        words = manual_block("is an address, not a name on this box's network list").splitlines()
+        hinted = manual_block("HTTP/1.1 403 other.com is not on this box's network list: ask ops").rstrip("\n")
+        seen = []
+        for allow, hint, target in (("other.com", None, "example.com:443"), ("example.com", None, "10.0.0.1:443"),
+                                    ("example.com", None, "example.com:8080"),
+                                    ("example.com", "ask ops", "other.com:443")):
+            with tempfile.TemporaryDirectory(prefix="boxproxy-words-") as d:
+                socket_path = os.path.join(d, "s.sock")
+                argv = [binary(), "serve", "--socket", socket_path, "--allow", allow, "--nameserver", "127.0.0.1:9"]
+                serve = subprocess.Popen(argv + (["--allow-hint", hint] if hint else []), stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                try:
+                    self.assertTrue(serve.stdout.readline().startswith(b'{"event":"listening"'))
+                    with socket.socket(socket.AF_UNIX) as c:
+                        c.settimeout(10)
+                        c.connect(socket_path)
+                        c.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+                        seen.append(c.makefile("rb").readline().decode().rstrip("\r\n"))
+                finally:
+                    serve.terminate()
+                    serve.wait(timeout=10)
+                    serve.stdout.close()
+        self.assertEqual(seen, ["HTTP/1.1 403 " + w for w in words] + [hinted])
+
+    def test_the_json_samples(self):
+        for marker, schema in (('{"event":"listening","socket":"/run/boxproxy/s1.sock"', "listening-line"),
+                               ('{"event":"listening","socket":"/run/egress.sock"', "listening-line"),
+                               ('{"ts":"2026-12-01T12:49:22.233Z","id":8,"kind":"connect"', "decision-line"),
+                               ('{"event":"stats","open":1,"used":17', "stats-line"),
+                               ('{"event":"log-dropped","n":1342}', "log-dropped-line")):
+            with self.subTest(schema=schema):
+                for line in json_lines(manual_block(marker)):
+                    self.assertEqual(errors(schema, json.loads(line)), [], line)
+        request, reply = json_lines(manual_block('{"op":"inspect","id":7,"set":'))
+        self.assertEqual(errors("control-request", json.loads(request)), [])
+        self.assertEqual(errors("control-reply", json.loads(reply)), [])
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class ManualInspectionTest(ProxyTestCase):
+    """The manual's examples of request inspection, from a real serve and its inspector: the inspect
+    op's request and reply on the control channel, and a request line of the log (a TLS origin of
+    the test's own on 127.0.0.2 stands for api.example, curl is the box's client)."""
+
+    def test_the_inspect_op(self):
+        request, reply = json_lines(manual_block('{"op":"inspect","id":7,"set":'))
+        _, client = proxy_with_control_fd(self, "--inspect", "other.example")  # inspection on at start
+        client.send_raw(request.encode() + b"\n")
+        answer = client.reply()
+        self.assertEqual(json.dumps(answer, separators=(",", ":")), reply)
+
+    @unittest.skipUnless(CURL, "no curl here")
+    def test_the_request_line(self):
+        shown = unwrapped(manual_block('egress request host="api.example"').splitlines())
+        self.assertEqual(len(shown), 1, shown)
+        cert, key = make_certificate(self.dir(), "api.example")
+        origin = TlsOrigin(cert, key)
+        self.addCleanup(origin.close)
+        ca = os.path.join(self.dir(), "session-ca.pem")
+        config = os.path.join(self.dir(), "s1.json")
+        with open(config, "w") as f:
+            json.dump({"inspect": [{"host": f"api.example:{origin.port}",
+                                    "deny": [{"method": "DELETE", "path": "/**"}]}]}, f)
+        p = self.proxy("--config", config, "--resolve", "api.example=127.0.0.2", "--upstream-ca", cert,
+                       "--ca-out", ca)
+        code, out, err = curl("--proxy", f"socks5h://localhost{p.socket_path}", "--cacert", ca, "-X", "DELETE",
+                              "-o", "/dev/null", "-w", "%{http_code}", f"https://api.example:{origin.port}/repos/1")
+        self.assertEqual((code, out), (0, "403"), err)
+        line = p.wait_raw(r"^egress request ")
+        self.assertEqual(masked(line), masked(shown[0].replace("port=443", f"port={origin.port}")))
+
+    def dir(self):
+        if not hasattr(self, "_dir"):
+            tmp = tempfile.TemporaryDirectory(prefix="boxproxy-manual-inspect-")
+            self.addCleanup(tmp.cleanup)
+            self._dir = tmp.name
+        return self._dir
 
 
 if __name__ == "__main__":
