@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <utility>
 #include <variant>
@@ -167,6 +168,15 @@ void Inspector::order(ChannelMessage message) {
   if (const auto* update = std::get_if<InspectorEndpoints>(&order)) return endpoints_changed(update->endpoints_json);
 }
 
+// A leaf that cannot be made fails every inspected connection alike (the usual cause: a session
+// that outlived its CA's 30 days, or the operator's CA expiring): the operator must be told why,
+// once, not once per connection a box can open.
+void Inspector::say_leaf_failure(const std::string& error) {
+  if (error == last_leaf_error_) return;
+  last_leaf_error_ = error;
+  std::fprintf(stderr, "boxproxy-inspect: no leaf certificate can be made: %s\n", error.c_str());
+}
+
 std::shared_ptr<const InspectEndpoint> Inspector::endpoint_for(const std::string& entry) const {
   for (const auto& endpoint : setup_.endpoints) {
     if (entry_text(endpoint->host) == entry) return endpoint;
@@ -182,7 +192,10 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   std::shared_ptr<const InspectEndpoint> endpoint = endpoint_for(what.endpoint);
   if (!endpoint) return refuse("request denied");  // removed meanwhile: nothing of it goes through
   LeafOrError leaf = leaves_.leaf_for(what.host, now());
-  if (!leaf.leaf) return refuse("upstream tls");
+  if (!leaf.leaf) {
+    say_leaf_failure(leaf.error);
+    return refuse("upstream tls");
+  }
   auto held = std::make_unique<Held>();
   held->inspector = this;
   held->id = what.id;

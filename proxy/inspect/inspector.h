@@ -72,6 +72,7 @@ class Inspector {
   void endpoints_changed(const std::string& json_text);
   [[nodiscard]] std::shared_ptr<const InspectEndpoint> endpoint_for(const std::string& entry) const;
   void report(const InspectorReport& report);
+  void say_leaf_failure(const std::string& error);
 
   event_base* base_;
   InspectorSetup setup_;
@@ -79,6 +80,7 @@ class Inspector {
   FdChannel channel_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Held>> held_;
   bool finished_ = false;
+  std::string last_leaf_error_;  // said on standard error once, until another error comes
 };
 
 }  // namespace boxproxy

@@ -7,9 +7,11 @@ namespace boxproxy {
 
 namespace {
 
-// Whether a kept leaf should be made again: near its end, and a new one would last longer
-// (a leaf cut short by its CA's end is not made again on every use of its last day).
+// Whether a kept leaf should be made again: past its end (it is never handed out then, even when
+// its CA's end cut it short and no new one can be made), or near its end when a new one would
+// last longer (a leaf cut short by its CA's end is not made again on every use of its last day).
 bool due_for_renewal(const Leaf& leaf, const SessionCa& ca, CertTime now) {
+  if (now >= leaf.not_after) return true;
   return leaf.not_after - now < kLeafRenewBefore && leaf.not_after < ca.not_after();
 }
 

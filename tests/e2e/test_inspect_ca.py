@@ -10,6 +10,7 @@ import signal
 import ssl
 import subprocess
 import tempfile
+import time
 import unittest
 
 from control_support import proxy_with_control_fd
@@ -26,6 +27,30 @@ def make_ca(directory, name):
                     "-keyout", key, "-out", cert, "-days", "2", "-subj", f"/CN={name}",
                     "-addext", "basicConstraints=critical,CA:TRUE",
                     "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def make_short_ca(directory, seconds):
+    """A CA of the operator's whose notAfter is `seconds` from now (openssl ca takes an exact end
+    date, which req -x509 does not): (cert, key)."""
+    key = os.path.join(directory, "short.key")
+    csr = os.path.join(directory, "short.csr")
+    cert = os.path.join(directory, "short.pem")
+    config = os.path.join(directory, "short.cnf")
+    open(os.path.join(directory, "index.txt"), "w").close()
+    with open(config, "w") as f:
+        f.write(f"[ca]\ndefault_ca = short\n[short]\ndatabase = {directory}/index.txt\n"
+                f"new_certs_dir = {directory}\nrand_serial = yes\ndefault_md = sha256\npolicy = any\n"
+                "x509_extensions = v3ca\n[any]\ncommonName = supplied\n"
+                "[v3ca]\nbasicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign,cRLSign\n")
+    subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-keyout", key, "-out", csr, "-subj", "/CN=Short Test CA"], check=True, capture_output=True,
+                   timeout=60)
+    stamp = lambda t: time.strftime("%Y%m%d%H%M%SZ", time.gmtime(t))
+    now = time.time()
+    subprocess.run(["openssl", "ca", "-batch", "-config", config, "-selfsign", "-keyfile", key, "-in", csr,
+                    "-startdate", stamp(now - 3600), "-enddate", stamp(now + seconds), "-out", cert],
                    check=True, capture_output=True, timeout=60)
     return cert, key
 
@@ -80,6 +105,25 @@ class SessionCaTest(InspectRig, ProxyTestCase):
         # The leaves were made after the inspector confined itself: nothing it needed was refused.
         p.stop()
         self.assertIsNone(REFUSED.search(p.stderr_text()), p.stderr_text())
+
+    def test_a_ca_that_expires_while_serving_refuses_and_says_why_once(self):
+        # A session that outlives its CA (its own lasts 30 days; here the operator's, 4 seconds)
+        # can make no leaf: each inspected connection is refused, and the inspector says why on
+        # standard error once, not once per connection.
+        cert, key = make_short_ca(self.dir, 4)
+        made = time.time()
+        p = self.start_inspecting("--ca-cert", cert, "--ca-key", key)
+        code, status, _, err = self.get(p, "/before", cacert=cert)
+        self.assertEqual((code, status), (0, 200), err)
+        wait_until(lambda: time.time() > made + 5, timeout=10)
+        for path in ("/after", "/again"):
+            # The cached leaf ends with its CA, so each connection needs a new one.
+            code, _, _, _ = self.get(p, path, cacert=cert)
+            self.assertNotEqual(code, 0)
+        wait_until(lambda: "has expired" in p.stderr_text(), timeout=5)
+        said = [l for l in p.stderr_text().splitlines() if "no leaf certificate can be made" in l]
+        self.assertEqual(said, ["boxproxy-inspect: no leaf certificate can be made: the session's CA has expired"])
+        self.assertEqual([r["path"] for r in self.origin.requests], ["/before"])
 
     def serve_with_ca(self, cert, key):
         """serve inspecting, with --ca-cert and --ca-key: (exit code, stderr, whether the socket

@@ -127,7 +127,8 @@ void run_line(FakeSession& session, std::string_view line) {
     if (!shown->is_null()) FUZZ_CHECK(shown->get<std::vector<std::string>>() == texts(session.list));
   }
   if (const auto shown = object.find("inspect"); shown != object.end()) {
-    FUZZ_CHECK(shown->dump() == endpoints_text(session.inspected));
+    // As values: the reply is read back here without its key order (nlohmann::json sorts keys).
+    FUZZ_CHECK(*shown == nlohmann::json::parse(endpoints_text(session.inspected)));
   }
 }
 

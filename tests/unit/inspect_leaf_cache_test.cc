@@ -276,4 +276,10 @@ TEST_CASE("the cache makes a leaf again within a day of its end, so a long sessi
   const auto last = leaf_of(cache, "api.example.test", late);
   CHECK(last->not_after == test_ca().not_after());
   CHECK(leaf_of(cache, "api.example.test", late + hours(1)) == last);
+
+  // Once the CA has ended, the kept leaf (which ended with it) is never handed out again: a
+  // client would refuse it anyway, and the error says why instead.
+  const LeafOrError after = cache.leaf_for("api.example.test", test_ca().not_after());
+  CHECK(!after.leaf);
+  CHECK(after.error == "the session's CA has expired");
 }
