@@ -255,10 +255,12 @@ class WebSocketOrigin:
     recorded in `requests` ({"method", "path", "headers": {lower-case name: value}}); a WebSocket
     upgrade (Upgrade: websocket, Sec-WebSocket-Key) is answered 101 with its Sec-WebSocket-Accept,
     and then every frame is echoed back unmasked, as a server sends it (`frames` records
-    (opcode, masked, length) of each received), until a close frame, echoed too. Anything else is
-    answered 200 "plain\\n", keep-alive."""
+    (opcode, masked, length) of each received), until a close frame, echoed too, after which it
+    closes the connection. With `greeting`, that frame's payload is sent first, in the same write
+    as the 101. Anything else is answered 200 "plain\\n", keep-alive."""
 
-    def __init__(self, cert, key, host=ORIGIN_HOST):
+    def __init__(self, cert, key, host=ORIGIN_HOST, greeting=None):
+        self.greeting = greeting
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(cert, key)
         self.listener = socket.create_server((host, 0))
@@ -297,7 +299,8 @@ class WebSocketOrigin:
                     if headers.get("upgrade", "").lower() == "websocket" and "sec-websocket-key" in headers:
                         tls.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                                      f"Sec-WebSocket-Accept: {websocket_accept(headers['sec-websocket-key'])}\r\n"
-                                     "\r\n").encode())
+                                     "\r\n").encode()
+                                    + (websocket_frame(OP_TEXT, self.greeting) if self.greeting else b""))
                         self._echo(tls, reader)
                         return
                     tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nplain\n")

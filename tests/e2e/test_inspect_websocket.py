@@ -12,7 +12,7 @@ import json
 import os
 import unittest
 
-from harness import ProxyTestCase, read_http_response, recv_exact
+from harness import ProxyTestCase, closed_within, read_http_response, recv_exact
 from inspect_support import (INSPECTOR, OP_BINARY, OP_CLOSE, OP_TEXT, InspectRig, WebSocketOrigin, connect_tls,
                              read_websocket_frame, websocket_accept, websocket_frame)
 
@@ -59,6 +59,8 @@ class InspectWebSocketTest(InspectRig, ProxyTestCase):
             self.assertEqual(read_websocket_frame(read_exact), (opcode, False, payload))
         tls.sendall(websocket_frame(OP_CLOSE, b"\x03\xe8", mask=os.urandom(4)))
         self.assertEqual(read_websocket_frame(read_exact), (OP_CLOSE, False, b"\x03\xe8"))
+        # The origin closes after its close frame: so does the relay, toward the box.
+        self.assertTrue(closed_within(tls, 5), "the origin closed, the box's connection did not")
         # The origin got the frames masked, as the client sent them: bytes relayed, not rewritten.
         self.assertEqual(self.ws.frames, [(OP_TEXT, True, len(text)), (OP_BINARY, True, len(large)),
                                           (OP_TEXT, True, len(text)), (OP_CLOSE, True, 2)])
@@ -71,6 +73,33 @@ class InspectWebSocketTest(InspectRig, ProxyTestCase):
         self.assertEqual((line.obj["class"], line.obj["status"], line.obj["rule"]), ("ok", 101, "rules[0]"))
         self.assertGreaterEqual(line.obj["up"], len(large))
         self.assertGreaterEqual(line.obj["down"], len(large))
+
+    def test_frames_right_behind_either_head_are_relayed(self):
+        # A client may send its first frame right behind its upgrade request, and an origin its
+        # first frame in the same write as its 101: neither is taken for HTTP, nor lost.
+        self.ws.close()
+        self.ws = WebSocketOrigin(self.cert, self.key, greeting=b"welcome")
+        self.addCleanup(self.ws.close)
+        self.host = f"origin.test:{self.ws.port}"
+        p = self.start({})
+        tls = connect_tls(p, self.host, self.ca)
+        self.addCleanup(tls.close)
+        key = base64.b64encode(os.urandom(16)).decode()
+        tls.sendall(upgrade_request("/eager", self.host, key) + websocket_frame(OP_TEXT, b"early", mask=os.urandom(4)))
+        response = read_http_response(tls, head_only=True)
+        self.assertEqual(response.status, 101, response)
+        pending = bytearray(response.rest)
+
+        def read_exact(n):
+            while len(pending) < n:
+                pending.extend(recv_exact(tls, 1, timeout=10))
+            out = bytes(pending[:n])
+            del pending[:n]
+            return out
+        self.assertEqual(read_websocket_frame(read_exact), (OP_TEXT, False, b"welcome"))
+        self.assertEqual(read_websocket_frame(read_exact), (OP_TEXT, False, b"early"))
+        self.assertEqual(self.ws.frames, [(OP_TEXT, True, 5)])
+        self.assertEqual(len(self.ws.requests), 1)
 
     def test_a_denied_upgrade_gets_403_and_never_reaches_the_origin(self):
         p = self.start({"rules": [{"method": "GET", "path": "/ws/**"}], "deny": [{"method": "*", "path": "/ws/admin"}]})
