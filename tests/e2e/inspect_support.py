@@ -20,7 +20,7 @@ import tempfile
 import threading
 
 from box_support import TlsOrigin, make_certificate
-from harness import ORIGIN_HOST, binary, recv_exact, wait_until
+from harness import ORIGIN_HOST, _TcpServer, binary, recv_exact, wait_until
 
 CURL = shutil.which("curl")
 INSPECTOR = os.path.join(os.path.dirname(binary()), "boxproxy-inspect")
@@ -250,7 +250,7 @@ class _Reader:
         return out
 
 
-class WebSocketOrigin:
+class WebSocketOrigin(_TcpServer):
     """A TLS origin on ORIGIN_HOST, a thread per connection. Every request head it gets is
     recorded in `requests` ({"method", "path", "headers": {lower-case name: value}}); a WebSocket
     upgrade (Upgrade: websocket, Sec-WebSocket-Key) is answered 101 with its Sec-WebSocket-Accept,
@@ -259,31 +259,15 @@ class WebSocketOrigin:
     closes the connection. With `greeting`, that frame's payload is sent first, in the same write
     as the 101. Anything else is answered 200 "plain\\n", keep-alive."""
 
-    def __init__(self, cert, key, host=ORIGIN_HOST, greeting=None):
-        self.greeting = greeting
+    def __init__(self, cert, key, greeting=None):
         self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.context.load_cert_chain(cert, key)
-        self.listener = socket.create_server((host, 0))
-        self.listener.settimeout(0.1)
-        self.port = self.listener.getsockname()[1]
+        self.greeting = greeting
         self.requests = []
         self.frames = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._accept_loop, daemon=True)
-        self._thread.start()
+        super().__init__()
 
-    def _accept_loop(self):
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn):
-        conn.settimeout(10)
+    def handle(self, conn, record):
         try:
             with self.context.wrap_socket(conn, server_side=True) as tls:
                 reader = _Reader(tls)
@@ -304,10 +288,8 @@ class WebSocketOrigin:
                         self._echo(tls, reader)
                         return
                     tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nplain\n")
-        except (OSError, EOFError, ValueError):
-            pass  # ssl.SSLError is an OSError
-        finally:
-            conn.close()
+        except (EOFError, ValueError):
+            pass  # the peer left, or sent what this origin does not speak; OSError: _TcpServer's
 
     def _echo(self, tls, reader):
         for _ in range(1000):  # frames on one connection
@@ -316,11 +298,6 @@ class WebSocketOrigin:
             tls.sendall(websocket_frame(opcode, payload))
             if opcode == OP_CLOSE:
                 return
-
-    def close(self):
-        self._stop.set()
-        self.listener.close()
-        self._thread.join(timeout=2)
 
 
 # --------------------------------------------------------------------------------------------

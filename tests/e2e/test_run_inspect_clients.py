@@ -15,15 +15,13 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import textwrap
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxTestCase, TlsOrigin, make_certificate
-from harness import binary
+from box_support import RUN_TIMEOUT, BoxTestCase
+from inspect_support import INSPECTOR, InspectRig
 from test_transparent import capture_usable
 
-INSPECTOR = os.path.join(os.path.dirname(binary()), "boxproxy-inspect")
 BODY_LENGTH = 512  # what the harness's HTTP origin answers GET with
 
 # Each URL fetched in turn: "<status> <x-egress-refused or -> <body length>", or "error <why>".
@@ -72,16 +70,10 @@ GO_CLIENT = textwrap.dedent("""
 
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
-class RunInspectClientsTest(BoxTestCase):
+class RunInspectClientsTest(InspectRig, BoxTestCase):
 
     def setUp(self):
         super().setUp()
-        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-run-inspect-clients-")
-        self.addCleanup(tmp.cleanup)
-        self.dir = tmp.name
-        self.cert, self.key = make_certificate(self.dir)
-        self.origin = TlsOrigin(self.cert, self.key)
-        self.addCleanup(self.origin.close)
         self.url = f"https://origin.test:{self.origin.port}"
         self.log = os.path.join(self.dir, "decisions.log")
         config = os.path.join(self.dir, "config.json")
