@@ -29,7 +29,7 @@
 // heads near the limits); between requests the buffers are empty and freed, leaving the two TLS
 // sessions and a few small objects. Measured over 1,000 connections held at once
 // (tests/e2e/test_inspect_memory.py, which holds the manual's RESOURCE BOUNDS to it): 37-43 KiB
-// idle, the same with a request waiting on its origin, 100-110 KiB with the box-facing output at
+// idle, the same with a request waiting on its origin, 75-110 KiB with the box-facing output at
 // its bound.
 //
 // The process must ignore SIGPIPE (as serve does): OpenSSL writes to its sockets with write(2),
