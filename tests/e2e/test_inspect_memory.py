@@ -22,7 +22,8 @@ import unittest
 
 from fault_support import proxy_env, raise_own_nofile, sanitized, wait_settled
 from harness import ProxyTestCase, read_http_response, wait_until
-from inspect_support import INSPECTOR, ManyOrigin, connect_tls, inspector_of, make_signed_certificate, make_test_ca, pss_kib
+from inspect_support import (INSPECTOR, ManyOrigin, connect_tls, inspector_of, make_signed_certificate, make_test_ca,
+                             pss_kib)
 
 HELD = 1000
 WARM_UP = 32

@@ -5,8 +5,9 @@ system bundle for Go), and each reaches an allowed path of the test's own TLS or
 (its certificate given to the proxy with --upstream-ca) while a denied path gets the proxy's 403
 with x-egress-refused and never reaches the origin.
 
-Node's fetch (undici, Node 20) reads no proxy variable, so it runs under `run --transparent
---inspect`: its connection is captured and inspected like any other. Go's net/http honours
+Node's fetch (undici) before Node 24 reads no proxy variable, so the node on PATH runs under `run
+--transparent --inspect`: its connection is captured and inspected like any other; Node 24 (where
+scripts/install-deps unpacked it) runs under plain `run --inspect` and goes through the variables. Go's net/http honours
 HTTPS_PROXY, so it runs under plain `run --inspect`, built from source at test time (the standard
 library only, no network, its cache in a temporary directory). The tests skip, saying why, where
 this system cannot make a box (or capture), or lacks node or go."""
@@ -23,6 +24,7 @@ from inspect_support import INSPECTOR, InspectRig
 from test_transparent import capture_usable
 
 BODY_LENGTH = 512  # what the harness's HTTP origin answers GET with
+NODE24 = "/opt/boxproxy-test/node24/bin/node"  # scripts/install-deps puts it there, off PATH
 
 # Each URL fetched in turn: "<status> <x-egress-refused or -> <body length>", or "error <why>".
 NODE_CLIENT = textwrap.dedent("""
@@ -111,6 +113,15 @@ class RunInspectClientsTest(InspectRig, BoxTestCase):
                          cwd=self.dir)
         self.check(r, "node")
 
+    def test_node24_fetch_through_the_proxy_variables(self):
+        # Node 24 and later read the proxy variables (NODE_USE_ENV_PROXY, which run sets): no capture.
+        if not os.access(NODE24, os.X_OK):
+            self.skipTest(f"no Node 24 at {NODE24} (scripts/install-deps)")
+        urls = [f"{self.url}/allowed/node", f"{self.url}/denied/node"]
+        r = self.box.run(self.serve_args, [NODE24, "-e", NODE_CLIENT, *urls], cwd=self.dir)
+        self.check(r, "node")
+        self.assertIn("connect", self.log_kinds())
+
     def test_go_net_http_through_the_proxy_variables(self):
         go = shutil.which("go")
         if go is None:
@@ -127,10 +138,13 @@ class RunInspectClientsTest(InspectRig, BoxTestCase):
         r = self.box.run(self.serve_args, [client, f"{self.url}/allowed/go", f"{self.url}/denied/go"], cwd=self.dir,
                          timeout=RUN_TIMEOUT)
         self.check(r, "go")
-        # Through the proxy variables, not captured: the bridge's CONNECT came as an HTTP tunnel.
+        self.assertIn("connect", self.log_kinds())
+
+    def log_kinds(self):
+        """The kinds of the log's lines: "connect" when the client came through the proxy variables
+        (the bridge passes its CONNECT on as an HTTP tunnel), not captured."""
         with open(self.log) as f:
-            kinds = {json.loads(line).get("kind") for line in f if line.startswith("{")}
-        self.assertIn("connect", kinds)
+            return {json.loads(line).get("kind") for line in f if line.startswith("{")}
 
 
 if __name__ == "__main__":
