@@ -1,16 +1,26 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shared by the request-inspection tests that need serve's inspector process itself
-(test_inspect_confine, test_inspect_ca): a TLS origin of the test's own on 127.0.0.2 (its
-certificate made here and given with --upstream-ca), a serve inspecting it, curl as the box's
-client, and the inspector found as serve's child in /proc."""
+(test_inspect_confine, test_inspect_ca, test_inspect_origins, test_inspect_websocket,
+test_inspect_memory): a TLS origin of the test's own on 127.0.0.2 (its certificate made here and
+given with --upstream-ca), a serve inspecting it, curl as the box's client, and the inspector
+found as serve's child in /proc. Also: a test CA and certificates it signs (for origins whose
+certificate names another host), a WebSocket echo origin, an origin that holds a thousand
+keep-alive connections (asyncio, one thread), and PSS readings."""
 
+import asyncio
+import base64
+import hashlib
 import os
 import shutil
+import socket
+import ssl
+import struct
 import subprocess
 import tempfile
+import threading
 
 from box_support import TlsOrigin, make_certificate
-from harness import binary, wait_until
+from harness import ORIGIN_HOST, _TcpServer, binary, recv_exact, wait_until
 
 CURL = shutil.which("curl")
 INSPECTOR = os.path.join(os.path.dirname(binary()), "boxproxy-inspect")
@@ -90,3 +100,286 @@ class InspectRig:
         first = head.split("\r\n")[0]
         status = int(first.split()[1]) if first.startswith("HTTP/") else None
         return code, status, body, err
+
+
+def connect_tls(p, target, cafile, server_hostname="origin.test"):
+    """A CONNECT tunnel to `target` ("host:port") through serve's socket, then TLS over it with
+    `server_hostname` as SNI, verified against `cafile` (the name checked): the TLS socket."""
+    s = p.connect()
+    try:
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        established = b"HTTP/1.1 200 Connection Established\r\n\r\n"
+        got = recv_exact(s, len(established))
+        if got != established:
+            raise AssertionError(f"CONNECT {target}: {got!r}")
+        return ssl.create_default_context(cafile=cafile).wrap_socket(s, server_hostname=server_hostname)
+    except BaseException:
+        s.close()
+        raise
+
+
+def pss_kib(pid):
+    """The proportional set size of `pid` in KiB (/proc/PID/smaps_rollup): its private pages, and
+    its share of the pages it shares with other processes."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no Pss for {pid}")
+
+
+# --------------------------------------------------------------------------------------------
+# A CA of the test's own, and certificates it signs
+
+
+def _openssl(*args, stdin=None):
+    subprocess.run(["openssl", *args], input=stdin, check=True, capture_output=True, timeout=60)
+
+
+def make_test_ca(directory, name="Test Origin CA"):
+    """A CA (ECDSA P-256, valid 2 days) made by openssl in `directory`: (cert, key)."""
+    cert = os.path.join(directory, "test-ca.pem")
+    key = os.path.join(directory, "test-ca.key")
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
+             "-out", cert, "-days", "2", "-subj", f"/CN={name}", "-addext", "basicConstraints=critical,CA:TRUE",
+             "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    return cert, key
+
+
+def make_signed_certificate(directory, ca, names, stem):
+    """A server certificate (ECDSA P-256, not a CA) for DNS `names`, signed by `ca` ((cert, key)
+    of make_test_ca): (cert, key), named after `stem` in `directory`."""
+    cert = os.path.join(directory, f"{stem}.pem")
+    key = os.path.join(directory, f"{stem}.key")
+    csr = os.path.join(directory, f"{stem}.csr")
+    extensions = os.path.join(directory, f"{stem}.ext")
+    with open(extensions, "w") as f:
+        f.write("subjectAltName=" + ",".join(f"DNS:{n}" for n in names) + "\n"
+                "basicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    _openssl("req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key,
+             "-out", csr, "-subj", f"/CN={names[0]}")
+    _openssl("x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-days", "2", "-extfile", extensions,
+             "-out", cert)
+    return cert, key
+
+
+def issuer_cn(tls):
+    """The commonName of the issuer of the certificate the TLS peer presented (verified)."""
+    return dict(field[0] for field in tls.getpeercert()["issuer"])["commonName"]
+
+
+def der_of(pem_path):
+    """The DER bytes of the first certificate in a PEM file."""
+    with open(pem_path) as f:
+        return ssl.PEM_cert_to_DER_cert(f.read())
+
+
+# --------------------------------------------------------------------------------------------
+# WebSocket (RFC 6455): frames, and an origin that echoes them
+
+WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+OP_TEXT, OP_BINARY, OP_CLOSE = 0x1, 0x2, 0x8
+
+
+def websocket_accept(key):
+    """The Sec-WebSocket-Accept an origin answers `key` with."""
+    return base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
+
+
+def _xor_mask(payload, mask):
+    repeated = (mask * (len(payload) // 4 + 1))[:len(payload)]
+    return (int.from_bytes(payload, "big") ^ int.from_bytes(repeated, "big")).to_bytes(len(payload), "big")
+
+
+def websocket_frame(opcode, payload, mask=None):
+    """One final frame: masked with the 4-byte `mask` (a client's), or not (a server's)."""
+    masked = 0x80 if mask else 0
+    n = len(payload)
+    if n < 126:
+        head = bytes([0x80 | opcode, masked | n])
+    elif n < 65536:
+        head = bytes([0x80 | opcode, masked | 126]) + struct.pack("!H", n)
+    else:
+        head = bytes([0x80 | opcode, masked | 127]) + struct.pack("!Q", n)
+    if mask:
+        return head + mask + _xor_mask(payload, mask)
+    return head + payload
+
+
+def read_websocket_frame(read_exact):
+    """One frame through `read_exact(n)`: (opcode, masked, payload unmasked)."""
+    first, second = read_exact(2)
+    n = second & 0x7F
+    if n == 126:
+        n = struct.unpack("!H", read_exact(2))[0]
+    elif n == 127:
+        n = struct.unpack("!Q", read_exact(8))[0]
+    if n > 1 << 24:
+        raise ValueError(f"a frame of {n} bytes")
+    mask = read_exact(4) if second & 0x80 else None
+    payload = read_exact(n) if n else b""
+    return first & 0x0F, mask is not None, _xor_mask(payload, mask) if mask else payload
+
+
+class _Reader:
+    """Buffered reads of a socket: whole heads and exact byte counts (EOFError at the end)."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buffer = b""
+
+    def _more(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError()
+        self.buffer += chunk
+
+    def until(self, marker, limit=65536):
+        while marker not in self.buffer:
+            if len(self.buffer) > limit:
+                raise ValueError("a head too long")
+            self._more()
+        i = self.buffer.index(marker) + len(marker)
+        out, self.buffer = self.buffer[:i], self.buffer[i:]
+        return out
+
+    def exact(self, n):
+        while len(self.buffer) < n:
+            self._more()
+        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        return out
+
+
+class WebSocketOrigin(_TcpServer):
+    """A TLS origin on ORIGIN_HOST, a thread per connection. Every request head it gets is
+    recorded in `requests` ({"method", "path", "headers": {lower-case name: value}}); a WebSocket
+    upgrade (Upgrade: websocket, Sec-WebSocket-Key) is answered 101 with its Sec-WebSocket-Accept,
+    and then every frame is echoed back unmasked, as a server sends it (`frames` records
+    (opcode, masked, length) of each received), until a close frame, echoed too, after which it
+    closes the connection. With `greeting`, that frame's payload is sent first, in the same write
+    as the 101. Anything else is answered 200 "plain\\n", keep-alive."""
+
+    def __init__(self, cert, key, greeting=None):
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        self.greeting = greeting
+        self.requests = []
+        self.frames = []
+        super().__init__()
+
+    def handle(self, conn, record):
+        try:
+            with self.context.wrap_socket(conn, server_side=True) as tls:
+                reader = _Reader(tls)
+                for _ in range(100):  # requests on one connection
+                    lines = reader.until(b"\r\n\r\n").decode("latin-1").split("\r\n")
+                    method, path, _ = lines[0].split(" ", 2)
+                    headers = {}
+                    for line in lines[1:]:
+                        if line:
+                            name, _, value = line.partition(":")
+                            headers[name.strip().lower()] = value.strip()
+                    self.requests.append({"method": method, "path": path, "headers": headers})
+                    if headers.get("upgrade", "").lower() == "websocket" and "sec-websocket-key" in headers:
+                        tls.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                     f"Sec-WebSocket-Accept: {websocket_accept(headers['sec-websocket-key'])}\r\n"
+                                     "\r\n").encode()
+                                    + (websocket_frame(OP_TEXT, self.greeting) if self.greeting else b""))
+                        self._echo(tls, reader)
+                        return
+                    tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nplain\n")
+        except (EOFError, ValueError):
+            pass  # the peer left, or sent what this origin does not speak; OSError: _TcpServer's
+
+    def _echo(self, tls, reader):
+        for _ in range(1000):  # frames on one connection
+            opcode, masked, payload = read_websocket_frame(reader.exact)
+            self.frames.append((opcode, masked, len(payload)))
+            tls.sendall(websocket_frame(opcode, payload))
+            if opcode == OP_CLOSE:
+                return
+
+
+# --------------------------------------------------------------------------------------------
+# An origin for a thousand connections at once
+
+
+class ManyOrigin:
+    """A TLS origin on ORIGIN_HOST that holds many keep-alive connections at once: one asyncio
+    loop in one thread (the harness's origins take a thread each). Each request head (no body) is
+    answered 200 with a 3-byte body at once, except GET /hold, answered only after release(), and
+    GET /flood, answered with a body of FLOOD_BYTES written as fast as the peer takes it (its
+    socket's send buffer fixed at 64 KiB, so the kernel holds little of it on this side).
+    Counters: `connections` accepted, `served` responses written, `holding` /hold requests
+    waiting, `flooded` bytes of /flood bodies written."""
+
+    FLOOD_BYTES = 64 << 20
+
+    def __init__(self, cert, key, host=ORIGIN_HOST):
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        self.host = host
+        self.port = None
+        self.connections = self.served = self.holding = self.flooded = 0
+        self._loop = None
+        self._writers = set()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise AssertionError("the origin did not start within 10 s")
+
+    async def _main(self):
+        self._loop = asyncio.get_running_loop()
+        self._release = asyncio.Event()
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self._serve, self.host, 0, ssl=self.context, backlog=1024)
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        await self._stop.wait()
+        server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+
+    async def _serve(self, reader, writer):
+        self.connections += 1
+        self._writers.add(writer)
+        try:
+            for _ in range(10000):  # requests on one connection
+                head = await reader.readuntil(b"\r\n\r\n")
+                path = head.split(b" ", 2)[1]
+                if path == b"/flood":
+                    await self._flood(writer)
+                    continue
+                if path == b"/hold":
+                    self.holding += 1
+                    await self._release.wait()
+                    self.holding -= 1
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+                await writer.drain()
+                self.served += 1
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError, IndexError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.transport.abort()
+
+    async def _flood(self, writer):
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)  # no autotuning to megabytes
+        writer.write(f"HTTP/1.1 200 OK\r\nContent-Length: {self.FLOOD_BYTES}\r\n\r\n".encode())
+        chunk = b"f" * 16384
+        for _ in range(self.FLOOD_BYTES // len(chunk)):
+            writer.write(chunk)
+            await writer.drain()  # waits while the peer takes nothing: asyncio's buffer stays small
+            self.flooded += len(chunk)
+        self.served += 1
+
+    def release(self):
+        """Every /hold request waiting, and every one to come, is answered."""
+        self._loop.call_soon_threadsafe(self._release.set)
+
+    def close(self):
+        if self._loop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout=10)

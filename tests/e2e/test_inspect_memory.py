@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: Apache-2.0
+"""1,000 inspected connections held open at once (SPEC §18 Bounds, issue 24), and the memory they
+cost against what the manual's RESOURCE BOUNDS states for an inspected connection, idle and busy.
+
+Each connection is a CONNECT tunnel to an inspected endpoint, TLS done both ways (the box's with a
+session-CA leaf, the proxy's own to the origin), one request served; then they idle. The memory
+is the proportional set size (/proc/PID/smaps_rollup Pss) of serve and of its inspector, read
+before the connections open (after a warm-up whose connections were closed) and with all of them
+held: the growth per held connection. Then every connection sends a request the origin holds
+(GET /hold, answered only when the test says): busy, a request in flight on each, read again.
+The origin is the test's own (TLS on 127.0.0.2, one asyncio thread for every connection). The
+test raises its own RLIMIT_NOFILE, and every wait is bounded (the whole test well under a minute
+on an idle machine)."""
+
+import os
+import re
+import ssl
+import sys
+import tempfile
+import time
+import unittest
+
+from fault_support import proxy_env, raise_own_nofile, sanitized, wait_settled
+from harness import ProxyTestCase, read_http_response, wait_until
+from inspect_support import (INSPECTOR, ManyOrigin, connect_tls, inspector_of, make_signed_certificate, make_test_ca,
+                             pss_kib)
+
+HELD = 1000
+WARM_UP = 32
+# Of the HELD, those that then pass a response the box does not read: each makes the kernel hold
+# about 1.3 MiB of socket buffers besides the proxy's (measured), so not all of them.
+FLOODED = 100
+# The whole test, in seconds: well under a minute plain; ASan makes every handshake slower.
+TIME_BOUND = 150 if sanitized() else 60
+MANUAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "man", "boxproxy.1")
+
+
+def manual_bounds():
+    """From RESOURCE BOUNDS: (serve's KiB, the inspector's idle KiB, its busy KiB) per inspected
+    connection, as the manual states them."""
+    with open(MANUAL) as f:
+        text = f.read()
+    section = text[text.index(".SH RESOURCE BOUNDS"):text.index(".SH CONFINEMENT")]
+    flat = re.sub(r"\s+", " ", re.sub(r"^\.[A-Z]+ ?", "", section, flags=re.M))
+    serve = re.search(r"An inspected connection holds, in serve , its slot and under (\d+) KiB", flat)
+    idle = re.search(r"in the inspector, at most (\d+) KiB idle", flat)
+    busy = re.search(r"and at most (\d+) KiB busy", flat)
+    if not (serve and idle and busy):
+        raise AssertionError("RESOURCE BOUNDS does not state an inspected connection's memory in serve, idle and busy")
+    return int(serve.group(1)), int(idle.group(1)), int(busy.group(1))
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class InspectedConnectionsMemoryTest(ProxyTestCase):
+
+    def setUp(self):
+        super().setUp()
+        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-inspect-memory-")
+        self.addCleanup(tmp.cleanup)
+        self.dir = tmp.name
+        # Every connection's client socket and the origin's end of its upstream, in this process.
+        want = 2 * (HELD + WARM_UP) + 256
+        if raise_own_nofile(want) < want:
+            self.skipTest(f"cannot raise this process's descriptor limit to {want}")
+        ca = make_test_ca(self.dir)
+        cert, key = make_signed_certificate(self.dir, ca, ["origin.test"], "origin")
+        self.origin = ManyOrigin(cert, key)
+        self.addCleanup(self.origin.close)
+        self.session_ca = os.path.join(self.dir, "session-ca.pem")
+        self.target = f"origin.test:{self.origin.port}"
+        self.p = self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--upstream-ca", ca[0],
+                            "--ca-out", self.session_ca, "--inspect", self.target,
+                            "--max-tunnels", str(HELD + WARM_UP + 16),
+                            # A keep-alive client's wait for its next request is bounded by the head
+                            # timeout: longer than the test, so none is closed while held.
+                            "--head-timeout", "300", log_file=True, env=proxy_env())
+        self.inspector = inspector_of(self.p.pid)
+        self.assertIsNotNone(self.inspector, "no boxproxy-inspect child of serve")
+        self.context = ssl.create_default_context(cafile=self.session_ca)
+
+    def open(self, count, deadline):
+        """`count` inspected connections, each with one request served: the TLS sockets."""
+        held = []
+        try:
+            for _ in range(count):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"only {len(held)} of {count} connections opened in time")
+                tls = connect_tls(self.p, self.target, self.session_ca)
+                held.append(tls)
+                tls.sendall(f"GET /idle HTTP/1.1\r\nHost: {self.target}\r\n\r\n".encode())
+                response = read_http_response(tls, timeout=10)
+                if (response.status, response.body) != (200, b"ok\n"):
+                    raise AssertionError(f"connection {len(held)}: {response}")
+        except BaseException:
+            for tls in held:
+                tls.close()
+            raise
+        return held
+
+    def readings(self):
+        """(serve's PSS, the inspector's PSS) in KiB, each once it has stopped moving."""
+        return (wait_settled(lambda: pss_kib(self.p.pid), timeout=3, still=0.5),
+                wait_settled(lambda: pss_kib(self.inspector), timeout=3, still=0.5))
+
+    def test_a_thousand_held_connections_stay_within_the_manuals_bound(self):
+        serve_bound, idle_bound, busy_bound = manual_bounds()
+        started = time.monotonic()
+        deadline = started + TIME_BOUND - 10
+        # Warm-up: the leaf is made, the code and the allocator's first pages are in; then closed.
+        for tls in self.open(WARM_UP, deadline):
+            tls.close()
+        self.p.wait_log(kind="connect", cls="done", count=WARM_UP, timeout=10)
+        before = self.readings()
+        held = self.open(HELD, deadline)
+        try:
+            opened = time.monotonic() - started
+            idle = self.readings()
+            # Busy, waiting: a request on each, held by the origin before its response.
+            for tls in held:
+                tls.sendall(f"GET /hold HTTP/1.1\r\nHost: {self.target}\r\n\r\n".encode())
+            self.assertTrue(wait_until(lambda: self.origin.holding >= HELD, max(1, deadline - time.monotonic())),
+                            f"only {self.origin.holding} of {HELD} requests reached the origin")
+            waiting = self.readings()
+            self.origin.release()
+            for i, tls in enumerate(held):
+                response = read_http_response(tls, timeout=10)
+                self.assertEqual((response.status, response.body), (200, b"ok\n"), f"connection {i}")
+            # Busy, passing a response: FLOODED of them ask for an endless body and read none of
+            # it, so that the inspector's queue toward the box fills to its bound, with the TLS
+            # buffers of both sides in use; the rest stay idle.
+            idle_again = self.readings()
+            for tls in held[:FLOODED]:
+                tls.sendall(f"GET /flood HTTP/1.1\r\nHost: {self.target}\r\n\r\n".encode())
+            wait_settled(lambda: self.origin.flooded, timeout=max(1, deadline - time.monotonic()), still=1.0)
+            flooding = self.readings()
+            flooded = self.origin.flooded
+        finally:
+            for tls in held:
+                tls.close()
+        elapsed = time.monotonic() - started
+
+        def per(after, index, base=before, n=HELD):
+            return (after[index] - base[index]) / n
+        figures = {"serve idle": per(idle, 0), "inspector idle": per(idle, 1),
+                   "serve waiting": per(waiting, 0), "inspector waiting": per(waiting, 1),
+                   "inspector passing": per(idle_again, 1) + per(flooding, 1, idle_again, FLOODED)}
+        print(f"\n{HELD} inspected connections held (opened in {opened:.1f} s, all done in {elapsed:.1f} s"
+              f"{', ASan' if sanitized() else ''}): PSS serve {before[0]} -> {idle[0]} -> {waiting[0]} KiB, inspector "
+              f"{before[1]} -> {idle[1]} -> {waiting[1]} KiB (before, idle, a request waiting on each), "
+              f"{idle_again[1]} -> {flooding[1]} KiB with {FLOODED} passing a response ({flooded >> 10} KiB of it "
+              "written by the origin); per connection "
+              + ", ".join(f"{name} {kib:.1f} KiB" for name, kib in figures.items())
+              + f"; the manual: serve under {serve_bound} KiB, inspector at most {idle_bound} KiB idle, "
+              f"{busy_bound} KiB busy", file=sys.stderr)
+        self.assertLess(elapsed, TIME_BOUND)
+        # Each flooded connection held at least its queue's worth somewhere: the flood was real.
+        self.assertGreater(flooded, FLOODED * 64 * 1024)
+        if sanitized():
+            return  # redzones, shadow memory and the quarantine: the figures mean nothing here
+        self.assertLessEqual(figures["serve idle"], serve_bound)
+        self.assertLessEqual(figures["serve waiting"], serve_bound)
+        self.assertLessEqual(figures["inspector idle"], idle_bound)
+        self.assertLessEqual(figures["inspector waiting"], busy_bound)
+        self.assertLessEqual(figures["inspector passing"], busy_bound)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Request inspection (SPEC §18) and whom the box talks to, through the real binary and its
+inspector, with TLS origins of the test's own on 127.0.0.2:
+
+- a request whose Host names another host (or port) than the one the tunnel was decided for is
+  refused inside TLS as `host mismatch` (400), never reaches the origin, and the connection goes on;
+- an origin whose certificate is signed by the trusted test CA but for another name is
+  `upstream tls` (502), while one of the same CA for the right name is reached;
+- a host or port not named for inspection stays an opaque tunnel in the same session: the client
+  sees the origin's own certificate (the test CA's issuer, its very bytes), not a session-CA leaf."""
+
+import os
+import shutil
+import tempfile
+import unittest
+
+from box_support import TlsOrigin
+from harness import ProxyTestCase, read_http_response
+from inspect_support import (INSPECTOR, InspectRig, connect_tls, curl, der_of, issuer_cn, make_signed_certificate,
+                             make_test_ca)
+
+CURL = shutil.which("curl")
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class HostMismatchTest(InspectRig, ProxyTestCase):
+
+    def test_a_host_naming_another_host_is_refused_and_never_reaches_the_origin(self):
+        p = self.start_inspecting()
+        port = self.origin.port
+        tls = connect_tls(p, f"origin.test:{port}", self.ca)
+        self.addCleanup(tls.close)
+        # Another name, another name at the decided port, the decided name at another port, the
+        # decided name with its port left out (allowed only when the decided port is 443), none.
+        hosts = ["other.test", f"other.test:{port}", f"origin.test:{port + 1 if port < 65535 else 1}", "origin.test",
+                 f"origin.test.other.test:{port}", None]
+        for host in hosts:
+            with self.subTest(host=host):
+                field = f"Host: {host}\r\n" if host is not None else ""
+                tls.sendall(f"GET /mismatch HTTP/1.1\r\n{field}\r\n".encode())
+                response = read_http_response(tls)
+                self.assertEqual((response.status, response.header("x-egress-refused")), (400, "host mismatch"))
+                # Framing sound: the connection goes on (no Connection: close).
+                self.assertNotIn("close", (response.header("connection") or "").lower())
+        # The same connection, the decided host: through.
+        tls.sendall(f"GET /matched HTTP/1.1\r\nHost: origin.test:{port}\r\n\r\n".encode())
+        self.assertEqual(read_http_response(tls).status, 200)
+        self.assertEqual([r["path"] for r in self.origin.requests], ["/matched"])
+        lines = [line.obj for line in p.wait_log(kind="request", count=len(hosts) + 1)]
+        self.assertEqual([(l["class"], l["status"]) for l in lines],
+                         [("host mismatch", 400)] * len(hosts) + [("ok", 200)])
+        self.assertEqual(len({l["id"] for l in lines}), 1)
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class OriginCertificateTest(ProxyTestCase):
+    """Origins whose certificates a CA of the test's own signed; that CA is the proxy's
+    --upstream-ca, so only the name can be wrong."""
+
+    def setUp(self):
+        super().setUp()
+        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-inspect-origins-")
+        self.addCleanup(tmp.cleanup)
+        self.dir = tmp.name
+        self.test_ca = make_test_ca(self.dir)
+        self.session_ca = os.path.join(self.dir, "session-ca.pem")
+
+    def origin_for(self, names, stem):
+        cert, key = make_signed_certificate(self.dir, self.test_ca, names, stem)
+        origin = TlsOrigin(cert, key)
+        self.addCleanup(origin.close)
+        return origin, cert
+
+    def start(self, *inspected):
+        args = ["--log", "json", "--resolve", "origin.test=127.0.0.2", "--resolve", "other.test=127.0.0.2",
+                "--upstream-ca", self.test_ca[0], "--ca-out", self.session_ca]
+        for entry in inspected:
+            args += ["--inspect", entry]
+        return self.proxy(*args)
+
+    @unittest.skipIf(CURL is None, "curl is not installed")
+    def test_an_origin_certificate_for_another_name_is_upstream_tls(self):
+        wrong, _ = self.origin_for(["wrong.test"], "wrong")
+        right, _ = self.origin_for(["origin.test"], "right")
+        p = self.start(f"origin.test:{wrong.port}", f"origin.test:{right.port}")
+
+        def get(origin):
+            code, out, err = curl("--proxy", f"socks5h://localhost{p.socket_path}", "--cacert", self.session_ca,
+                                  "-D", "-", "-o", "/dev/null", f"https://origin.test:{origin.port}/x")
+            lines = out.split("\r\n")
+            status = int(lines[0].split()[1]) if lines[0].startswith("HTTP/") else None
+            refused = next((l.split(":", 1)[1].strip() for l in lines if l.lower().startswith("x-egress-refused:")),
+                           None)
+            return status, refused, err
+
+        status, refused, err = get(wrong)
+        self.assertEqual((status, refused), (502, "upstream tls"), err)
+        self.assertEqual(wrong.requests, [])
+        # The same CA for the right name: reached, so the name is what failed.
+        status, refused, err = get(right)
+        self.assertEqual((status, refused), (200, None), err)
+        self.assertEqual([r["path"] for r in right.requests], ["/x"])
+        classes = sorted(line.obj.get("class") for line in p.wait_log(kind="request", count=2))
+        self.assertEqual(classes, ["ok", "upstream tls"])
+
+    def test_a_host_or_port_not_named_stays_an_opaque_tunnel(self):
+        inspected, cert = self.origin_for(["origin.test", "other.test"], "both")
+        elsewhere = TlsOrigin(cert, os.path.join(self.dir, "both.key"))  # the same certificate, another port
+        self.addCleanup(elsewhere.close)
+        p = self.start(f"origin.test:{inspected.port}")
+        either = os.path.join(self.dir, "either-ca.pem")  # the client trusts both CAs: the issuer tells which
+        with open(either, "w") as out:
+            for path in (self.test_ca[0], self.session_ca):
+                with open(path) as f:
+                    out.write(f.read())
+        cases = [("origin.test", inspected.port, True), ("origin.test", elsewhere.port, False),
+                 ("other.test", inspected.port, False)]
+        for host, port, inspected_here in cases:
+            with self.subTest(host=host, port=port):
+                tls = connect_tls(p, f"{host}:{port}", either, server_hostname=host)
+                self.addCleanup(tls.close)
+                if inspected_here:
+                    self.assertTrue(issuer_cn(tls).startswith("boxproxy "), issuer_cn(tls))
+                    self.assertNotEqual(tls.getpeercert(binary_form=True), der_of(cert))
+                else:
+                    # The origin's own certificate, byte for byte: the proxy never touched the TLS.
+                    self.assertEqual(issuer_cn(tls), "Test Origin CA")
+                    self.assertEqual(tls.getpeercert(binary_form=True), der_of(cert))
+                tls.sendall(f"GET /{host}/{port} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+                self.assertEqual(read_http_response(tls).status, 200)
+        # One request line: only the inspected one was judged.
+        (line,) = p.wait_log(kind="request")
+        self.assertEqual(line.obj["port"], inspected.port)
+        self.assertEqual(len(p.wait_log(kind="connect", cls="ok", count=3)), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()
