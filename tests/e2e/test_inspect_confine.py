@@ -15,6 +15,7 @@ import re
 import subprocess
 import unittest
 
+from fault_support import sanitized
 from harness import ProxyTestCase, wait_until
 from inspect_support import CURL, INSPECTOR, InspectRig, inspector_of
 from test_confine import OWN, REFUSED, has_test_hooks, status_of
@@ -75,6 +76,13 @@ class InspectorAfterConfineTest(InspectRig, ProxyTestCase):
         for hook, number in (("inet", 41), ("execve", 59), ("open", 257)):
             with self.subTest(hook=hook):
                 p = self.hooked(hook)
+                if hook == "open" and sanitized():
+                    # The sanitizer build's program lets the runtime open files (it reads /proc
+                    # itself); Landlock, with no rule, still refuses this one.
+                    said = "boxproxy-inspect: test hook: open: failed: Permission denied"
+                    self.assertTrue(wait_until(lambda: said in self.inspector_lines(p), 5), p.stderr_text())
+                    p.stop()
+                    continue
                 said = f"boxproxy-inspect: test hook: {hook}: failed: Operation not permitted"
                 self.assertTrue(wait_until(lambda: said in self.inspector_lines(p), 5), p.stderr_text())
                 refused = [m.group(1) for m in map(INSPECTOR_REFUSED.search, self.inspector_lines(p)) if m]
