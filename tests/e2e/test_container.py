@@ -20,6 +20,7 @@ images), --timeout (conmon kills a container that outlives it), and the ulimits 
 
 Skips, saying why, where podman is not installed or cannot run a container here."""
 
+import datetime
 import json
 import os
 import resource
@@ -266,13 +267,32 @@ class ContainerRecipesTest(unittest.TestCase):
         self.assertEqual(files["usr/bin/boxproxy"].mode & 0o7777, 0o755)
         # Stripped: well under the build's binary (with its debugging sections).
         self.assertLess(files["usr/bin/boxproxy"].size, os.path.getsize(binary()) // 2 + 1)
-        # The same binary makes the same image (the manual says so: its creation time is 0).
+        # The same binary makes the same image (the manual says so: its creation time is
+        # SOURCE_DATE_EPOCH, or 0 where that is not set, never the time of the build).
         again = f"localhost/{self.unique}-again:latest"
         self.addCleanup(podman, "rmi", "--force", "--ignore", again)
         built = subprocess.run([BUILD_IMAGE, "--binary", binary(), "--tag", again], capture_output=True, text=True,
                                timeout=BUILD_TIMEOUT, env=podman_env())
         self.assertEqual(built.returncode, 0, built.stderr)
         self.assertEqual(built.stdout.strip().splitlines()[-1], self.image_id)
+
+    def test_the_image_is_dated_at_source_date_epoch(self):
+        # scripts/release dates the image at its last commit through SOURCE_DATE_EPOCH: the image's
+        # creation time and every file in its layer; without it, the epoch itself.
+        epoch = 1700000000  # 2023-11-14 22:13:20 UTC
+        dated = f"localhost/{self.unique}-dated:latest"
+        self.addCleanup(podman, "rmi", "--force", "--ignore", dated)
+        built = subprocess.run([BUILD_IMAGE, "--binary", binary(), "--tag", dated], capture_output=True, text=True,
+                               timeout=BUILD_TIMEOUT, env=dict(podman_env(), SOURCE_DATE_EPOCH=str(epoch)))
+        self.assertEqual(built.returncode, 0, built.stderr)
+        for image, when in ((dated, epoch), (self.image, int(os.environ.get("SOURCE_DATE_EPOCH", "0")))):
+            inspected = podman("image", "inspect", image)
+            self.assertEqual(inspected.returncode, 0, inspected.stderr)
+            (config,) = json.loads(inspected.stdout)
+            self.assertEqual(datetime.datetime.fromisoformat(config["Created"]).timestamp(), when, image)
+            with tempfile.TemporaryDirectory(prefix="boxproxy-image-", dir=self.dir) as directory:
+                dates = {path: member.mtime for path, member in image_files(image, directory).items()}
+            self.assertEqual(dates, dict.fromkeys(dates, when), image)
 
     def test_curl_over_the_mounted_socket(self):
         proxy = self.host_proxy()

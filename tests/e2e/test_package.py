@@ -24,6 +24,16 @@ def project_version():
         return re.search(r"project\(boxproxy VERSION (\S+)", f.read()).group(1)
 
 
+def systemd_example_blocks():
+    """The .EX blocks of the manual's EXAMPLES > systemd, as a reader sees them."""
+    with open(os.path.join(SOURCE, "man", "boxproxy.1"), encoding="utf-8") as f:
+        text = f.read()
+    section = text[text.index(".SS systemd\n"):]
+    section = section[:re.search(r"\n\.S[SH] ", section).start()]
+    return [block[:block.index(".EE\n")].replace("\\-", "-").replace("\\e", "\\")
+            for block in section.split(".EX\n")[1:]]
+
+
 class VersionTest(unittest.TestCase):
 
     def test_binary_prints_the_project_version(self):
@@ -70,6 +80,19 @@ class ShippedUnitTest(unittest.TestCase):
                     shipped.setdefault(key.strip(), []).append(" ".join(value.split()))
         shown = {key: [" ".join(value.split()) for value in values] for key, values in systemd_unit().items()}
         self.assertEqual(shown, shipped)
+
+    def test_the_manual_changes_the_user_by_a_drop_in(self):
+        # Another User= comes from a drop-in (`systemctl edit`), never from a copy of the unit in
+        # /etc/systemd/system, which would shadow the packaged unit and keep none of its fixes.
+        blocks = systemd_example_blocks()
+        self.assertTrue(blocks[0].startswith("# /lib/systemd/system/boxproxy@.service\n"), blocks[0])
+        (drop_in,) = [block for block in blocks if "override.conf" in block]
+        self.assertIn("# /etc/systemd/system/boxproxy@.service.d/override.conf\n", drop_in)
+        lines = [line for line in drop_in.splitlines() if line and not line.startswith("#")]
+        self.assertEqual(lines[0], "[Service]")
+        self.assertEqual([line.split("=")[0] for line in lines[1:]], ["User", "Group"])
+        for block in blocks:
+            self.assertNotRegex(block, r"/etc/systemd/system/boxproxy@\.service(?!\.d/)", "a unit that shadows it")
 
 
 if __name__ == "__main__":
