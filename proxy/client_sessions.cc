@@ -56,8 +56,8 @@ ClientConnection::Next ClientConnection::start_plain_exchange() {
   return after(exchange->start(head, early));
 }
 
-ClientConnection::Next ClientConnection::after(SessionNext next) {
-  switch (next) {
+ClientConnection::Next ClientConnection::after(SessionNext session_next) {
+  switch (session_next) {
     case SessionNext::keep:
       return Next::keep;
     case SessionNext::close:

@@ -120,7 +120,9 @@ std::optional<std::string> mount_box_dev() {
   if (::mkdir("/dev/pts", 0755) == -1 || ::mkdir("/dev/shm", 01777) == -1) return mount_failure("make", "/dev/pts");
   // Ptys of the box's own; without devpts (an old kernel) the box has none, and still runs.
   if (::mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") == 0) {
-    (void)::symlink("pts/ptmx", "/dev/ptmx");
+    // Without the link (it cannot fail on a fresh tmpfs) programs opening /dev/ptmx fail, as in
+    // a box without devpts; the box still runs, so the result is not acted on.
+    [[maybe_unused]] const int linked = ::symlink("pts/ptmx", "/dev/ptmx");
   }
   if (::mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") == -1) {
     return mount_failure("mount", "/dev/shm");

@@ -262,9 +262,10 @@ class ContainerRecipesTest(unittest.TestCase):
         self.assertEqual(len(config["RootFS"]["Layers"]), 1)
         with tempfile.TemporaryDirectory(prefix="boxproxy-image-", dir=self.dir) as directory:
             files = image_files(self.image, directory)
-        self.assertEqual(sorted(files), ["usr", "usr/bin", "usr/bin/boxproxy"])
-        self.assertTrue(files["usr/bin/boxproxy"].isfile())
-        self.assertEqual(files["usr/bin/boxproxy"].mode & 0o7777, 0o755)
+        self.assertEqual(sorted(files), ["usr", "usr/bin", "usr/bin/boxproxy", "usr/bin/boxproxy-inspect"])
+        for name in ("usr/bin/boxproxy", "usr/bin/boxproxy-inspect"):
+            self.assertTrue(files[name].isfile())
+            self.assertEqual(files[name].mode & 0o7777, 0o755)
         # Stripped: well under the build's binary (with its debugging sections).
         self.assertLess(files["usr/bin/boxproxy"].size, os.path.getsize(binary()) // 2 + 1)
         # The same binary makes the same image (the manual says so: its creation time is
@@ -341,6 +342,37 @@ class ContainerRecipesTest(unittest.TestCase):
         open_door = run("host")
         self.assertEqual(open_door.returncode, 0, open_door.stderr)
         self.assertEqual(len(origin.requests), 1)
+
+    def test_serve_in_the_image_inspects(self):
+        # The image holds the inspector too: serve in it terminates TLS for an inspected endpoint
+        # (the origin's CA mounted and given with --upstream-ca: the image has no trust store), and
+        # curl on the host, trusting the session CA serve wrote, gets its answer with a leaf of it.
+        origin, url = self.tls_origin()
+        socket_dir = os.path.join(self.dir, f"inspect-{self.unique}")
+        os.mkdir(socket_dir, 0o700)
+        self.addCleanup(shutil.rmtree, socket_dir, True)
+        shutil.copy(self.certificate, os.path.join(socket_dir, "origin-ca.pem"))
+        name = self.container_name()
+        started = podman("--runtime", "runc", "run", "-d", "--rm", "--name", name, "--timeout",
+                         str(CONTAINER_SECONDS * 3), *self.flags, "--network", "host", "--read-only",
+                         "--cap-drop", "all", "-v", f"{socket_dir}:/run/egress", self.image,
+                         "serve", "--socket", "/run/egress/egress.sock", "--permit", "127.0.0.2/32",
+                         "--resolve", f"{NAME}=127.0.0.2", "--inspect", f"{NAME}:{origin.port}",
+                         "--upstream-ca", "/run/egress/origin-ca.pem", "--ca-out", "/run/egress/ca.pem",
+                         "--log", "json")
+        self.assertEqual(started.returncode, 0, started.stderr)
+        socket_path = os.path.join(socket_dir, "egress.sock")
+        self.assertTrue(wait_until(lambda: os.path.exists(socket_path), START_SECONDS),
+                        f"no socket within {START_SECONDS}s: {podman('logs', name).stderr}")
+        got = subprocess.run(["curl", "-sS", "--max-time", "20", "--proxy", f"socks5h://localhost{socket_path}",
+                              "--cacert", os.path.join(socket_dir, "ca.pem"), url], capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL)
+        self.assertEqual(got.returncode, 0, got.stderr + podman("logs", name).stderr)
+        self.assertEqual(got.stdout, "x" * 511 + "\n")
+        self.assertEqual(len(origin.requests), 1)
+        # Judged as a request, by the inspector in the image (a request line, not only a tunnel's).
+        self.assertTrue(wait_until(lambda: '"kind":"request"' in podman("logs", name).stderr, 5),
+                        podman("logs", name).stderr)
 
     def test_serve_in_the_image(self):
         # The image's serve, as the manual runs it, with the socket's directory mounted; the first
