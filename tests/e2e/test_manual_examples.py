@@ -58,6 +58,9 @@ BLOCKS = {
 # Every example block of the manual (.EX ... .EE) and README.md (``` fences), each found by a string
 # that it alone holds, and what becomes of it: "run here: TEST" (this file), "run by MODULE", or
 # "not run: WHY".
+# REQUEST INSPECTION's worked example: its config block (the only one that starts so).
+READ_ONLY_GITHUB = '{"inspect": [{"host": "api.github.com", "access": "read-only",\n'
+
 EVERY_BLOCK = (
     (MANUAL, '--max-tunnels: "0" is not a number', "run here: test_the_error_messages"),
     (MANUAL, 'key "no-confine" is command line only', "run here: test_the_error_messages"),
@@ -66,6 +69,8 @@ EVERY_BLOCK = (
     (MANUAL, '{"host": ENTRY, "name": NAME', "not run: a template (ENTRY, NAME, METHOD stand for values)"),
     (MANUAL, '"/repos/acme**": \'**\' stands only', "run here: test_the_error_messages"),
     (MANUAL, '"name": "file-issue"', "run here: test_the_configuration_examples"),
+    (MANUAL, '{"inspect": [{"host": "api.github.com", "access": "read-only",\n',
+     "run here: test_the_configuration_examples (REQUEST INSPECTION's worked example)"),
     (MANUAL, '{"event":"listening","socket":"/run/boxproxy/s1.sock"', "run here: test_the_json_samples"),
     (MANUAL, "HTTP/1.1 <status> <words>", "not run: a template"),
     (MANUAL, "is an address, not a name on this box's network list", "run here: test_the_refusal_words"),
@@ -450,7 +455,7 @@ class ManualSamplesTest(unittest.TestCase):
     def test_the_configuration_examples(self):
         # Each is a valid config, and serve reads it (its --allow-file made here: nothing else is
         # opened by --check-config); what it prints reads back the same.
-        for marker in ('"allow-hint": "ask #sandbox-ops to open more"', '"name": "file-issue"'):
+        for marker in ('"allow-hint": "ask #sandbox-ops to open more"', '"name": "file-issue"', READ_ONLY_GITHUB):
             with self.subTest(marker=marker):
                 config = json.loads(manual_block(marker))
                 self.assertEqual(errors("config", config), [])
@@ -482,6 +487,20 @@ class ManualSamplesTest(unittest.TestCase):
             ["github", "-", "request denied"],  # another organisation's
             ["*.githubusercontent.com:443", "access", "ok"],
             ["*.githubusercontent.com:443", "access", "request denied (report mode)"]], judged.stdout)
+
+    def test_the_worked_example_of_request_inspection(self):
+        # REQUEST INSPECTION's words about its config: reading goes, DELETE is refused by access,
+        # and the webhooks are out of reach even for reading.
+        self.write("github.json", manual_block(READ_ONLY_GITHUB))
+        judged = self.boxproxy(
+            "check", "--config", "github.json", "--resolve", "api.github.com=140.82.112.6",
+            "GET https://api.github.com/repos/acme/widget/pulls",
+            "DELETE https://api.github.com/repos/acme/widget",
+            "GET https://api.github.com/repos/acme/widget/hooks/1")
+        self.assertEqual([line.split("\t")[1:] for line in judged.stdout.splitlines()], [
+            ["api.github.com:443", "access", "ok"],
+            ["api.github.com:443", "access", "request denied"],
+            ["api.github.com:443", "no-hooks", "request denied"]], judged.stdout)
 
     def test_the_error_messages(self):
         # Each from an input that makes it; the manual's file is s1.json.
