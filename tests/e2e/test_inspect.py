@@ -8,20 +8,16 @@ mismatch, upstream tls) close or answer as the spec says."""
 
 import json
 import os
-import shutil
 import socket
 import ssl
 import subprocess
-import tempfile
 import time
 import unittest
 
-from box_support import TlsOrigin, make_certificate
 from harness import HttpOrigin, ProxyTestCase, binary, closed_within, recv_all, recv_exact
+from inspect_support import CURL, INSPECTOR, InspectRig, curl
 
-CURL = shutil.which("curl")
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
-INSPECTOR = os.path.join(os.path.dirname(binary()), "boxproxy-inspect")
 
 
 def tls_closed_within(sock, timeout):
@@ -39,26 +35,9 @@ def tls_closed_within(sock, timeout):
     return False
 
 
-def curl(*args, timeout=20):
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    proc = subprocess.run([CURL, "-sS", "--max-time", "10", *args], env=env, stdin=subprocess.DEVNULL,
-                          capture_output=True, timeout=timeout)
-    return proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace")
-
-
 @unittest.skipIf(CURL is None, "curl is not installed")
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
-class InspectTest(ProxyTestCase):
-
-    def setUp(self):
-        super().setUp()
-        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-inspect-")
-        self.addCleanup(tmp.cleanup)
-        self.dir = tmp.name
-        self.cert, self.key = make_certificate(self.dir)
-        self.origin = TlsOrigin(self.cert, self.key)
-        self.addCleanup(self.origin.close)
-        self.ca = os.path.join(self.dir, "session-ca.pem")
+class InspectTest(InspectRig, ProxyTestCase):
 
     def start(self, *args, endpoints=None, trust_origin=True):
         """A proxy inspecting origin.test at the origin's port: with no rules, or with `endpoints`

@@ -8,31 +8,21 @@ serve without an inspector refuses to name an endpoint."""
 
 import json
 import os
-import socket
 import ssl
-import tempfile
 import unittest
 
-from box_support import TlsOrigin, make_certificate
 from control_support import proxy_with_control_fd, readable_within
-from harness import ProxyTestCase, binary, read_http_response, recv_exact, wait_until
+from harness import ProxyTestCase, read_http_response, recv_exact, wait_until
+from inspect_support import INSPECTOR, InspectRig
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
-INSPECTOR = os.path.join(os.path.dirname(binary()), "boxproxy-inspect")
 
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
-class InspectLiveTest(ProxyTestCase):
+class InspectLiveTest(InspectRig, ProxyTestCase):
 
     def setUp(self):
         super().setUp()
-        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-inspect-live-")
-        self.addCleanup(tmp.cleanup)
-        self.dir = tmp.name
-        self.cert, self.key = make_certificate(self.dir)
-        self.origin = TlsOrigin(self.cert, self.key)
-        self.addCleanup(self.origin.close)
-        self.ca = os.path.join(self.dir, "session-ca.pem")
         self.host = f"origin.test:{self.origin.port}"
 
     def start(self, *args):
