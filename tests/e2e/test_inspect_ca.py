@@ -125,6 +125,19 @@ class SessionCaTest(InspectRig, ProxyTestCase):
         self.assertEqual(said, ["boxproxy-inspect: no leaf certificate can be made: the session's CA has expired"])
         self.assertEqual([r["path"] for r in self.origin.requests], ["/before"])
 
+    def test_a_leaf_is_made_once_per_host_and_reused(self):
+        # The leaf cache: every connection to one host is shown the same leaf (one made, the rest
+        # hits), whichever way the box comes; another name on the same endpoint would get its own.
+        p = self.start_inspecting()
+        seen = []
+        for _ in range(4):
+            s, resp = http_connect(p, f"origin.test:{self.origin.port}")
+            self.assertEqual(resp.status, 200)
+            context = ssl.create_default_context(cafile=self.ca)
+            with context.wrap_socket(s, server_hostname="origin.test") as tls:
+                seen.append(tls.getpeercert(binary_form=True))
+        self.assertEqual(len(set(seen)), 1)
+
     def serve_with_ca(self, cert, key):
         """serve inspecting, with --ca-cert and --ca-key: (exit code, stderr, whether the socket
         was made). Bounded: START_TIMEOUT."""
