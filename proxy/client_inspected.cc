@@ -88,7 +88,7 @@ ClientConnection::Next ClientConnection::hand_over() {
   const Target& target = request_.target;
   const InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host)};
   // The sockets go with their events freed; the link closes serve's copies once the loop has
-  // taken them out of epoll (InspectorLink::close_after_loop_pass).
+  // taken them out of epoll (proxy/loop_pass_closer.h).
   if (!link->hand_over(*this, what, client_.release_socket(), dialer_.upstream().release_socket())) {
     return Next::close;
   }

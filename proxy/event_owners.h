@@ -36,6 +36,22 @@ using EventPtr = std::unique_ptr<event, EventDeleter>;
 using ListenerPtr = std::unique_ptr<evconnlistener, ListenerDeleter>;
 using DnsBasePtr = std::unique_ptr<evdns_base, DnsBaseDeleter>;
 
+// The loop serve and its inspector run on, or null when libevent cannot make one. One thread, no
+// locks (each process is single-threaded by design). Epoll changes are batched
+// (EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST): the adds and deletes a connection makes in one pass
+// become at most one epoll_ctl each (a TLS bufferevent arms and disarms its write event around
+// every write, two calls a write without it). A socket whose events are freed must then stay open
+// until the loop has passed through epoll: proxy/loop_pass_closer.h.
+[[nodiscard]] inline EventBasePtr make_batching_event_base() noexcept {
+  event_config* cfg = event_config_new();
+  if (cfg == nullptr) return nullptr;
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+  EventBasePtr base(event_base_new_with_config(cfg));
+  event_config_free(cfg);
+  return base;
+}
+
 // event_new, or null when libevent cannot allocate (the caller drops the connection).
 [[nodiscard]] inline EventPtr make_event(event_base* base, int fd, short what, event_callback_fn callback,
                                          void* arg) noexcept {

@@ -4,10 +4,12 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <string.h>  // explicit_bzero
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <new>
 
 #include "proxy/transient_error.h"
@@ -60,16 +62,27 @@ ssize_t send_message(int socket, std::string_view bytes, std::span<const int> fd
 
 enum class Received : std::uint8_t { message, nothing_yet, closed, broken };
 
+// The room every message is received into: one per process (serve and its inspector each run
+// one thread), made at the first message and never filled by us. A message's own bytes are then
+// copied out at their length: sizing a fresh string to the bound for each receive zero-filled
+// 64 KiB a message (and again for the read that finds nothing), the largest single cost of an
+// inspected request in serve. Pages of it that no message reaches are never touched.
+std::span<char> receive_room() {
+  static const std::unique_ptr<char[]> room(new char[kMaxChannelMessageBytes + 1]);  // NOLINT: not zeroed, on purpose
+  return {room.get(), kMaxChannelMessageBytes + 1};  // one more: a longer message shows as truncated
+}
+
 // Receives one message now. Its descriptors are owned before anything else is judged, so a
 // broken message leaks none. A cut control part (MSG_CTRUNC) means the kernel closed descriptors
 // that did not fit.
 Received receive_message(int socket, ChannelMessage& message) noexcept {
+  std::span<char> room;
   try {
-    message.bytes.resize(kMaxChannelMessageBytes + 1);  // one more: a longer one shows as truncated
+    room = receive_room();
   } catch (const std::bad_alloc&) {
     return Received::broken;
   }
-  iovec part{message.bytes.data(), message.bytes.size()};
+  iovec part{room.data(), room.size()};
   alignas(cmsghdr) unsigned char control[kControlBytes] = {};
   msghdr header{};
   header.msg_iov = &part;
@@ -86,8 +99,19 @@ Received receive_message(int socket, ChannelMessage& message) noexcept {
     message.fds.clear();
     return Received::broken;
   }
-  message.bytes.resize(static_cast<std::size_t>(n));
-  message.bytes.shrink_to_fit();
+  bool copied = true;
+  try {
+    message.bytes.assign(room.data(), static_cast<std::size_t>(n));
+  } catch (const std::bad_alloc&) {
+    copied = false;
+  }
+  // What passed through is not left behind (a message may carry a secret's value, SPEC §19): only
+  // the caller's copy holds it now, for the caller to scrub.
+  ::explicit_bzero(room.data(), static_cast<std::size_t>(n));
+  if (!copied) {
+    message.fds.clear();
+    return Received::broken;
+  }
   return Received::message;
 }
 

@@ -13,36 +13,19 @@ namespace boxproxy {
 InspectorLink::InspectorLink(event_base* base, UniqueFd channel, DecisionLog& log)
     : log_(log),
       channel_(base, std::move(channel), &on_message, &on_closed, this),
-      loop_pass_(make_event(base, -1, 0, &on_loop_pass, this)) {
-  alive_ = channel_.valid() && loop_pass_ != nullptr;
+      closer_(base) {
+  alive_ = channel_.valid() && closer_.valid();
 }
 
 bool InspectorLink::hand_over(ClientConnection& connection, const InspectorConnection& what, UniqueFd client,
                               UniqueFd upstream) {
   const int fds[] = {client.get(), upstream.get()};
   const bool sent = alive_ && channel_.send(serve_message(what), fds);
-  close_after_loop_pass(std::move(client));
-  close_after_loop_pass(std::move(upstream));
+  // serve's copies close after the loop's next pass (proxy/loop_pass_closer.h says why).
+  closer_.close_after_loop_pass(std::move(client));
+  closer_.close_after_loop_pass(std::move(upstream));
   if (sent) held_[what.id] = &connection;
   return sent;
-}
-
-// serve's loop batches its epoll changes (EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST): an event freed
-// now leaves the epoll set only when the loop next goes to wait. A socket closed before that
-// cannot be removed (EBADF), and because the inspector holds a copy of the same open socket the
-// kernel keeps it in serve's set: serve would wake for every byte of a connection it no longer
-// owns, and for ever while the socket is writable (a spinning loop), with the events reported
-// under a descriptor number a later connection may reuse. So serve's copies stay open until the
-// loop has passed through epoll once more.
-void InspectorLink::close_after_loop_pass(UniqueFd fd) {
-  if (!fd.valid()) return;
-  closing_.push_back(std::move(fd));
-  static constexpr timeval kNow{0, 0};
-  event_add(loop_pass_.get(), &kNow);
-}
-
-void InspectorLink::on_loop_pass(evutil_socket_t, short, void* self) noexcept {
-  static_cast<InspectorLink*>(self)->closing_.clear();
 }
 
 void InspectorLink::dialled(ConnectionId id, int upstream_fd) {

@@ -20,6 +20,7 @@
 #include "proxy/decision_log.h"
 #include "proxy/event_owners.h"
 #include "proxy/fd_channel.h"
+#include "proxy/loop_pass_closer.h"
 #include "proxy/inspector_messages.h"
 
 namespace boxproxy {
@@ -38,7 +39,7 @@ class InspectorLink {
   [[nodiscard]] bool alive() const noexcept { return alive_; }
 
   // Hands `connection`'s sockets to the inspector, whose events the caller has freed. serve's own
-  // copies are closed here, after the loop's next pass (close_after_loop_pass). False when the
+  // copies are closed here, after the loop's next pass (proxy/loop_pass_closer.h). False when the
   // channel is down or full: the caller refuses the connection.
   [[nodiscard]] bool hand_over(ClientConnection& connection, const InspectorConnection& what, UniqueFd client,
                                UniqueFd upstream);
@@ -54,17 +55,12 @@ class InspectorLink {
   static void on_closed(void* self) noexcept;
   void route(ChannelMessage message) noexcept;
   void broken(std::string_view why) noexcept;
-  void close_after_loop_pass(UniqueFd fd);
-  static void on_loop_pass(evutil_socket_t, short, void* self) noexcept;
 
   DecisionLog& log_;
   FdChannel channel_;
   bool alive_ = true;
   std::unordered_map<ConnectionId, ClientConnection*> held_;
-  // serve's copies of sockets sent to the inspector, and the zero-second timer that closes them
-  // once the loop has passed through epoll again (why: close_after_loop_pass in the .cc).
-  std::vector<UniqueFd> closing_;
-  EventPtr loop_pass_;
+  LoopPassCloser closer_;  // serve's copies of the sockets sent to the inspector
 };
 
 }  // namespace boxproxy

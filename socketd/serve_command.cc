@@ -179,19 +179,9 @@ struct Daemon {
   }
 };
 
-// The loop serve runs on. Throws StartupError.
+// The loop serve runs on (proxy/event_owners.h says how it is set up). Throws StartupError.
 EventBasePtr make_event_base() {
-  event_config* cfg = event_config_new();
-  // One thread, no locks: the proxy is single-threaded by design.
-  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
-  // Coalesce the adds and deletes a connection makes within one loop iteration into one
-  // epoll_ctl each: a tunnel's setup pauses and resumes reads more than once. A socket whose
-  // events are freed must then stay open until the loop has passed through epoll, or it stays in
-  // the set when another process holds a copy: the one socket serve hands on (to the inspector)
-  // is closed that way (InspectorLink::close_after_loop_pass).
-  event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-  EventBasePtr base(event_base_new_with_config(cfg));
-  event_config_free(cfg);
+  EventBasePtr base = make_batching_event_base();
   if (!base) throw StartupError{ExitCode::failure, "cannot create the event loop"};
   return base;
 }

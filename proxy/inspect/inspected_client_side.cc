@@ -27,7 +27,7 @@ bool InspectedConnection::open_client_tls() {
     return false;
   }
   client_ = TlsStream::open(base_, std::move(client_fd_), std::move(ssl), TlsStream::Role::accept, kMaxQueued / 2,
-                            {&on_client_io, &on_client_io, &on_client_event, this});
+                            {&on_client_io, &on_client_io, &on_client_event, this}, setup_.closer);
   return client_ != nullptr;
 }
 

@@ -153,12 +153,18 @@ void InspectedConnection::on_timer(void* self) noexcept {
 }
 
 void InspectedConnection::settle() noexcept {
+  // What this turn queues to a side goes out as one TLS record and one write when it can
+  // (TlsStream::hold_writes): a small response's head and body, a request's head and body.
+  if (client_) client_->hold_writes();
+  if (origin_side_) origin_side_->hold_writes();
   try {
     advance();
   } catch (...) {  // std::bad_alloc: this connection ends, the process goes on
     abort_client_ = true;
     end_now(TunnelEnd::error);
   }
+  if (client_) client_->release_writes();
+  if (origin_side_) origin_side_->release_writes();
   update_reading();
   deliver_hooks();
 }

@@ -68,6 +68,7 @@ void InspectedConnection::end_now(TunnelEnd end) {
     if (!abort_client_ && end != TunnelEnd::error) client_->send_close_notify();
     client_.reset();
   }
+  if (setup_.closer != nullptr) setup_.closer->close_after_loop_pass(std::move(client_fd_));  // its sniff event's delete lands first
   client_fd_.reset();
   drop_origin();
   EndRecord record;

@@ -50,7 +50,7 @@ bool InspectedConnection::open_origin_tls(UniqueFd fd) {
     return false;
   }
   origin_side_ = TlsStream::open(base_, std::move(fd), std::move(ssl), TlsStream::Role::connect, kMaxQueued / 2,
-                                 {&on_origin_io, &on_origin_io, &on_origin_event, this});
+                                 {&on_origin_io, &on_origin_io, &on_origin_event, this}, setup_.closer);
   if (!origin_side_) return false;
   origin_state_ = Origin::handshaking;
   origin_used_ = false;

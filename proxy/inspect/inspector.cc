@@ -126,6 +126,7 @@ Inspector::Inspector(event_base* base, UniqueFd channel, InspectorSetup setup)
     : base_(base),
       setup_(std::move(setup)),
       leaves_(setup_.ca),
+      closer_(base),
       channel_(base, std::move(channel), &on_message, &on_closed, this) {}
 
 Inspector::~Inspector() = default;
@@ -213,6 +214,7 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.max_head_bytes = setup_.max_head_bytes;
   setup.head_timeout = setup_.head_timeout;
   setup.idle_timeout = setup_.idle_timeout;
+  setup.closer = &closer_;
   InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended};
   held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
                                                 std::move(setup), hooks);

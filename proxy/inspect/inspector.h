@@ -20,6 +20,7 @@
 #include "proxy/inspect/session_ca.h"
 #include "proxy/inspect/tls_contexts.h"
 #include "proxy/inspector_messages.h"
+#include "proxy/loop_pass_closer.h"
 #include "table/inspect_endpoint.h"
 
 namespace boxproxy {
@@ -77,6 +78,7 @@ class Inspector {
   event_base* base_;
   InspectorSetup setup_;
   LeafCache leaves_;
+  LoopPassCloser closer_;  // the connections' sockets, one loop pass late; declared before them: outlives them
   FdChannel channel_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Held>> held_;
   bool finished_ = false;

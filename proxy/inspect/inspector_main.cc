@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   }
   try {
     boxproxy::InspectorSetup setup = boxproxy::read_start(kChannelFd);
-    boxproxy::EventBasePtr base(event_base_new());
+    boxproxy::EventBasePtr base = boxproxy::make_batching_event_base();
     if (!base) throw std::runtime_error("cannot make an event loop");
     boxproxy::Inspector inspector(base.get(), boxproxy::UniqueFd(kChannelFd), std::move(setup));
     if (confined) {

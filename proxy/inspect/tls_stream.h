@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "proxy/inspect/openssl_owners.h"
+#include "proxy/loop_pass_closer.h"
 #include "proxy/unique_fd.h"
 
 namespace boxproxy {
@@ -51,8 +52,13 @@ class TlsStream {
   // readable again (a stall). Without a mark, each wake-up reads one TLS record (and what
   // OpenSSL holds of it) and hands all of it over; the owner turns reading off (set_reading)
   // once the input is at its bound, and on again as it drains.
+  //
+  // `closer` (may be null: the socket then closes with the stream) closes the socket one loop pass
+  // after the stream goes, for a loop that batches its epoll changes (proxy/loop_pass_closer.h);
+  // it must outlive the stream.
   [[nodiscard]] static std::unique_ptr<TlsStream> open(event_base* base, UniqueFd fd, SslPtr ssl, Role role,
-                                                       std::size_t write_low, Callbacks callbacks) noexcept;
+                                                       std::size_t write_low, Callbacks callbacks,
+                                                       LoopPassCloser* closer = nullptr) noexcept;
   ~TlsStream();
   TlsStream(const TlsStream&) = delete;
   TlsStream& operator=(const TlsStream&) = delete;
@@ -77,15 +83,27 @@ class TlsStream {
   // that cannot take it now never gets it; the close follows anyway).
   void send_close_notify() noexcept;
 
+  // Holds what is added to the output until release_writes(), which writes it at once, as one TLS
+  // record and one write(2) when it is small: the pieces one turn of the owner adds (a response
+  // head, then its body) would otherwise go as a record each, and only after a pass through
+  // epoll_wait (libevent's TLS bufferevent writes from its write event). Held only once the
+  // handshake is done and nothing is under way; send_close_notify() releases first, so
+  // close_notify never overtakes what is held.
+  void hold_writes() noexcept;
+  void release_writes() noexcept;
+
  private:
   TlsStream(UniqueFd fd, SslPtr ssl) noexcept : fd_(std::move(fd)), ssl_(std::move(ssl)) {}
+  [[nodiscard]] bool write_now() noexcept;
 
   UniqueFd fd_;
+  LoopPassCloser* closer_ = nullptr;
   SslPtr ssl_;
   BufferEventPtr bev_;  // declared last: freed first
   bool close_notify_sent_ = false;
   bool failed_ = false;
   bool reading_ = true;
+  bool holding_ = false;
 };
 
 }  // namespace boxproxy

@@ -124,6 +124,19 @@ TEST_CASE("messages past what the socket holds wait in order, and all arrive") {
   CHECK(pair.a->queued() == 0);
 }
 
+TEST_CASE("each message arrives at its own length: a short one after a long one carries nothing of it") {
+  // Every message is received into one room the process reuses (fd_channel.cc): what a long one
+  // left there must never show in a shorter one after it.
+  Pair pair;
+  REQUIRE(pair.a->send(std::string(kMaxChannelMessageBytes, 'L')));
+  REQUIRE(pair.a->send("short"));
+  REQUIRE(pair.a->send(std::string(1000, 's')));
+  REQUIRE(run_until(pair.base.get(), [&] { return pair.b_seen.messages.size() == 3; }));
+  CHECK(pair.b_seen.messages[0].bytes == std::string(kMaxChannelMessageBytes, 'L'));
+  CHECK(pair.b_seen.messages[1].bytes == "short");
+  CHECK(pair.b_seen.messages[2].bytes == std::string(1000, 's'));
+}
+
 TEST_CASE("send refuses what breaks a bound, sending nothing") {
   Pair pair;
   CHECK_FALSE(pair.a->send(""));
