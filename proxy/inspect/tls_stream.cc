@@ -68,7 +68,8 @@ constexpr int kMostPiecesNow = 8;
 void TlsStream::hold_writes() noexcept {
   // Only a side with nothing waiting to go and no write armed is held: what is already under way
   // (a full socket, OpenSSL wanting to write while it reads) is left exactly as libevent has it.
-  if (holding_ || !bev_ || SSL_is_init_finished(ssl_.get()) != 1 || output_length() != 0 ||
+  // A session that failed is never written to again by us (libevent reports what it meets).
+  if (holding_ || failed_ || !bev_ || SSL_is_init_finished(ssl_.get()) != 1 || output_length() != 0 ||
       event_pending(&bev_->ev_write, EV_WRITE, nullptr) != 0) {
     return;
   }
