@@ -262,14 +262,24 @@ H2Front::Pumped H2Front::pump(evbuffer* from, evbuffer* to, std::size_t to_bound
     over_ = true;  // GOAWAY both ways, and nothing left to say
   }
   if (over_) out.alive = false;
+  out.abandon = abandon_;
   return out;
+}
+
+void H2Front::abandon_current() noexcept {
+  abandon_ = false;
+  evbuffer_drain(requests_.get(), evbuffer_get_length(requests_.get()));
+  evbuffer_drain(answers_.get(), evbuffer_get_length(answers_.get()));
+  streams_.erase(current_);  // closed already (that is why): nghttp2 holds nothing of it
+  current_ = 0;
 }
 
 void H2Front::go_away() noexcept {
   if (going_away_ || over_) return;
   going_away_ = true;
-  nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_.get()),
-                        NGHTTP2_NO_ERROR, nullptr, 0);
+  // The last stream named is the last one answered or sent on: those still waiting were never
+  // acted on, and the box may send them again on another connection (RFC 9113 §6.8).
+  nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE, last_served_, NGHTTP2_NO_ERROR, nullptr, 0);
 }
 
 bool H2Front::wants_read() const noexcept { return nghttp2_session_want_read(session_.get()) != 0; }

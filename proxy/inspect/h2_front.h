@@ -75,6 +75,10 @@ class H2Front {
   struct Pumped {
     bool progress = false;  // a byte moved anywhere
     bool alive = true;      // false: the session is over (the box's protocol error, or GOAWAY done)
+    // The box reset the stream being served before its whole request went on: the connection must
+    // abandon that exchange (its origin connection holds half a request), then call
+    // abandon_current().
+    bool abandon = false;
   };
 
   // A server session that has queued its SETTINGS; null when nghttp2 or libevent cannot allocate.
@@ -93,6 +97,9 @@ class H2Front {
   // The connection finished the exchange whose request it read last: an answer read to the
   // origin's close (no length, not chunked) ends here.
   void exchange_ended() noexcept { exchange_ended_ = true; }
+  // Forgets the stream being served (after Pumped::abandon): both HTTP/1.1 buffers are emptied and
+  // the next stream waiting is served.
+  void abandon_current() noexcept;
   // No more streams: GOAWAY naming the last one taken (the connection is closing).
   void go_away() noexcept;
   // Nothing more is served or answered: what the box sends from now on is read and dropped.
@@ -160,12 +167,14 @@ class H2Front {
   std::deque<std::int32_t> waiting_;  // translated streams, in arrival order
   std::int32_t current_ = 0;          // the stream whose request the connection reads (0: none)
   std::size_t held_head_bytes_ = 0;
+  std::int32_t last_served_ = 0;      // the highest stream answered here or sent on
   bool exchange_ended_ = false;
   bool going_away_ = false;
   // The HTTP/1.1 side cannot go on: a stream reset before its whole request reached the origin
   // (half a request went up), or an answer that cannot be read. The connection ends.
   bool broken_ = false;
-  bool over_ = false;  // the session is over: only frames already queued still go out
+  bool over_ = false;
+  bool abandon_ = false;  // the current stream was reset before its request went on whole  // the session is over: only frames already queued still go out
   // The current answer's framing, read from its HTTP/1.1 head.
   BodyFraming answer_framing_;
   ChunkedDecoder answer_chunks_;

@@ -110,6 +110,7 @@ void H2Front::submit_answer(std::int32_t id, Stream& stream, unsigned status, co
   nva.push_back(field(status_name, status_value));
   nva.insert(nva.end(), headers.begin(), headers.end());
   stream.answered = true;
+  last_served_ = std::max(last_served_, id);
   nghttp2_data_provider provider{};
   provider.read_callback = &read_answer;
   const bool body = !(stream.answer_done && evbuffer_get_length(stream.out.get()) == 0);
@@ -120,10 +121,12 @@ void H2Front::submit_answer(std::int32_t id, Stream& stream, unsigned status, co
 bool H2Front::serve() {
   bool progress = false;
   for (;;) {
+    if (abandon_) return progress;
     if (current_ == 0) {
       if (waiting_.empty()) return progress;
       current_ = waiting_.front();
       waiting_.pop_front();
+      last_served_ = std::max(last_served_, current_);
       exchange_ended_ = false;
       answer_chunks_ = ChunkedDecoder{};
       progress = true;
@@ -134,6 +137,7 @@ bool H2Front::serve() {
       continue;
     }
     bool moved = feed_current(*stream);
+    if (abandon_) return true;  // the connection acts first (abandon_current)
     moved = (stream->answered ? read_answer_body(*stream) : read_answer_head(*stream)) || moved;
     if (broken_) return true;
     if (stream->body_fed && stream->answered && stream->answer_done) {
@@ -195,9 +199,10 @@ bool H2Front::feed_current(Stream& stream) {
     stream.body_fed = true;
     return true;
   }
-  // Reset before its body ended: the origin has half a request, which must never be completed
-  // with bytes of anyone's choosing. The connection ends (and its origin connection with it).
-  if (stream.closed) broken_ = true;
+  // Reset before its body ended: the origin may have half a request, which must never be
+  // completed with bytes of anyone's choosing. The connection abandons the exchange and drops
+  // that origin connection (Pumped::abandon); the other streams go on.
+  if (stream.closed) abandon_ = true;
   return moved;
 }
 

@@ -259,6 +259,8 @@ void InspectedConnection::timer_fired() {
       const double left = head_wait_left();
       if (left > 0) {
         timer_.arm(std::max(left, kSoonestSeconds));
+      } else if (h2_) {
+        close_after_flush(TunnelEnd::idle_timeout);  // GOAWAY first: a box reusing it learns it is gone
       } else {
         end_now(TunnelEnd::idle_timeout);
       }
@@ -342,7 +344,26 @@ bool InspectedConnection::pump_h2() {
     close_after_flush(TunnelEnd::client_closed);
     return true;
   }
+  if (pumped.abandon && phase_ != Phase::closing) {
+    abandon_h2_exchange();
+    return true;
+  }
   return pumped.progress;
+}
+
+void InspectedConnection::abandon_h2_exchange() {
+  // Its request may have gone up in part: that origin connection is never used again (the next
+  // request asks for another), so no byte of a later stream can complete it.
+  if (phase_ == Phase::exchanging) {
+    drop_origin();
+    origin_state_ = Origin::gone;
+  }
+  if (exchange_open()) record_exchange();  // its line, as it stands (status 0 when no answer began)
+  h2_->abandon_current();
+  if (phase_ == Phase::exchanging || phase_ == Phase::waiting_upstream || phase_ == Phase::refusing) {
+    phase_ = Phase::reading_head;
+    arm(TimerRole::head);
+  }
 }
 
 bool InspectedConnection::step_phase() {

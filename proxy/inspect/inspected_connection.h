@@ -237,6 +237,7 @@ class InspectedConnection {
   [[nodiscard]] bool step();
   [[nodiscard]] bool step_phase();
   [[nodiscard]] bool pump_h2();  // the box's frames in, streams served, frames out
+  void abandon_h2_exchange();    // the box reset the stream whose request was going up
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
   [[nodiscard]] bool drop_refused_body();

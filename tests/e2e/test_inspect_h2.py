@@ -220,8 +220,32 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         self.assertEqual(paths, ["/allowed/1", "/allowed/2", "/allowed/after", "/allowed/post"])
         for r in self.origin.requests:
             self.assertNotIn("x-egress-injected", [k.lower() for k, _ in r["headers"]])
-        lines = p.wait_log(kind="request", count=6)
-        self.assertEqual(sorted(l.obj["class"] for l in lines).count("ok"), 4, [l.obj for l in lines])
+        # A line for each stream that reached the translation (nghttp2 resets the other two itself).
+        lines = p.wait_log(kind="request", count=7)
+        self.assertEqual(sorted(l.obj["class"] for l in lines),
+                         ["bad request", "host mismatch", "ok", "ok", "ok", "ok", "request denied"],
+                         [l.obj for l in lines])
+
+    def test_a_stream_reset_in_its_body_is_abandoned_and_the_connection_goes_on(self):
+        p = self.start()
+        tls = h2_tls(p, self.target, self.ca)
+        self.addCleanup(tls.close)
+        client = H2Client(tls, self.target)
+        sid = client.conn.get_next_available_stream_id()
+        client.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", self.target),
+                                       (":path", "/allowed/upload"), ("content-length", "100")])
+        client.conn.send_data(sid, b"0123456789")
+        client.flush()
+        time.sleep(0.3)  # the head and the first bytes reach the origin
+        client.conn.reset_stream(sid, error_code=8)  # CANCEL
+        client.flush()
+        after = client.request("/allowed/after")
+        self.assertEqual(client.collect([after])[after]["status"], 200)
+        # The cut request never reached the origin whole (its connection was closed under it, so no
+        # later byte could complete it); the later one came on another.
+        bodies = {r["path"]: r["body"] for r in self.origin.requests}
+        self.assertIn("/allowed/after", bodies)
+        self.assertLess(len(bodies.get("/allowed/upload", b"")), 100)
 
     def test_a_stream_flood_is_refused_past_the_bound_and_others_go_on(self):
         p = self.start()
@@ -269,6 +293,19 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         client = H2Client(other, self.target)
         ids = [client.request(f"/allowed/{n}") for n in range(3)]
         self.assertEqual([r["status"] for r in client.collect(ids).values()], [200, 200, 200])
+
+    def test_an_idle_connection_is_told_goaway_before_it_closes(self):
+        p = self.start(None, "--head-timeout", "1")
+        tls = h2_tls(p, self.target, self.ca)
+        self.addCleanup(tls.close)
+        client = H2Client(tls, self.target)
+        sid = client.request("/allowed/1")
+        self.assertEqual(client.collect([sid])[sid]["status"], 200)
+        frames = read_frames(tls, 4)
+        goaway = [payload for kind, _, _, payload in frames if kind == 0x7]
+        self.assertTrue(goaway, f"no GOAWAY: {frames}")
+        # NO_ERROR, naming the one stream served as the last one acted on.
+        self.assertEqual((int.from_bytes(goaway[0][:4], "big"), int.from_bytes(goaway[0][4:8], "big")), (sid, 0))
 
     def test_a_settings_flood_ends_the_session_and_others_go_on(self):
         p = self.start()
