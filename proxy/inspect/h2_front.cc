@@ -119,15 +119,19 @@ int H2Front::on_header(nghttp2_session* session, const nghttp2_frame* frame, con
   Stream* stream = f->find(frame->hd.stream_id);
   // Unknown (refused above) or trailers (after the head: dropped, as the HTTP/1.1 side drops them,
   // since they would arrive after the head was judged).
-  if (stream == nullptr || stream->head_done) return 0;
+  if (stream == nullptr || stream->head_done || stream->dropped) return 0;
   const std::size_t bytes = name_length + value_length;
   stream->head_bytes += bytes;
   if (stream->head_bytes > f->max_head_bytes_) stream->too_large = true;
   if (stream->too_large) return 0;  // answered 431 when the head ends; nothing more is kept
   // Every stream's held head counts against one bound: past it, this one is refused (the box may
   // try it again once others are served).
+  // It is marked, not just reset: the reset goes out later, and its list, cut short here, must
+  // never be served as if whole when its HEADERS end.
   if (f->held_head_bytes_ + bytes > kH2HeldHeadFactor * f->max_head_bytes_) {
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+    stream->dropped = true;
+    f->release_head(*stream);
     return 0;
   }
   try {

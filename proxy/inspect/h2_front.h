@@ -116,6 +116,7 @@ class H2Front {
     std::size_t held_bytes = 0;   // of those, held and counted against the connection's bound
     bool too_large = false;       // its list passed max_head_bytes: 431
     bool malformed = false;       // nghttp2 found a field invalid: 400
+    bool dropped = false;         // reset (REFUSED_STREAM) while its list came: never served
     bool head_done = false;       // HEADERS (and CONTINUATION) ended
     bool end_stream = false;      // the box's side ended (END_STREAM)
     bool closed = false;          // nghttp2 closed it (either way)

@@ -61,6 +61,7 @@ void H2Front::release_head(Stream& stream) noexcept {
 
 void H2Front::head_ended(std::int32_t id, Stream& stream) {
   stream.head_done = true;
+  if (stream.dropped) return;  // reset already; its bytes are dropped as they come
   if (stream.too_large) {
     refuse_stream(id, stream, "", "", InspectRefusal::head_too_large);
     return;

@@ -307,6 +307,37 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         # NO_ERROR, naming the one stream served as the last one acted on.
         self.assertEqual((int.from_bytes(goaway[0][:4], "big"), int.from_bytes(goaway[0][4:8], "big")), (sid, 0))
 
+    def test_heads_held_past_their_bound_are_refused_never_served_cut_short(self):
+        # --max-head-bytes 1024: at most 4 KiB of heads held for streams waiting their turn. The
+        # first stream waits for a body that does not come; each later one holds about 900
+        # bytes; the one that would pass the bound is reset (REFUSED_STREAM) and never reaches
+        # the origin, not even with its list cut where the bound fell.
+        p = self.start(None, "--max-head-bytes", "1024")
+        tls = h2_tls(p, self.target, self.ca)
+        self.addCleanup(tls.close)
+        client = H2Client(tls, self.target)
+        first = client.conn.get_next_available_stream_id()
+        client.conn.send_headers(first, [(":method", "POST"), (":scheme", "https"), (":authority", self.target),
+                                         (":path", "/allowed/wait"), ("content-length", "5")])
+        client.streams[first] = {"status": None, "headers": {}, "body": b"", "reset": None, "ended": False}
+        client.flush()
+        pad = "p" * 800
+        ids = [client.request(f"/allowed/{n}", extra=[("x-pad", pad), ("x-last", "1")]) for n in range(6)]
+        time.sleep(0.5)
+        client.conn.send_data(first, b"12345", end_stream=True)
+        client.flush()
+        got = client.collect([first, *ids])
+        reset = [i for i in ids if got[i]["reset"] is not None]
+        self.assertTrue(reset, "no stream was refused")
+        self.assertEqual({got[i]["reset"] for i in reset}, {7})
+        self.assertTrue(all(got[i]["status"] == 200 for i in [first, *ids] if i not in reset), got)
+        seen = {r["path"]: dict((k.lower(), v) for k, v in r["headers"]) for r in self.origin.requests}
+        for n, i in enumerate(ids):
+            if i in reset:
+                self.assertNotIn(f"/allowed/{n}", seen)
+            else:
+                self.assertEqual(seen[f"/allowed/{n}"].get("x-last"), "1")
+
     def test_a_settings_flood_ends_the_session_and_others_go_on(self):
         p = self.start()
         tls = h2_tls(p, self.target, self.ca)
