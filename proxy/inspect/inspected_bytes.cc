@@ -52,17 +52,17 @@ InspectedConnection::Moved InspectedConnection::move_body(evbuffer* from, evbuff
 
 InspectedConnection::Moved InspectedConnection::move_toward(Toward toward, BodyCursor& cursor) {
   const bool up = toward == Toward::origin;
-  const TlsStream& from = up ? *client_ : *origin_side_;
-  const TlsStream& to = up ? *origin_side_ : *client_;
+  evbuffer* from = up ? client_in() : origin_side_->input();
+  evbuffer* to = up ? origin_side_->output() : client_out();
   std::uint64_t count = 0;
-  const Moved moved = move_body(from.input(), to.output(), cursor, count);
+  const Moved moved = move_body(from, to, cursor, count);
   (up ? up_ : down_) += count;
   (up ? exchange_.record.up : exchange_.record.down) += count;
   return moved;
 }
 
 void InspectedConnection::queue_to_client(std::string_view bytes) {
-  add_or_throw(client_->output(), bytes);
+  add_or_throw(client_out(), bytes);
   down_ += bytes.size();
   exchange_.record.down += bytes.size();
 }

@@ -7,7 +7,11 @@
 #include <openssl/err.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <string_view>
+
+#include "proxy/inspector_messages.h"
 
 #include "proxy/transient_error.h"
 
@@ -58,10 +62,46 @@ void InspectedConnection::sniff() {
   phase_ = Phase::handshaking;
 }
 
+bool InspectedConnection::start_h2_if_chosen() {
+  const unsigned char* chosen = nullptr;
+  unsigned int length = 0;
+  SSL_get0_alpn_selected(client_->ssl(), &chosen, &length);
+  if (chosen == nullptr || std::string_view(reinterpret_cast<const char*>(chosen), length) != kAlpnH2) return true;
+  h2_ = H2Front::open(setup_.max_head_bytes, {this, &on_h2_refused});
+  return h2_ != nullptr;
+}
+
+// A stream the front refused before it became a request: its line, as any refused request's.
+void InspectedConnection::on_h2_refused(void* self, const H2Front::Refused& refused) {
+  auto* c = static_cast<InspectedConnection*>(self);
+  // Only what is printable goes on the line: a refused list may hold any byte (that is often why
+  // it was refused), and a line must never carry a byte that could forge another.
+  const auto printable = [](std::string_view text, std::size_t most) {
+    const bool ok = !text.empty() && std::all_of(text.begin(), text.end(), [](char ch) {
+      return static_cast<unsigned char>(ch) > 0x20 && static_cast<unsigned char>(ch) < 0x7f;
+    });
+    return ok ? std::string(text.substr(0, most)) : std::string("-");
+  };
+  const InspectRefusalInfo& row = inspect_refusal_info(refused.refusal);
+  RequestRecord record;
+  record.method = printable(refused.method, kMaxReportedMethodBytes);
+  record.rule = "-";
+  record.log_class.assign(row.log_class);
+  record.status = row.status;
+  if (c->setup_.log_paths) {
+    record.path = printable(std::string_view(refused.path).substr(0, refused.path.find('?')), kMaxReportedPathBytes);
+  }
+  c->records_.push_back(std::move(record));
+}
+
 void InspectedConnection::client_event(short what) {
   if (phase_ == Phase::ended || !client_) return;
   if ((what & BEV_EVENT_CONNECTED) != 0) {
     if (phase_ != Phase::handshaking) return;
+    if (!start_h2_if_chosen()) {
+      end_now(TunnelEnd::error);
+      return;
+    }
     phase_ = Phase::reading_head;
     last_activity_ = Clock::now();  // the handshake was the box's: its idle time starts here
     arm(TimerRole::head);  // the first head gets a head timeout of its own, as every later one

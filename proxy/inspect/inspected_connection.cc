@@ -22,6 +22,10 @@ constexpr std::size_t kMinClientInputBound = 16 * 1024;
 // The least a timer is armed for: a time already up fires on the loop's next turn (arming for
 // zero would disarm it).
 constexpr double kSoonestSeconds = 1e-3;
+// How long an HTTP/2 connection that is closing waits, once its last frame is out, for the box to
+// close first (inspected_ends.cc): long enough for a box on the same host to read a GOAWAY, short
+// enough that a box which never closes holds nothing for long. Its bytes meanwhile are dropped.
+constexpr double kH2LingerSeconds = 2;
 
 }  // namespace
 
@@ -175,7 +179,15 @@ void InspectedConnection::settle() noexcept {
 void InspectedConnection::update_reading() noexcept {
   if (phase_ == Phase::ended) return;
   const auto room = [](const std::unique_ptr<TlsStream>& side) { return side && side->output_length() < kMaxQueued; };
-  if (client_) {
+  const bool client_room = client_ && evbuffer_get_length(client_out()) < kMaxQueued;
+  if (client_ && h2_) {
+    // Over HTTP/2 the front takes every byte read at once; what they may add is bounded by the
+    // front (streams, windows, held heads), and nothing is read while the frames it must write
+    // back have no room.
+    // Closing, it reads (and the front drops) what the box still sends, so that the close is not
+    // a reset that could cost the box the answers it has not read yet.
+    client_->set_reading(client_->output_length() < kMaxQueued && (h2_->wants_read() || phase_ == Phase::closing));
+  } else if (client_) {
     bool want = client_->input_length() < std::max(setup_.max_head_bytes + 1, kMinClientInputBound);
     switch (phase_) {
       case Phase::reading_head:
@@ -197,7 +209,7 @@ void InspectedConnection::update_reading() noexcept {
   }
   if (origin_side_) {
     bool want = origin_side_->input_length() <= kMaxResponseHeadBytes;
-    if (phase_ == Phase::exchanging || phase_ == Phase::relaying) want = want && room(client_);
+    if (phase_ == Phase::exchanging || phase_ == Phase::relaying) want = want && client_room;
     if (phase_ == Phase::closing) want = false;
     origin_side_->set_reading(want);  // between requests it reads, to see the origin close
   }
@@ -247,6 +259,8 @@ void InspectedConnection::timer_fired() {
       const double left = head_wait_left();
       if (left > 0) {
         timer_.arm(std::max(left, kSoonestSeconds));
+      } else if (h2_) {
+        close_after_flush(TunnelEnd::idle_timeout);  // GOAWAY first: a box reusing it learns it is gone
       } else {
         end_now(TunnelEnd::idle_timeout);
       }
@@ -267,6 +281,9 @@ void InspectedConnection::timer_fired() {
       return;
     case TimerRole::idle:
       if (quiet_for(setup_.idle_timeout)) end_now(TunnelEnd::idle_timeout);
+      return;
+    case TimerRole::linger:
+      end_now(closing_end_.value_or(TunnelEnd::error));
       return;
   }
 }
@@ -289,6 +306,9 @@ void InspectedConnection::arm(TimerRole role) {
     case TimerRole::idle:
       timer_.arm(setup_.idle_timeout);  // 0: none (disarms)
       return;
+    case TimerRole::linger:
+      timer_.arm(kH2LingerSeconds);
+      return;
   }
 }
 
@@ -310,6 +330,43 @@ void InspectedConnection::advance() {
 
 bool InspectedConnection::step() {
   if (phase_ == Phase::ended) return false;
+  const bool pumped = h2_ && pump_h2();
+  if (phase_ == Phase::ended) return false;
+  return step_phase() || pumped;
+}
+
+bool InspectedConnection::pump_h2() {
+  if (!client_) return false;
+  const H2Front::Pumped pumped = h2_->pump(client_->input(), client_->output(), kMaxQueued);
+  // The session is over (the box broke the protocol, the front cannot go on, or both sides said
+  // GOAWAY): what is queued goes out, then the connection ends.
+  if (!pumped.alive && phase_ != Phase::closing) {
+    close_after_flush(TunnelEnd::client_closed);
+    return true;
+  }
+  if (pumped.abandon && phase_ != Phase::closing) {
+    abandon_h2_exchange();
+    return true;
+  }
+  return pumped.progress;
+}
+
+void InspectedConnection::abandon_h2_exchange() {
+  // Its request may have gone up in part: that origin connection is never used again (the next
+  // request asks for another), so no byte of a later stream can complete it.
+  if (phase_ == Phase::exchanging) {
+    drop_origin();
+    origin_state_ = Origin::gone;
+  }
+  if (exchange_open()) record_exchange();  // its line, as it stands (status 0 when no answer began)
+  h2_->abandon_current();
+  if (phase_ == Phase::exchanging || phase_ == Phase::waiting_upstream || phase_ == Phase::refusing) {
+    phase_ = Phase::reading_head;
+    arm(TimerRole::head);
+  }
+}
+
+bool InspectedConnection::step_phase() {
   // An origin connection that closed between requests is dropped, and so is one that speaks out of
   // turn (what it sends unasked must never be taken for the next answer); the next request asks
   // for another.

@@ -14,6 +14,12 @@
 // allowed request asks the owner for another (need_upstream) -> a 101 to a WebSocket upgrade
 // turns the connection into a relay -> `ended`, once, as the last hook call.
 //
+// HTTP/2 (SPEC §19): when the box chose "h2" by ALPN, an H2Front (proxy/inspect/h2_front.h) stands
+// between the box's TLS stream and everything above: the state machine reads each stream as an
+// HTTP/1.1 request from the front (client_in) and writes its answer to it (client_out), so a stream
+// is judged, refused, forwarded and recorded exactly as an HTTP/1.1 request is. The front adds its
+// own bounds (h2_front.h) to those below.
+//
 // Memory, whatever either side does (every bound is a constant here or a setup value):
 //   box-facing input   <= max(max_head_bytes + 1, 16 KiB), plus one read (a TLS record of 16 KiB
 //                          and the 4 KiB libevent asks for first);
@@ -47,6 +53,7 @@
 #include "proxy/clock.h"
 #include "proxy/event_owners.h"
 #include "proxy/http_exchange.h"
+#include "proxy/inspect/h2_front.h"
 #include "proxy/inspect/leaf_cert.h"
 #include "proxy/inspect/openssl_owners.h"
 #include "proxy/inspect/tls_contexts.h"
@@ -172,6 +179,7 @@ class InspectedConnection {
     upstream,  // waiting for an origin connection: head_timeout from the wait's start
     drain,     // a refused body being dropped, or the last bytes going out: head_timeout of quiet
     idle,      // an exchange or a relay: idle_timeout of quiet
+    linger,    // HTTP/2, closing, everything sent: kH2LingerSeconds for the box to close first
   };
 
   // The request in progress.
@@ -199,6 +207,7 @@ class InspectedConnection {
   [[nodiscard]] bool init(UniqueFd upstream);
   [[nodiscard]] bool open_client_tls();
   [[nodiscard]] bool open_origin_tls(UniqueFd fd);
+  [[nodiscard]] bool start_h2_if_chosen();  // the box chose "h2" by ALPN: the front takes its stream
 
   // ---- libevent's callbacks: each acts, then advances, then delivers the hooks ----
   static void on_sniff(evutil_socket_t, short, void* self) noexcept;
@@ -208,6 +217,7 @@ class InspectedConnection {
   static void on_origin_io(bufferevent*, void* self) noexcept;
   static void on_origin_event(bufferevent*, short what, void* self) noexcept;
   static void on_timer(void* self) noexcept;
+  static void on_h2_refused(void* self, const H2Front::Refused& refused);
   // advance(), then the hooks queued meanwhile; `this` may be gone after it.
   void settle() noexcept;
   // Runs `act` (a callback's work), then settle(); a throw from `act` ends the connection first.
@@ -225,6 +235,9 @@ class InspectedConnection {
   // ---- the state machine: advance() runs steps until none makes progress ----
   void advance();
   [[nodiscard]] bool step();
+  [[nodiscard]] bool step_phase();
+  [[nodiscard]] bool pump_h2();  // the box's frames in, streams served, frames out
+  void abandon_h2_exchange();    // the box reset the stream whose request was going up
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
   [[nodiscard]] bool drop_refused_body();
@@ -267,6 +280,11 @@ class InspectedConnection {
   void queue_to_client(std::string_view bytes);
   void queue_to_origin(std::string_view bytes);
 
+  // The box-facing plaintext the state machine reads and writes: the TLS stream's, or over HTTP/2
+  // the front's HTTP/1.1 side.
+  [[nodiscard]] evbuffer* client_in() const noexcept { return h2_ ? h2_->requests() : client_->input(); }
+  [[nodiscard]] evbuffer* client_out() const noexcept { return h2_ ? h2_->answers() : client_->output(); }
+
   [[nodiscard]] bool exchange_open() const noexcept {
     return phase_ == Phase::waiting_upstream || phase_ == Phase::exchanging || phase_ == Phase::relaying;
   }
@@ -284,6 +302,7 @@ class InspectedConnection {
   Timer timer_;
   std::unique_ptr<TlsStream> client_;
   std::unique_ptr<TlsStream> origin_side_;
+  std::unique_ptr<H2Front> h2_;  // set once the box chose "h2"
 
   Phase phase_ = Phase::sniffing;
   Origin origin_state_ = Origin::handshaking;

@@ -51,6 +51,7 @@ void InspectedConnection::record_exchange() {
 
 void InspectedConnection::close_after_flush(TunnelEnd end) {
   if (exchange_open()) record_exchange();
+  if (h2_) h2_->go_away();  // the box learns which streams were taken; no new one is
   closing_end_ = end;
   phase_ = Phase::closing;
   arm(TimerRole::drain);  // reading stops (update_reading): only what is queued still goes out
@@ -81,9 +82,20 @@ void InspectedConnection::end_now(TunnelEnd end) {
 
 bool InspectedConnection::close_when_flushed() {
   // A side that has closed takes nothing more: its output is not waited for.
-  const bool client_flushed = !client_ || client_->output_length() == 0;
+  const bool client_flushed = !client_ || (client_->output_length() == 0 && (!h2_ || h2_->flushed()));
   const bool origin_flushed = !origin_side_ || origin_eof_ || origin_side_->output_length() == 0;
   if (!client_flushed || !origin_flushed) return false;
+  if (h2_ && client_ && !client_eof_ && timer_role_ != TimerRole::linger) {
+    // HTTP/2: the box may be sending frames (acknowledgements, window updates) as the last answer
+    // goes, and closing with them unread resets the connection, which can cost the box answers it
+    // has not read. GOAWAY is out: the box is given kH2LingerSeconds to close first, its bytes
+    // dropped (H2Front::stop) so that nothing it sends keeps the connection.
+    h2_->stop();
+    client_->send_close_notify();
+    arm(TimerRole::linger);
+    return false;
+  }
+  if (timer_role_ == TimerRole::linger && !client_eof_) return false;
   end_now(closing_end_.value_or(TunnelEnd::error));
   return true;
 }

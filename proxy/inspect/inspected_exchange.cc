@@ -43,8 +43,8 @@ bool InspectedConnection::read_head() {
     return true;
   }
   // Earlier answers go out first: pipelined requests refused one after another never pile up.
-  if (client_->output_length() >= kMaxQueued) return false;
-  evbuffer* in = client_->input();
+  if (evbuffer_get_length(client_out()) >= kMaxQueued) return false;
+  evbuffer* in = client_in();
   const std::size_t length = evbuffer_get_length(in);
   if (length == 0) {
     if (!client_eof_) return false;
@@ -83,7 +83,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_);
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;
-  evbuffer_drain(client_->input(), head_bytes);  // `head` points into what this drops: not used after
+  evbuffer_drain(client_in(), head_bytes);  // `head` points into what this drops: not used after
 
   const InspectedRequest& judged = exchange_.judged;
   exchange_.request_body = BodyCursor(judged.framing);
@@ -102,7 +102,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
 bool InspectedConnection::drop_refused_body() {
   if (!exchange_.request_done) {
     std::uint64_t dropped = 0;
-    const Moved moved = move_body(client_->input(), nullptr, exchange_.request_body, dropped);
+    const Moved moved = move_body(client_in(), nullptr, exchange_.request_body, dropped);
     if (moved.malformed) {
       close_after_flush(TunnelEnd::error);  // its answer is queued; the next request cannot be found
       return true;
@@ -156,7 +156,7 @@ bool InspectedConnection::pass_request_body() {
     exchange_.request_done = true;
     return true;
   }
-  if (!moved.moved && client_eof_ && client_->input_length() == 0) {
+  if (!moved.moved && client_eof_ && evbuffer_get_length(client_in()) == 0) {
     end_now(TunnelEnd::client_closed);  // it left in the middle of its body
     return true;
   }
@@ -169,7 +169,7 @@ bool InspectedConnection::read_response_head() {
   for (;;) {
     // Interim responses are passed one at a time, each once the client has room: an origin sending
     // them without end never makes the client's output grow past its bound.
-    if (client_->output_length() >= kMaxQueued) return progress;
+    if (evbuffer_get_length(client_out()) >= kMaxQueued) return progress;
     const std::size_t length = evbuffer_get_length(in);
     if (length == 0) return origin_eof_ ? origin_ended_early() : progress;
     const auto parsed = parse_response_head(front_of(in, std::min(length, kMaxResponseHeadBytes + 1)),
@@ -197,12 +197,14 @@ bool InspectedConnection::read_response_head() {
     auto framing = response_framing(exchange_.method, head);
     if (std::holds_alternative<Reason>(framing)) return origin_broke();  // a body nobody can delimit
     const BodyFraming body = std::get<BodyFraming>(framing);
-    const bool until_close = body.kind == BodyFraming::Kind::until_close;
+    // Over HTTP/2 a body read to the origin's close ends only its stream (the front is told when
+    // the exchange ends): the box's connection goes on.
+    const bool until_close = body.kind == BodyFraming::Kind::until_close && !h2_;
     // The client's connection goes on only while it asks to, the body ends by its framing, its own
     // request was read whole (else where its next one starts is unknown) and the endpoint stands.
     exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && exchange_.request_done &&
                             !client_eof_ && setup_.endpoint != nullptr;
-    exchange_.origin_reusable = origin_keeps_alive(head) && !until_close;
+    exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close;
     const std::string answer = rewrite_response_head(head, exchange_.keep_client);
     exchange_.record.status = static_cast<std::uint16_t>(head.status);
     evbuffer_drain(in, parsed.consumed);
@@ -241,6 +243,7 @@ bool InspectedConnection::pass_response_body() {
 
 void InspectedConnection::finish_exchange() {
   record_exchange();
+  if (h2_) h2_->exchange_ended();
   const bool reusable = exchange_.origin_reusable && exchange_.request_done && origin_side_ && !origin_eof_ &&
                         origin_side_->input_length() == 0;  // bytes past the response: never a next answer
   if (!reusable) {

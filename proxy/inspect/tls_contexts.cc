@@ -43,14 +43,15 @@ int check_server_name(SSL* ssl, int* alert, void*) {
   return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
 
-// "http/1.1" when the client offers it; else no ALPN at all (the client then decides whether to
-// go on; a client that speaks HTTP/2 regardless is refused by the head parser as bad request).
-int select_http11(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* offered,
+// "h2" when the client offers it, else "http/1.1" when it offers that; else no ALPN at all (the
+// client then decides whether to go on; a client that speaks HTTP/2 without having agreed to it
+// by ALPN is refused by the HTTP/1.1 head parser as bad request).
+int select_protocol(SSL*, const unsigned char** out, unsigned char* out_length, const unsigned char* offered,
                   unsigned int offered_length, void*) {
   unsigned char* chosen = nullptr;
   unsigned char chosen_length = 0;
-  const auto* ours = reinterpret_cast<const unsigned char*>(kAlpnHttp11.data());
-  if (SSL_select_next_proto(&chosen, &chosen_length, ours, static_cast<unsigned int>(kAlpnHttp11.size()), offered,
+  const auto* ours = reinterpret_cast<const unsigned char*>(kAlpnBoxFacing.data());
+  if (SSL_select_next_proto(&chosen, &chosen_length, ours, static_cast<unsigned int>(kAlpnBoxFacing.size()), offered,
                             offered_length) != OPENSSL_NPN_NEGOTIATED) {
     return SSL_TLSEXT_ERR_NOACK;
   }
@@ -80,7 +81,7 @@ SslCtxPtr make_client_facing_context() {
   if (SSL_CTX_set_num_tickets(ctx, 0) != 1) fail("cannot turn TLS 1.3 tickets off");
   if (server_name_check_index() < 0) fail("cannot reserve the server name check's slot");
   if (SSL_CTX_set_tlsext_servername_callback(ctx, &check_server_name) != 1) fail("cannot set the SNI check");
-  SSL_CTX_set_alpn_select_cb(ctx, &select_http11, nullptr);
+  SSL_CTX_set_alpn_select_cb(ctx, &select_protocol, nullptr);
   return context;
 }
 

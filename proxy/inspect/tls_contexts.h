@@ -3,10 +3,11 @@
 // every inspected connection: the box-facing one (the proxy as a TLS server, presenting a leaf of
 // the session's CA) and the origin-facing one (the proxy as a TLS client, verifying the origin).
 //
-// Both: TLS 1.2 and up, ALPN "http/1.1" only (HTTP/2 is SPEC §19's), no renegotiation, buffers
-// released while idle (SSL_MODE_RELEASE_BUFFERS: an idle connection holds no record buffers). A
-// connection's own settings (its leaf, the name it checks) are made on its SSL object
-// (proxy/inspect/inspected_client_side.cc, inspected_origin_side.cc), never on the shared context.
+// Both: TLS 1.2 and up, ALPN "http/1.1" towards the origin and "h2" or "http/1.1" towards the box
+// (SPEC §19), no renegotiation, buffers released while idle (SSL_MODE_RELEASE_BUFFERS: an idle
+// connection holds no record buffers). A connection's own settings (its leaf, the name it checks)
+// are made on its SSL object (proxy/inspect/inspected_client_side.cc, inspected_origin_side.cc),
+// never on the shared context.
 #pragma once
 
 #include <string>
@@ -18,6 +19,10 @@ namespace boxproxy {
 
 // The protocol both sides name in ALPN, in its wire form (a length byte, then the name).
 inline constexpr std::string_view kAlpnHttp11{"\x08http/1.1", 9};
+// What the box-facing side offers (SPEC §19): h2 first, so a box that offers both speaks HTTP/2
+// (proxy/inspect/h2_front.h); the origin side stays HTTP/1.1 in this stage.
+inline constexpr std::string_view kAlpnBoxFacing{"\x02h2\x08http/1.1", 12};
+inline constexpr std::string_view kAlpnH2{"h2", 2};
 
 // What a box-facing connection's ClientHello is checked against (SPEC §18: an SNI that names
 // another host is `sni mismatch`). The connection owns it; the context's callback reads it.

@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: Apache-2.0
+// The box-facing HTTP/2 session (proxy/inspect/h2_front.h): set-up and bounds, nghttp2's
+// callbacks, and pump(). Serving the streams one at a time through the HTTP/1.1 side is in
+// h2_front_serve.cc.
+#include "proxy/inspect/h2_front.h"
+
+#include <array>
+#include <cstring>
+#include <new>
+
+namespace boxproxy {
+namespace {
+
+// nghttp2's defaults, named so that the manual can state them: acknowledgements (SETTINGS, PING)
+// it queues for a box that does not read before it ends the session; entries in one SETTINGS
+// frame; CONTINUATION frames after one HEADERS; stream resets per second (the "rapid reset"
+// attack: a burst of kResetBurst, then kResetRate a second).
+constexpr std::size_t kMaxOutboundAcks = 1000;
+constexpr std::size_t kMaxSettings = 32;
+constexpr std::size_t kMaxContinuations = 8;
+constexpr std::uint64_t kResetBurst = 1000;
+constexpr std::uint64_t kResetRate = 33;
+// The HPACK table the box's encoder may use (its SETTINGS_HEADER_TABLE_SIZE stays the default) and
+// the one ours uses for answers: 4 KiB each.
+constexpr std::size_t kDeflateTable = 4096;
+
+struct OptionDeleter {
+  void operator()(nghttp2_option* o) const noexcept { nghttp2_option_del(o); }
+};
+struct CallbacksDeleter {
+  void operator()(nghttp2_session_callbacks* c) const noexcept { nghttp2_session_callbacks_del(c); }
+};
+
+}  // namespace
+
+std::unique_ptr<H2Front> H2Front::open(std::size_t max_head_bytes, Hooks hooks) noexcept {
+  std::unique_ptr<H2Front> front(new (std::nothrow) H2Front(max_head_bytes, hooks));
+  if (!front || !front->init()) return nullptr;
+  return front;
+}
+
+H2Front::~H2Front() = default;
+
+bool H2Front::init() noexcept {
+  requests_.reset(evbuffer_new());
+  answers_.reset(evbuffer_new());
+  if (!requests_ || !answers_) return false;
+  nghttp2_option* raw_option = nullptr;
+  nghttp2_session_callbacks* raw_callbacks = nullptr;
+  if (nghttp2_option_new(&raw_option) != 0) return false;
+  std::unique_ptr<nghttp2_option, OptionDeleter> option(raw_option);
+  if (nghttp2_session_callbacks_new(&raw_callbacks) != 0) return false;
+  std::unique_ptr<nghttp2_session_callbacks, CallbacksDeleter> callbacks(raw_callbacks);
+  // A stream's window opens only as its bytes go on to the origin: what the box sends ahead of
+  // that is held, so nghttp2 must not open it by itself.
+  nghttp2_option_set_no_auto_window_update(option.get(), 1);
+  nghttp2_option_set_max_outbound_ack(option.get(), kMaxOutboundAcks);
+  nghttp2_option_set_max_settings(option.get(), kMaxSettings);
+  nghttp2_option_set_max_continuations(option.get(), kMaxContinuations);
+  nghttp2_option_set_stream_reset_rate_limit(option.get(), kResetBurst, kResetRate);
+  nghttp2_option_set_max_deflate_dynamic_table_size(option.get(), kDeflateTable);
+  // Closed streams are not kept for priority: a flood of opened-and-closed streams leaves nothing.
+  nghttp2_option_set_no_closed_streams(option.get(), 1);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks.get(), &on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks.get(), &on_header);
+  nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks.get(), &on_invalid_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks.get(), &on_frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks.get(), &on_data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks.get(), &on_stream_close);
+  nghttp2_session* raw = nullptr;
+  if (nghttp2_session_server_new2(&raw, callbacks.get(), this, option.get()) != 0) return false;
+  session_.reset(raw);
+  const std::array<nghttp2_settings_entry, 3> settings{{
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kH2MaxStreams},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kH2StreamWindow)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_head_bytes_)},
+  }};
+  if (nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings.data(), settings.size()) != 0) return false;
+  // The connection's window covers every stream's: a stream's bytes held while it waits must never
+  // hold back the one being served (its window is what bounds it).
+  const std::int32_t connection_window = static_cast<std::int32_t>(kH2MaxStreams) * kH2StreamWindow;
+  return nghttp2_session_set_local_window_size(session_.get(), NGHTTP2_FLAG_NONE, 0, connection_window) == 0;
+}
+
+H2Front::Stream* H2Front::find(std::int32_t id) noexcept {
+  const auto it = streams_.find(id);
+  return it == streams_.end() ? nullptr : &it->second;
+}
+
+// ---------------------------------------------------------------------------------------------
+// nghttp2's callbacks, called from inside nghttp2_session_mem_recv (pump).
+
+int H2Front::on_begin_headers(nghttp2_session* session, const nghttp2_frame* frame, void* self) noexcept {
+  auto* f = static_cast<H2Front*>(self);
+  if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) return 0;
+  const std::int32_t id = frame->hd.stream_id;
+  // More open streams than announced (a box that did not wait for our SETTINGS, or ignores them):
+  // refused, and nothing is kept for it.
+  if (f->streams_.size() >= kH2MaxStreams || f->going_away_) {
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, id, NGHTTP2_REFUSED_STREAM);
+    return 0;
+  }
+  try {
+    Stream& stream = f->streams_[id];
+    stream.body.reset(evbuffer_new());
+    stream.out.reset(evbuffer_new());
+    if (!stream.body || !stream.out) throw std::bad_alloc();
+  } catch (...) {
+    f->streams_.erase(id);
+    return NGHTTP2_ERR_CALLBACK_FAILURE;  // ends the session: this process is out of memory
+  }
+  return 0;
+}
+
+int H2Front::on_header(nghttp2_session* session, const nghttp2_frame* frame, const std::uint8_t* name,
+                       std::size_t name_length, const std::uint8_t* value, std::size_t value_length, std::uint8_t,
+                       void* self) noexcept {
+  auto* f = static_cast<H2Front*>(self);
+  Stream* stream = f->find(frame->hd.stream_id);
+  // Unknown (refused above) or trailers (after the head: dropped, as the HTTP/1.1 side drops them,
+  // since they would arrive after the head was judged).
+  if (stream == nullptr || stream->head_done || stream->dropped) return 0;
+  const std::size_t bytes = name_length + value_length;
+  stream->head_bytes += bytes;
+  if (stream->head_bytes > f->max_head_bytes_) stream->too_large = true;
+  if (stream->too_large) return 0;  // answered 431 when the head ends; nothing more is kept
+  // Every stream's held head counts against one bound: past it, this one is refused (the box may
+  // try it again once others are served).
+  // It is marked, not just reset: the reset goes out later, and its list, cut short here, must
+  // never be served as if whole when its HEADERS end.
+  if (f->held_head_bytes_ + bytes > kH2HeldHeadFactor * f->max_head_bytes_) {
+    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+    stream->dropped = true;
+    f->release_head(*stream);
+    return 0;
+  }
+  try {
+    stream->fields.push_back({std::string(reinterpret_cast<const char*>(name), name_length),
+                              std::string(reinterpret_cast<const char*>(value), value_length)});
+  } catch (...) {
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  f->held_head_bytes_ += bytes;
+  stream->held_bytes += bytes;
+  return 0;
+}
+
+// A field nghttp2's own checks found invalid (a CR, LF or NUL in its value, white space at either
+// end, a bad name). Left alone, nghttp2 would drop it silently and serve the rest; the stream is
+// refused instead (bad request), as the translation refuses what it finds: a list someone bent to
+// slip past a parser is not one to guess the meaning of. (Connection-specific fields and bad
+// pseudo-headers nghttp2 resets itself, PROTOCOL_ERROR.)
+int H2Front::on_invalid_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t*, std::size_t,
+                               const std::uint8_t*, std::size_t, std::uint8_t, void* self) noexcept {
+  Stream* stream = static_cast<H2Front*>(self)->find(frame->hd.stream_id);
+  if (stream != nullptr && !stream->head_done) stream->malformed = true;
+  return 0;
+}
+
+int H2Front::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* self) noexcept {
+  auto* f = static_cast<H2Front*>(self);
+  Stream* stream = f->find(frame->hd.stream_id);
+  if (stream == nullptr) return 0;
+  const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+  try {
+    if (frame->hd.type == NGHTTP2_HEADERS && !stream->head_done) {
+      stream->end_stream = end;
+      f->head_ended(frame->hd.stream_id, *stream);
+    } else if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) && end) {
+      stream->end_stream = true;
+    }
+  } catch (...) {
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+int H2Front::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id, const std::uint8_t* data,
+                           std::size_t length, void* self) noexcept {
+  auto* f = static_cast<H2Front*>(self);
+  Stream* stream = f->find(id);
+  // The connection's window is opened at once for every byte (the stream's window bounds what is
+  // held); a stream that will not be served has its own opened too, its bytes dropped.
+  nghttp2_session_consume_connection(session, length);
+  if (stream == nullptr || !stream->request || stream->body_fed) {
+    nghttp2_session_consume_stream(session, id, length);
+    return 0;
+  }
+  if (evbuffer_add(stream->body.get(), data, length) == -1) return NGHTTP2_ERR_CALLBACK_FAILURE;
+  return 0;
+}
+
+int H2Front::on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t, void* self) noexcept {
+  auto* f = static_cast<H2Front*>(self);
+  Stream* stream = f->find(id);
+  if (stream == nullptr) return 0;
+  f->release_head(*stream);
+  stream->closed = true;
+  // The stream being served stays until its exchange ends (the HTTP/1.1 side still reads its
+  // request); any other goes now.
+  if (id != f->current_) {
+    std::erase(f->waiting_, id);
+    f->streams_.erase(id);
+  }
+  return 0;
+}
+
+// The answer's DATA, as nghttp2 asks for it within the box's window.
+ssize_t H2Front::read_answer(nghttp2_session*, std::int32_t id, std::uint8_t* buffer, std::size_t length,
+                             std::uint32_t* flags, nghttp2_data_source*, void* self) noexcept {
+  auto* f = static_cast<H2Front*>(self);
+  Stream* stream = f->find(id);
+  if (stream == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  const int n = evbuffer_remove(stream->out.get(), buffer, length);
+  if (n < 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  if (evbuffer_get_length(stream->out.get()) == 0 && stream->answer_done) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return n;
+  }
+  if (n == 0) return NGHTTP2_ERR_DEFERRED;  // resumed when more of the answer comes
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// pump: the box's bytes in, the streams served, frames out.
+
+H2Front::Pumped H2Front::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
+  Pumped out;
+  const std::size_t length = evbuffer_get_length(from);
+  if (over_) {
+    evbuffer_drain(from, length);  // nothing the box sends is read once the session is over
+  } else if (length > 0) {
+    const unsigned char* data = evbuffer_pullup(from, static_cast<ev_ssize_t>(length));
+    if (data == nullptr) throw std::bad_alloc();
+    const ssize_t taken = nghttp2_session_mem_recv(session_.get(), data, length);
+    if (taken < 0) {
+      // The box broke the protocol, or flooded us with frames that each want an answer (SETTINGS,
+      // PING: past kMaxOutboundAcks unread). The GOAWAY says which; it is sent below if it can be.
+      nghttp2_session_terminate_session(session_.get(), taken == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
+                                                                                    : NGHTTP2_PROTOCOL_ERROR);
+      evbuffer_drain(from, length);
+      over_ = true;
+    } else {
+      evbuffer_drain(from, static_cast<std::size_t>(taken));
+      out.progress = true;
+    }
+  }
+  if (!over_ && serve()) out.progress = true;
+  if (broken_ && !over_) {
+    // The HTTP/1.1 side cannot go on: the box is told the session ended by our side's fault.
+    nghttp2_session_terminate_session(session_.get(), NGHTTP2_INTERNAL_ERROR);
+    over_ = true;
+  }
+  while (evbuffer_get_length(to) < to_bound) {
+    const std::uint8_t* frames = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session_.get(), &frames);
+    if (n < 0) {
+      out.alive = false;
+      break;
+    }
+    if (n == 0) break;
+    if (evbuffer_add(to, frames, static_cast<std::size_t>(n)) == -1) throw std::bad_alloc();
+    out.progress = true;
+  }
+  if (nghttp2_session_want_read(session_.get()) == 0 && nghttp2_session_want_write(session_.get()) == 0) {
+    over_ = true;  // GOAWAY both ways, and nothing left to say
+  }
+  if (over_) out.alive = false;
+  out.abandon = abandon_;
+  return out;
+}
+
+void H2Front::abandon_current() noexcept {
+  abandon_ = false;
+  evbuffer_drain(requests_.get(), evbuffer_get_length(requests_.get()));
+  evbuffer_drain(answers_.get(), evbuffer_get_length(answers_.get()));
+  streams_.erase(current_);  // closed already (that is why): nghttp2 holds nothing of it
+  current_ = 0;
+}
+
+void H2Front::go_away() noexcept {
+  if (going_away_ || over_) return;
+  going_away_ = true;
+  // The last stream named is the last one answered or sent on: those still waiting were never
+  // acted on, and the box may send them again on another connection (RFC 9113 §6.8).
+  nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE, last_served_, NGHTTP2_NO_ERROR, nullptr, 0);
+}
+
+bool H2Front::wants_read() const noexcept { return nghttp2_session_want_read(session_.get()) != 0; }
+
+bool H2Front::flushed() const noexcept {
+  if (nghttp2_session_want_write(session_.get()) != 0) return false;
+  if (over_) return true;  // no answer will be read any more
+  for (const auto& [id, stream] : streams_) {
+    if (stream.out && evbuffer_get_length(stream.out.get()) > 0) return false;
+  }
+  return evbuffer_get_length(answers_.get()) == 0;
+}
+
+}  // namespace boxproxy

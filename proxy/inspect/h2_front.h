@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// The box-facing HTTP/2 side of an inspected connection (SPEC §19, HTTP/2; issue 25 item 4, stage
+// 1): an nghttp2 server session over the plaintext of the box's TLS stream, chosen when the box
+// offers "h2" by ALPN. It turns every stream into one HTTP/1.1 request (proxy/wire/h2_request.h)
+// and hands the requests, one at a time, to its InspectedConnection as if the box had sent them
+// over HTTP/1.1: the connection reads them from requests() and writes its answers to answers()
+// instead of the TLS stream's plaintext, so each stream is judged, refused, forwarded and logged by
+// the one HTTP/1.1 path, over the one origin connection (which stays HTTP/1.1). Each answer is
+// turned back into HEADERS and DATA on its stream. A stream the translation refuses is answered
+// here (400 or 431 with x-egress-refused) and reported through Hooks; the others wait their turn.
+//
+// Bounds (every one a constant here, or the connection's --max-head-bytes), so that neither a
+// stream flood, a SETTINGS or PING flood, nor a box that never opens its window grows memory
+// without end or holds the loop:
+//   open streams         kMaxStreams (SETTINGS_MAX_CONCURRENT_STREAMS; more are refused with
+//                        RST_STREAM REFUSED_STREAM, before and after the box acknowledges it);
+//   header bytes held    kHeldHeadFactor x max_head_bytes over every stream not yet served (a
+//                        stream that would pass it is refused, REFUSED_STREAM); one stream's list
+//                        over max_head_bytes is answered 431;
+//   request body held    kStreamWindow per stream (SETTINGS_INITIAL_WINDOW_SIZE; a stream's
+//                        window is opened only as its bytes go to the origin), so at most
+//                        kMaxStreams x kStreamWindow over the connection;
+//   answer held          kMaxAnswerHeld for the stream being answered; answers() is bounded by
+//                        the connection (kMaxQueued), which stops reading the origin when full;
+//   frames to the box    written only while the TLS output holds less than kMaxQueued;
+//                        nghttp2's own queue of acknowledgements is capped (kMaxOutboundAcks) and
+//                        so are a SETTINGS frame's entries (kMaxSettings), CONTINUATION frames
+//                        and stream resets per second (nghttp2's defaults, named here): past them
+//                        the session ends with GOAWAY.
+#pragma once
+
+#include <event2/buffer.h>
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/wire/h2_request.h"
+#include "proxy/wire/http_body.h"
+
+namespace boxproxy {
+
+inline constexpr std::uint32_t kH2MaxStreams = 32;
+inline constexpr std::int32_t kH2StreamWindow = 16 * 1024;
+inline constexpr std::size_t kH2HeldHeadFactor = 4;
+inline constexpr std::size_t kH2MaxAnswerHeld = 64 * 1024;
+
+struct H2SessionDeleter {
+  void operator()(nghttp2_session* s) const noexcept { nghttp2_session_del(s); }
+};
+struct H2EvBufferDeleter {
+  void operator()(evbuffer* b) const noexcept { evbuffer_free(b); }
+};
+
+class H2Front {
+ public:
+  using EvBufferPtr = std::unique_ptr<evbuffer, H2EvBufferDeleter>;
+  // A stream refused before it reached the HTTP/1.1 path: the connection writes its request line.
+  struct Refused {
+    std::string method;  // :method as sent (may be empty: the list did not name one)
+    std::string path;    // :path as sent
+    InspectRefusal refusal;
+  };
+  struct Hooks {
+    void* owner;
+    void (*refused)(void* owner, const Refused& refused);
+  };
+  // What pump() did.
+  struct Pumped {
+    bool progress = false;  // a byte moved anywhere
+    bool alive = true;      // false: the session is over (the box's protocol error, or GOAWAY done)
+    // The box reset the stream being served before its whole request went on: the connection must
+    // abandon that exchange (its origin connection holds half a request), then call
+    // abandon_current().
+    bool abandon = false;
+  };
+
+  // A server session that has queued its SETTINGS; null when nghttp2 or libevent cannot allocate.
+  [[nodiscard]] static std::unique_ptr<H2Front> open(std::size_t max_head_bytes, Hooks hooks) noexcept;
+  ~H2Front();
+  H2Front(const H2Front&) = delete;
+  H2Front& operator=(const H2Front&) = delete;
+
+  // The HTTP/1.1 side: one stream's request at a time, and where its answer is written.
+  [[nodiscard]] evbuffer* requests() const noexcept { return requests_.get(); }
+  [[nodiscard]] evbuffer* answers() const noexcept { return answers_.get(); }
+
+  // Takes everything in `from` (the box's plaintext), serves the streams, and writes frames to `to`
+  // while it holds less than `to_bound` bytes.
+  [[nodiscard]] Pumped pump(evbuffer* from, evbuffer* to, std::size_t to_bound);
+  // The connection finished the exchange whose request it read last: an answer read to the
+  // origin's close (no length, not chunked) ends here.
+  void exchange_ended() noexcept { exchange_ended_ = true; }
+  // Forgets the stream being served (after Pumped::abandon): both HTTP/1.1 buffers are emptied and
+  // the next stream waiting is served.
+  void abandon_current() noexcept;
+  // No more streams: GOAWAY naming the last one taken (the connection is closing).
+  void go_away() noexcept;
+  // Nothing more is served or answered: what the box sends from now on is read and dropped.
+  void stop() noexcept { over_ = true; }
+  // Whether the box's bytes are wanted (nghttp2 wants them; what they would add is bounded).
+  [[nodiscard]] bool wants_read() const noexcept;
+  // Nothing left to write to the box: no frame queued, no answer byte held.
+  [[nodiscard]] bool flushed() const noexcept;
+
+ private:
+  struct Stream {
+    std::vector<H2Field> fields;
+    std::size_t head_bytes = 0;   // of its list (names and values)
+    std::size_t held_bytes = 0;   // of those, held and counted against the connection's bound
+    bool too_large = false;       // its list passed max_head_bytes: 431
+    bool malformed = false;       // nghttp2 found a field invalid: 400
+    bool dropped = false;         // reset (REFUSED_STREAM) while its list came: never served
+    bool head_done = false;       // HEADERS (and CONTINUATION) ended
+    bool end_stream = false;      // the box's side ended (END_STREAM)
+    bool closed = false;          // nghttp2 closed it (either way)
+    std::optional<H2Request> request;  // translated, waiting or being served
+    EvBufferPtr body;             // DATA received, not yet passed on
+    std::size_t fed_head = 0;     // 0: the head is not in requests() yet
+    bool body_fed = false;        // the whole request (last chunk too) is in requests()
+    std::uint64_t body_left = 0;  // with a content-length: bytes still to come
+    // The answer.
+    EvBufferPtr out;              // DATA to send
+    bool answered = false;        // HEADERS submitted
+    bool answer_done = false;     // every DATA byte is in `out`
+    std::string method;           // for the answer's framing (HEAD)
+  };
+  H2Front(std::size_t max_head_bytes, Hooks hooks) noexcept : max_head_bytes_(max_head_bytes), hooks_(hooks) {}
+  [[nodiscard]] bool init() noexcept;
+
+  // nghttp2's callbacks (C: each catches everything; a throw becomes a callback failure).
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame*, void*) noexcept;
+  static int on_header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t, const std::uint8_t*,
+                       std::size_t, std::uint8_t, void*) noexcept;
+  static int on_invalid_header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t,
+                               const std::uint8_t*, std::size_t, std::uint8_t, void*) noexcept;
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*) noexcept;
+  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t, const std::uint8_t*, std::size_t,
+                           void*) noexcept;
+  static int on_stream_close(nghttp2_session*, std::int32_t, std::uint32_t, void*) noexcept;
+  static ssize_t read_answer(nghttp2_session*, std::int32_t, std::uint8_t*, std::size_t, std::uint32_t*,
+                             nghttp2_data_source*, void*) noexcept;
+
+  void head_ended(std::int32_t id, Stream& stream);
+  void refuse_stream(std::int32_t id, Stream& stream, const std::string& method, const std::string& path,
+                     InspectRefusal refusal);
+  void submit_answer(std::int32_t id, Stream& stream, unsigned status, const std::vector<nghttp2_nv>& headers);
+  [[nodiscard]] bool serve();
+  [[nodiscard]] bool feed_current(Stream& stream);
+  [[nodiscard]] bool read_answer_head(Stream& stream);
+  [[nodiscard]] bool read_answer_body(Stream& stream);
+  void finish_current();
+  void release_head(Stream& stream) noexcept;
+  [[nodiscard]] Stream* find(std::int32_t id) noexcept;
+
+  std::size_t max_head_bytes_;
+  Hooks hooks_;
+  std::unique_ptr<nghttp2_session, H2SessionDeleter> session_;
+  EvBufferPtr requests_;
+  EvBufferPtr answers_;
+  std::map<std::int32_t, Stream> streams_;
+  std::deque<std::int32_t> waiting_;  // translated streams, in arrival order
+  std::int32_t current_ = 0;          // the stream whose request the connection reads (0: none)
+  std::size_t held_head_bytes_ = 0;
+  std::int32_t last_served_ = 0;      // the highest stream answered here or sent on
+  bool exchange_ended_ = false;
+  bool going_away_ = false;
+  // The HTTP/1.1 side cannot go on: a stream reset before its whole request reached the origin
+  // (half a request went up), or an answer that cannot be read. The connection ends.
+  bool broken_ = false;
+  bool over_ = false;
+  bool abandon_ = false;  // the current stream was reset before its request went on whole  // the session is over: only frames already queued still go out
+  // The current answer's framing, read from its HTTP/1.1 head.
+  BodyFraming answer_framing_;
+  ChunkedDecoder answer_chunks_;
+  std::uint64_t answer_left_ = 0;
+};
+
+}  // namespace boxproxy

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: Apache-2.0
+// The box-facing HTTP/2 session's streams (proxy/inspect/h2_front.h): each head translated or
+// refused on its stream, then the translated ones served one at a time: the request written to
+// the HTTP/1.1 side, the answer read back from it into HEADERS and DATA.
+#include "proxy/inspect/h2_front.h"
+
+#include <algorithm>
+#include <array>
+#include <new>
+
+#include "proxy/wire/http_head.h"
+#include "table/ascii.h"
+
+namespace boxproxy {
+namespace {
+
+// What requests() may hold before more of a body is written to it: the connection reads it as
+// its box-facing input, bounded the same way (four TLS records).
+constexpr std::size_t kFeedBound = 64 * 1024;
+// The longest answer head the connection writes: an origin's head within kMaxResponseHeadBytes
+// (64 KiB), as rewrite_response_head leaves it (a Connection line more).
+constexpr std::size_t kMaxAnswerHeadBytes = 65 * 1024;
+
+// Fields an HTTP/1.1 answer may carry that HTTP/2 forbids (RFC 9113 §8.2.2): dropped. The body's
+// framing is the stream's own in HTTP/2.
+constexpr std::array<std::string_view, 6> kNotInH2 = {"connection", "keep-alive",   "proxy-connection",
+                                                      "te",         "transfer-encoding", "upgrade"};
+
+bool dropped_from_answer(std::string_view name, const BodyFraming& framing) noexcept {
+  for (const std::string_view n : kNotInH2) {
+    if (iequals(name, n)) return true;
+  }
+  // A chunked answer's length is the sum of its DATA: a content-length beside it is not the
+  // origin's to state (HTTP/1.1 ignores it there; an HTTP/2 client would not).
+  return framing.kind == BodyFraming::Kind::chunked && iequals(name, "content-length");
+}
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+nghttp2_nv field(const std::string& name, const std::string& value) noexcept {
+  // NGHTTP2_NV_FLAG_NONE: nghttp2 copies both, so the strings need not outlive the call.
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+}  // namespace
+
+void H2Front::release_head(Stream& stream) noexcept {
+  held_head_bytes_ -= std::min(held_head_bytes_, stream.held_bytes);
+  stream.held_bytes = 0;
+  stream.fields.clear();
+  stream.fields.shrink_to_fit();
+}
+
+void H2Front::head_ended(std::int32_t id, Stream& stream) {
+  stream.head_done = true;
+  if (stream.dropped) return;  // reset already; its bytes are dropped as they come
+  if (stream.too_large) {
+    refuse_stream(id, stream, "", "", InspectRefusal::head_too_large);
+    return;
+  }
+  auto translated = translate_h2_request(stream.fields, stream.end_stream, max_head_bytes_);
+  if (stream.malformed) translated = InspectRefusal::bad_request;
+  if (const auto* refusal = std::get_if<InspectRefusal>(&translated)) {
+    std::string method, path;
+    for (const H2Field& f : stream.fields) {
+      if (f.name == ":method") method = f.value;
+      if (f.name == ":path") path = f.value;
+    }
+    refuse_stream(id, stream, method, path, *refusal);
+    return;
+  }
+  stream.request = std::get<H2Request>(std::move(translated));
+  stream.method = stream.request->method;
+  stream.body_left = stream.request->length;
+  release_head(stream);  // the translated head stands for it now (counted again below)
+  stream.held_bytes = stream.request->head.size();
+  held_head_bytes_ += stream.held_bytes;
+  waiting_.push_back(id);
+}
+
+// A stream the translation refused: its answer, on the stream, and its request line. What it
+// stops: a header list the HTTP/1.1 side cannot carry exactly never reaches the judge or the
+// origin; the other streams go on.
+void H2Front::refuse_stream(std::int32_t id, Stream& stream, const std::string& method, const std::string& path,
+                            InspectRefusal refusal) {
+  release_head(stream);
+  const InspectRefusalInfo& row = inspect_refusal_info(refusal);
+  const std::string words = "egress refused: " + std::string(row.log_class) + "\n";
+  if (evbuffer_add(stream.out.get(), words.data(), words.size()) == -1) throw std::bad_alloc();
+  stream.answer_done = true;
+  const std::string refused_name = "x-egress-refused", type_name = "content-type", length_name = "content-length";
+  const std::string refused_value(row.log_class), type_value = "text/plain";
+  const std::string length_value = std::to_string(words.size());
+  submit_answer(id, stream, row.status,
+                {field(refused_name, refused_value), field(type_name, type_value), field(length_name, length_value)});
+  hooks_.refused(hooks_.owner, Refused{method, path, refusal});
+}
+
+void H2Front::submit_answer(std::int32_t id, Stream& stream, unsigned status, const std::vector<nghttp2_nv>& headers) {
+  const std::string status_name = ":status", status_value = std::to_string(status);
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(headers.size() + 1);
+  nva.push_back(field(status_name, status_value));
+  nva.insert(nva.end(), headers.begin(), headers.end());
+  stream.answered = true;
+  last_served_ = std::max(last_served_, id);
+  nghttp2_data_provider provider{};
+  provider.read_callback = &read_answer;
+  const bool body = !(stream.answer_done && evbuffer_get_length(stream.out.get()) == 0);
+  // Fails only when the stream is gone (the box reset it): its answer is then read and dropped.
+  nghttp2_submit_response(session_.get(), id, nva.data(), nva.size(), body ? &provider : nullptr);
+}
+
+bool H2Front::serve() {
+  bool progress = false;
+  for (;;) {
+    if (abandon_) return progress;
+    if (current_ == 0) {
+      if (waiting_.empty()) return progress;
+      current_ = waiting_.front();
+      waiting_.pop_front();
+      last_served_ = std::max(last_served_, current_);
+      exchange_ended_ = false;
+      answer_chunks_ = ChunkedDecoder{};
+      progress = true;
+    }
+    Stream* stream = find(current_);
+    if (stream == nullptr) {  // cannot happen: the current stream is erased only by finish_current
+      current_ = 0;
+      continue;
+    }
+    bool moved = feed_current(*stream);
+    if (abandon_) return true;  // the connection acts first (abandon_current)
+    moved = (stream->answered ? read_answer_body(*stream) : read_answer_head(*stream)) || moved;
+    if (broken_) return true;
+    if (stream->body_fed && stream->answered && stream->answer_done) {
+      finish_current();
+      progress = true;
+      continue;
+    }
+    return progress || moved;
+  }
+}
+
+bool H2Front::feed_current(Stream& stream) {
+  bool moved = false;
+  const H2Request& request = *stream.request;
+  if (stream.fed_head == 0) {
+    if (evbuffer_add(requests_.get(), request.head.data(), request.head.size()) == -1) throw std::bad_alloc();
+    stream.fed_head = request.head.size();
+    release_head(stream);
+    stream.request->head.clear();  // written: only its framing is needed from here
+    stream.request->head.shrink_to_fit();
+    stream.body_fed = request.body == H2BodyMode::none;
+    moved = true;
+  }
+  if (stream.body_fed) return moved;
+  const std::size_t queued = evbuffer_get_length(requests_.get());
+  const std::size_t n = std::min(evbuffer_get_length(stream.body.get()), kFeedBound - std::min(queued, kFeedBound));
+  if (n > 0) {
+    // More DATA than its content-length: nghttp2 resets such a stream (RFC 9113 §8.1.1), and
+    // nothing past the length ever reaches the origin, where it would be the next request.
+    if (request.body == H2BodyMode::length && n > stream.body_left) {
+      broken_ = true;
+      return true;
+    }
+    if (request.body == H2BodyMode::chunked) {
+      const std::string prefix = h2_chunk_prefix(n);
+      if (evbuffer_add(requests_.get(), prefix.data(), prefix.size()) == -1) throw std::bad_alloc();
+    }
+    if (evbuffer_remove_buffer(stream.body.get(), requests_.get(), n) != static_cast<int>(n)) throw std::bad_alloc();
+    if (request.body == H2BodyMode::chunked &&
+        evbuffer_add(requests_.get(), kH2ChunkSuffix.data(), kH2ChunkSuffix.size()) == -1) {
+      throw std::bad_alloc();
+    }
+    if (request.body == H2BodyMode::length) stream.body_left -= n;
+    // Its window opens by what went on: the box sends more only as the origin takes it.
+    if (!stream.closed) nghttp2_session_consume_stream(session_.get(), current_, n);
+    moved = true;
+  }
+  if (evbuffer_get_length(stream.body.get()) > 0) return moved;
+  if (stream.end_stream) {
+    // A body shorter than its content-length cannot be completed: what went up is half a request.
+    if (request.body == H2BodyMode::length && stream.body_left != 0) {
+      broken_ = true;
+      return true;
+    }
+    if (request.body == H2BodyMode::chunked &&
+        evbuffer_add(requests_.get(), kH2LastChunk.data(), kH2LastChunk.size()) == -1) {
+      throw std::bad_alloc();
+    }
+    stream.body_fed = true;
+    return true;
+  }
+  // Reset before its body ended: the origin may have half a request, which must never be
+  // completed with bytes of anyone's choosing. The connection abandons the exchange and drops
+  // that origin connection (Pumped::abandon); the other streams go on.
+  if (stream.closed) abandon_ = true;
+  return moved;
+}
+
+bool H2Front::read_answer_head(Stream& stream) {
+  evbuffer* in = answers_.get();
+  for (;;) {
+    const std::size_t length = evbuffer_get_length(in);
+    if (length == 0) return false;
+    const std::size_t view = std::min(length, kMaxAnswerHeadBytes + 1);
+    const unsigned char* data = evbuffer_pullup(in, static_cast<ev_ssize_t>(view));
+    if (data == nullptr) throw std::bad_alloc();
+    const auto parsed =
+        parse_response_head({reinterpret_cast<const char*>(data), view}, kMaxAnswerHeadBytes);
+    if (parsed.status == ParseResult<ResponseHead>::Status::need_more && length <= kMaxAnswerHeadBytes) return false;
+    if (parsed.status != ParseResult<ResponseHead>::Status::complete) {
+      broken_ = true;  // the connection wrote it: cannot happen, and nothing could be answered
+      return true;
+    }
+    const ResponseHead& head = *parsed.value;
+    if (head.status < 200) {  // an interim answer: HTTP/2 could carry it, this stage drops it
+      evbuffer_drain(in, parsed.consumed);
+      continue;
+    }
+    auto framing = response_framing(stream.method, head);
+    if (std::holds_alternative<Reason>(framing)) {
+      broken_ = true;
+      return true;
+    }
+    answer_framing_ = std::get<BodyFraming>(framing);
+    answer_left_ = answer_framing_.length;
+    std::vector<std::string> names;
+    std::vector<std::string> values;
+    names.reserve(head.headers.size());
+    values.reserve(head.headers.size());
+    for (const HeaderField& f : head.headers) {
+      if (dropped_from_answer(f.name, answer_framing_)) continue;
+      names.push_back(lowercase(f.name));
+      values.emplace_back(f.value);
+    }
+    std::vector<nghttp2_nv> nva;
+    nva.reserve(names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) nva.push_back(field(names[i], values[i]));
+    const unsigned status = head.status;
+    evbuffer_drain(in, parsed.consumed);  // `head` pointed into it: not used after
+    stream.answer_done = answer_framing_.kind == BodyFraming::Kind::none ||
+                         (answer_framing_.kind == BodyFraming::Kind::length && answer_left_ == 0);
+    submit_answer(current_, stream, status, nva);
+    return true;
+  }
+}
+
+bool H2Front::read_answer_body(Stream& stream) {
+  if (stream.answer_done) return false;
+  evbuffer* in = answers_.get();
+  evbuffer* out = stream.out.get();
+  const std::size_t held = evbuffer_get_length(out);
+  if (held >= kH2MaxAnswerHeld) return false;  // the box's window: it reads as it opens
+  const std::size_t n = std::min(evbuffer_get_length(in), kH2MaxAnswerHeld - held);
+  std::size_t moved = 0;
+  switch (answer_framing_.kind) {
+    case BodyFraming::Kind::none:
+      break;
+    case BodyFraming::Kind::length:
+      moved = static_cast<std::size_t>(std::min<std::uint64_t>(n, answer_left_));
+      answer_left_ -= moved;
+      stream.answer_done = answer_left_ == 0;
+      if (moved > 0 && evbuffer_remove_buffer(in, out, moved) != static_cast<int>(moved)) throw std::bad_alloc();
+      break;
+    case BodyFraming::Kind::until_close:
+      moved = n;
+      if (moved > 0 && evbuffer_remove_buffer(in, out, moved) != static_cast<int>(moved)) throw std::bad_alloc();
+      stream.answer_done = exchange_ended_ && evbuffer_get_length(in) == 0;
+      break;
+    case BodyFraming::Kind::chunked: {
+      const unsigned char* data = n > 0 ? evbuffer_pullup(in, static_cast<ev_ssize_t>(n)) : nullptr;
+      if (n > 0 && data == nullptr) throw std::bad_alloc();
+      std::string decoded;
+      moved = answer_chunks_.feed({reinterpret_cast<const char*>(data), n}, decoded);
+      evbuffer_drain(in, moved);
+      if (answer_chunks_.malformed()) broken_ = true;
+      if (!decoded.empty() && evbuffer_add(out, decoded.data(), decoded.size()) == -1) throw std::bad_alloc();
+      stream.answer_done = answer_chunks_.done();
+      break;
+    }
+  }
+  if (stream.closed) {
+    evbuffer_drain(out, evbuffer_get_length(out));  // the box reset it: read and dropped
+  } else if (moved > 0 || stream.answer_done) {
+    nghttp2_session_resume_data(session_.get(), current_);  // fails harmlessly when not deferred
+  }
+  return moved > 0 || stream.answer_done;
+}
+
+void H2Front::finish_current() {
+  Stream* stream = find(current_);
+  if (stream != nullptr && stream->closed) streams_.erase(current_);
+  current_ = 0;
+}
+
+}  // namespace boxproxy
