@@ -36,6 +36,13 @@ std::optional<Reason> ClientConnection::judge_inspected_plain() {
       refusal = Reason::request_denied;
     }
   }
+  // SPEC §19: serve holds no secret, and a credential must never cross the network in clear text:
+  // a plain request to an endpoint that injects is refused as the request whose secret cannot be
+  // set, in both modes (it is never sent without its credential).
+  if (!refusal && !endpoint->inject.empty()) {
+    inspected.report = false;
+    refusal = Reason::secret_missing;
+  }
   request_.inspected = std::move(inspected);
   if (refusal) {
     log_request_line(refusal, info(*refusal).http_status, Session::Traffic{});

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "proxy/transient_error.h"
+#include "table/secret_value.h"
 
 namespace boxproxy {
 namespace {
@@ -87,7 +88,16 @@ Received receive_message(int socket, ChannelMessage& message) noexcept {
     return Received::broken;
   }
   message.bytes.resize(static_cast<std::size_t>(n));
-  message.bytes.shrink_to_fit();
+  // Fitted by hand, the buffer it was read into overwritten before it is given back: a "secret"
+  // message (proxy/inspector_messages.h) carries a value, and shrink_to_fit would free it as is.
+  try {
+    std::string fitted(message.bytes);
+    scrub(message.bytes);
+    message.bytes = std::move(fitted);
+  } catch (const std::bad_alloc&) {
+    scrub(message.bytes);
+    return Received::broken;
+  }
   return Received::message;
 }
 
@@ -187,7 +197,8 @@ bool FdChannel::flush() noexcept {
       event_add(write_event_.get(), nullptr);  // the peer reads, then we go on
       return true;
     }
-    out_.pop_front();  // our duplicates close: the peer holds its own now
+    scrub(message.bytes);  // a "secret" message's value is not left in the freed heap
+    out_.pop_front();      // our duplicates close: the peer holds its own now
   }
   event_del(write_event_.get());
   return true;

@@ -8,6 +8,7 @@
 
 #include "proxy/fd_channel.h"
 #include "proxy/wire/json_nesting.h"
+#include "table/inspect_endpoint.h"
 
 namespace boxproxy {
 namespace {
@@ -191,7 +192,44 @@ struct OrderWriter {
   Json operator()(const InspectorDialled& dialled) const {
     return {{"op", "dialled"}, {"id", dialled.id}, {"ok", dialled.ok}};
   }
+  Json operator()(const InspectorSecret&) const { return nullptr; }  // written by secret_message
 };
+
+// ---- the secret message, by hand ------------------------------------------------------------
+// Exactly {"op":"secret","name":"NAME","value":"HEX"} or {"op":"secret","name":"NAME","value":null}:
+// a name is [a-z0-9_] and hex [0-9a-f], so nothing needs escaping, and nothing else is accepted.
+
+constexpr std::string_view kSecretPrefix = R"({"op":"secret","name":")";
+constexpr std::string_view kSecretMiddle = R"(","value":)";
+
+std::string secret_message(const InspectorSecret& secret) {
+  const SecretText hex = secret.value ? secret_hex(secret.value->view()) : SecretText();
+  std::string out;
+  out.reserve(kSecretPrefix.size() + secret.name.size() + kSecretMiddle.size() + hex.size() + 8);
+  out.append(kSecretPrefix).append(secret.name).append(kSecretMiddle);
+  if (secret.value) {
+    out.append("\"").append(hex.view()).append("\"}");
+  } else {
+    out.append("null}");
+  }
+  return out;
+}
+
+std::variant<InspectorOrder, std::string> secret_of(std::string_view bytes) {
+  std::string_view rest = bytes.substr(kSecretPrefix.size());
+  const std::size_t name_end = rest.find('"');
+  if (name_end == std::string_view::npos) return std::string("bad \"name\"");
+  InspectorSecret secret{std::string(rest.substr(0, name_end)), std::nullopt};
+  if (check_secret_name(secret.name)) return std::string("bad \"name\"");
+  rest.remove_prefix(name_end);
+  if (!rest.starts_with(kSecretMiddle)) return std::string("bad \"value\"");
+  rest.remove_prefix(kSecretMiddle.size());
+  if (rest == "null}") return InspectorOrder(std::move(secret));
+  if (!rest.starts_with('"') || !rest.ends_with("\"}")) return std::string("bad \"value\"");
+  secret.value = secret_from_hex(rest.substr(1, rest.size() - 3));
+  if (!secret.value) return std::string("bad \"value\"");
+  return InspectorOrder(std::move(secret));
+}
 
 // `bytes` as the message `of` reads (report_of, order_of), or why it is refused.
 template <class Message>
@@ -218,9 +256,13 @@ std::variant<InspectorReport, std::string> parse_inspector_report(std::string_vi
 
 std::string inspector_message(const InspectorReport& report) { return one_line(std::visit(ReportWriter{}, report)); }
 
-std::string serve_message(const InspectorOrder& order) { return one_line(std::visit(OrderWriter{}, order)); }
+std::string serve_message(const InspectorOrder& order) {
+  if (const auto* secret = std::get_if<InspectorSecret>(&order)) return secret_message(*secret);
+  return one_line(std::visit(OrderWriter{}, order));
+}
 
 std::variant<InspectorOrder, std::string> parse_serve_message(std::string_view bytes) {
+  if (bytes.starts_with(kSecretPrefix)) return secret_of(bytes);
   return checked(bytes, &order_of);
 }
 

@@ -94,6 +94,8 @@ class ProxyServer {
   }
   [[nodiscard]] std::string_view inspection_ca() const noexcept { return inspection_ca_; }
   [[nodiscard]] InspectorLink* inspector() noexcept { return inspector_.get(); }
+  // SPEC §19: sets or revokes (null) a secret in the inspector. nullopt when done, else why not.
+  [[nodiscard]] std::optional<std::string> set_secret(std::string_view name, const SecretText* value);
   // The control channel's "drain": stops accepting now; `drained` runs (from the loop, never
   // inside a connection's teardown) once the last client connection has ended.
   void drain(std::function<void()> drained);
@@ -163,6 +165,9 @@ class ServerControl final : public SessionControl {
   [[nodiscard]] AskRegistry* asks() override { return server_.asks(); }
   void drain() override { drain_(); }
   [[nodiscard]] std::string_view inspection_ca() const override { return server_.inspection_ca(); }
+  [[nodiscard]] std::optional<std::string> set_secret(std::string_view name, const SecretText* value) override {
+    return server_.set_secret(name, value);
+  }
 
  private:
   ProxyServer& server_;

@@ -159,6 +159,9 @@ ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const
                                                  &parsed.allow_file, &parsed.auth_token_file, &parsed.control_socket}) {
     if (*file) files.push_back(**file);
   }
+  // The --secret files (SPEC §19): the box shares the host's file system, and must not read the
+  // value it is kept from.
+  for (const SecretFile& secret : parsed.secrets) files.push_back(secret.path);
   return {.token = std::move(parsed.proxy.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd,
           .files = std::move(files), .inspect = !parsed.proxy.policy.inspect.empty(), .ca_out = parsed.ca_out};
 }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -158,6 +159,28 @@ struct Daemon {
   }
 
   void reload() {
+    reload_host_list_now();
+    reload_secrets();
+  }
+
+  // SIGHUP: every --secret file read again through its descriptor (socketd/secret_files.h); a
+  // file that cannot be read or holds no value keeps the value in force. The log names the
+  // secret, never its value.
+  void reload_secrets() {
+    for (const SecretFile& file : options.secrets) {
+      SecretOrError read = read_secret_file(file);
+      std::optional<std::string> error;
+      if (!read.value) {
+        error = read.error;
+      } else {
+        error = server->set_secret(file.name, &*read.value);
+      }
+      log->message(error ? fmt::format("sighup: --secret {}: kept the value in force: the file {}", file.name, *error)
+                         : fmt::format("sighup: --secret {} re-read", file.name));
+    }
+  }
+
+  void reload_host_list_now() {
     try {
       std::optional<HostList> list = reload_host_list(options);
       if (!list && server->config().policy.allow) {
@@ -273,6 +296,30 @@ void start_inspection(Daemon& daemon, const ServeOptions& options) {
   daemon.server->set_inspector(
       std::make_unique<InspectorLink>(daemon.base.get(), std::move(inspector.channel), *daemon.log),
       std::move(inspector.ca_pem));
+  // The --secret values, before serve listens: the inspector reads its channel in order, so
+  // every connection it is handed finds them set.
+  for (const SecretFile& file : options.secrets) {
+    SecretOrError read = read_secret_file(file);
+    if (!read.value) throw StartupError{ExitCode::failure, fmt::format("--secret {}: the file {}", file.name, read.error)};
+    if (auto error = daemon.server->set_secret(file.name, &*read.value)) {
+      throw StartupError{ExitCode::failure, fmt::format("--secret {}: {}", file.name, *error)};
+    }
+  }
+}
+
+// A session that may hold secrets (SPEC §19: --secret, or an endpoint that injects or takes
+// placeholders, whose values the control channel may send) is made non-dumpable before it sends
+// one on: no core file, and no ptrace or /proc/PID/mem by another process of the same user, could
+// show a value on its way through serve (a control line, a file's buffer, a channel message; each
+// scrubbed once used, but a crash may come first). Parsing read each --secret file before this
+// (to refuse a bad one with exit 2), and scrubbed what it read. Other sessions keep the usual flag, so their
+// memory and descriptors stay readable to the operator's tools.
+void guard_secrets(const ServeOptions& options) {
+  bool may_hold = !options.secrets.empty();
+  for (const InspectEndpoint& endpoint : options.proxy.policy.inspect.endpoints()) {
+    may_hold = may_hold || !endpoint.inject.empty() || !endpoint.secrets.empty();
+  }
+  if (may_hold) (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
 // Says the proxy listens: standard output, --ready-fd, systemd.
@@ -311,7 +358,10 @@ int serve(const ServeOptions& options) {
   daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), options.proxy, *daemon.resolver, *daemon.log);
 
   if (options.ask) daemon.server->enable_asking(options.ask_timeout);
-  if (!options.proxy.policy.inspect.empty()) start_inspection(daemon, options);
+  if (!options.proxy.policy.inspect.empty()) {
+    guard_secrets(options);
+    start_inspection(daemon, options);
+  }
   if (options.control_fd || options.control_socket) {
     daemon.control = std::make_unique<ControlHub>(
         daemon.base.get(), std::make_unique<ServerControl>(*daemon.server, [&daemon] { daemon.drain(); }), *daemon.log,

@@ -291,6 +291,17 @@ void add_supervisor_rows(std::vector<ServeRow>& rows) {
                        "a CA made at start", [](const Given& given, ServeOptions& options) { options.ca_cert = given.path(); }));
   rows.push_back(value("ca-key", "FILE", "the private key (PEM, unencrypted) of --ca-cert", "none",
                        [](const Given& given, ServeOptions& options) { options.ca_key = given.path(); }));
+  // Command line only (config_file.cc says why). check never injects: it opens no secret's file.
+  rows.push_back(command_line_only(list(
+      "secret", "NAME=FILE",
+      "the secret NAME (a-z, 0-9, _) for inspected endpoints' \"inject\" is FILE's contents (one newline dropped); "
+      "read at start, and on SIGHUP through the descriptor opened at start",
+      "none", [](const Given& given, ServeOptions& options) {
+        if (given.reader == Reader::check) return;
+        for (const std::string& value : given.raw.values) {
+          options.secrets.push_back(open_secret_file(given.raw.label, value, options.secrets));
+        }
+      })));
   rows.push_back(flag("log-paths", "request lines carry the request's path (never its query)", "off",
                       [](const Given& given, ServeOptions& options) { options.proxy.log_paths = given.raw.flag; }));
   rows.push_back(flag("no-sni-check",
@@ -420,6 +431,10 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
     if (value != nullptr && row.store != nullptr) row.store(Given{row.spec, *value, reader}, options);
   }
   read_inspect(config_inspect ? &*config_inspect : nullptr, get(command_line, "inspect"), options);
+  // A secret with nowhere to go: nothing would inject it, and the operator would believe it is.
+  if (!options.secrets.empty() && options.proxy.policy.inspect.empty()) {
+    fail_plain("--secret needs an inspected endpoint (--inspect, or --config's \"inspect\") to inject it");
+  }
   if (options.ca_cert.has_value() != options.ca_key.has_value()) {
     fail_plain(options.ca_cert ? "--ca-cert needs --ca-key (the CA's private key)" : "--ca-key needs --ca-cert");
   }
@@ -575,7 +590,8 @@ Options (--name VALUE or --name=VALUE):
 {}
 Seconds are plain decimals ("0.5"). Exit: 0 clean shutdown, 1 runtime failure,
 2 usage error, 3 the socket path is taken.
-Signals: SIGTERM/SIGINT stop, SIGHUP re-reads the host list, SIGUSR1 logs stats.
+Signals: SIGTERM/SIGINT stop, SIGHUP re-reads the host list and the --secret files,
+SIGUSR1 logs stats.
 )",
                      table().options_help());
 }

@@ -75,6 +75,9 @@ struct InspectedSetup {
   SSL_CTX* client_ctx = nullptr;  // the box-facing context (make_client_facing_context); must outlive this
   SSL_CTX* origin_ctx = nullptr;  // the origin-facing context (make_origin_context); must outlive this
   bool log_paths = false;
+  // The session's secrets, for the endpoint's "inject" (SPEC §19); must outlive this. Null: none
+  // set (the unit tests' setups), so an injecting endpoint's every request is `secret missing`.
+  const SecretLookup* secrets = nullptr;
   // serve's --max-head-bytes, --head-timeout and --idle-timeout (the start message); these values
   // are only for a setup made without them (the unit tests).
   std::size_t max_head_bytes = 32 * 1024;  // each request head

@@ -149,6 +149,7 @@ void Inspector::on_closed(void* self) noexcept { static_cast<Inspector*>(self)->
 
 void Inspector::order(ChannelMessage message) {
   auto parsed = parse_serve_message(message.bytes);
+  scrub(message.bytes);  // a secret's message: its text is not left in the freed heap
   if (std::holds_alternative<std::string>(parsed)) {
     finished_ = true;  // serve is ours: a garbled order means something is badly wrong
     return;
@@ -166,6 +167,16 @@ void Inspector::order(ChannelMessage message) {
     return;
   }
   if (const auto* update = std::get_if<InspectorEndpoints>(&order)) return endpoints_changed(update->endpoints_json);
+  if (const auto* secret = std::get_if<InspectorSecret>(&order)) return secret_changed(*secret);
+}
+
+// Every connection reads the store at each request (judge_inspected_request), so a value set,
+// replaced or revoked here applies from the next request on every connection (SPEC §19).
+void Inspector::secret_changed(const InspectorSecret& secret) {
+  if (!secret.value) return secrets_.revoke(secret.name);
+  // serve counts the secrets and never sends more than the store holds: one more is a serve gone
+  // wrong, and the inspector ends rather than guess which value a request should carry.
+  if (!secrets_.set(secret.name, secret.value->view())) finished_ = true;
 }
 
 // A leaf that cannot be made fails every inspected connection alike (the usual cause: a session
@@ -213,6 +224,7 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.max_head_bytes = setup_.max_head_bytes;
   setup.head_timeout = setup_.head_timeout;
   setup.idle_timeout = setup_.idle_timeout;
+  setup.secrets = &secrets_;
   InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended};
   held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
                                                 std::move(setup), hooks);

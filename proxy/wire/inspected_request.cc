@@ -14,8 +14,8 @@ namespace {
 
 // The classes and statuses §6 already names come from its table (table/reason.cc), so the two
 // never disagree; §18's own come from table/inspect_endpoint.h's verdict_class or are §18's words.
-const std::array<InspectRefusalInfo, 10>& refusal_table() noexcept {
-  static const std::array<InspectRefusalInfo, 10> table = {{
+const std::array<InspectRefusalInfo, 11>& refusal_table() noexcept {
+  static const std::array<InspectRefusalInfo, 11> table = {{
       {InspectRefusal::not_tls, "not tls", 0},
       {InspectRefusal::sni_mismatch, log_class(Reason::sni_mismatch), 0},
       {InspectRefusal::bad_request, log_class(Reason::bad_request), info(Reason::bad_request).http_status},
@@ -26,6 +26,7 @@ const std::array<InspectRefusalInfo, 10>& refusal_table() noexcept {
       {InspectRefusal::request_denied, verdict_class(RequestVerdict::request_denied), 403},
       {InspectRefusal::dial_failed, log_class(Reason::dial_failed), info(Reason::dial_failed).http_status},
       {InspectRefusal::upstream_tls, "upstream tls", 502},
+      {InspectRefusal::secret_missing, log_class(Reason::secret_missing), info(Reason::secret_missing).http_status},
   }};
   return table;
 }
@@ -98,7 +99,7 @@ std::string origin_host_field(const DecidedOrigin& origin) {
 }
 
 InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
-                                         const DecidedOrigin& origin) {
+                                         const DecidedOrigin& origin, const SecretLookup& secrets) {
   InspectedRequest judged;
   judged.client_keep_alive = client_wants_keep_alive(head);
   judged.client_http10 = head.version == "HTTP/1.0";
@@ -145,8 +146,23 @@ InspectedRequest judge_inspected_request(const RequestHead& head, const InspectE
   }
 
   judged.websocket = is_websocket_upgrade(head);
-  judged.upstream_head =
-      forward_origin_form_head(head, origin_host_field(origin), judged.websocket, !judged.client_keep_alive);
+  if (endpoint.inject.empty()) {
+    judged.upstream_head =
+        forward_origin_form_head(head, origin_host_field(origin), judged.websocket, !judged.client_keep_alive);
+    return judged;
+  }
+  // SPEC §19: expanded now, from the values in force now, so a rotation applies from the next request.
+  const InjectedFields injected = expand_endpoint_inject(endpoint, secrets);
+  if (injected.missing) {
+    // Never sent without its credential, whatever the mode: a report-mode denial is not let
+    // through here, and the line says `secret missing`, not report=1. The name is not logged.
+    judged.report = false;
+    judged.refusal = InspectRefusal::secret_missing;
+    return judged;
+  }
+  std::string head_text = forward_origin_form_head(without_injected_headers(head, endpoint), origin_host_field(origin),
+                                                   judged.websocket, !judged.client_keep_alive);
+  judged.upstream_head = add_injected_fields(head_text, injected);
   return judged;
 }
 

@@ -139,3 +139,36 @@ TEST_CASE("a start message's bounds are serve's options' ranges") {
 }
 
 }  // namespace boxproxy
+
+namespace boxproxy {
+
+TEST_CASE("a secret's message: the value as hex, read back; anything else of that shape refused") {
+  const std::string set = serve_message(InspectorOrder(InspectorSecret{"github", SecretText("ghp_Ab9")}));
+  CHECK(set == R"({"op":"secret","name":"github","value":"6768705f416239"})");
+  CHECK(set.find("ghp_Ab9") == std::string::npos);
+  auto parsed = parse_serve_message(set);
+  REQUIRE(std::holds_alternative<InspectorOrder>(parsed));
+  const auto* secret = std::get_if<InspectorSecret>(&std::get<InspectorOrder>(parsed));
+  REQUIRE(secret != nullptr);
+  CHECK(secret->name == "github");
+  REQUIRE(secret->value.has_value());
+  CHECK(secret->value->view() == "ghp_Ab9");
+
+  const std::string revoke = serve_message(InspectorOrder(InspectorSecret{"github", std::nullopt}));
+  CHECK(revoke == R"({"op":"secret","name":"github","value":null})");
+  auto revoked = parse_serve_message(revoke);
+  REQUIRE(std::holds_alternative<InspectorOrder>(revoked));
+  CHECK_FALSE(std::get<InspectorSecret>(std::get<InspectorOrder>(revoked)).value.has_value());
+
+  for (const char* bad : {R"({"op":"secret","name":"GitHub","value":null})",
+                          R"({"op":"secret","name":"github","value":"6g"})",
+                          R"({"op":"secret","name":"github","value":"20"})",  // a space: not a value
+                          R"({"op":"secret","name":"github","value":""})",
+                          R"({"op":"secret","name":"github","value":null,"x":1})",
+                          R"({"op":"secret","name":"github"})"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(order_refusal(bad).empty());
+  }
+}
+
+}  // namespace boxproxy
