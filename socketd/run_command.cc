@@ -451,6 +451,7 @@ int run(const RunOptions& options) {
   // The files run knows of: with --socket only the token file (the running proxy keeps its own
   // list of files, which run never sees).
   environment.protected_paths.files = options.serve_facts.files;
+  environment.protected_paths.hidden = options.serve_facts.secret_files;
   if (options.auth_token_file) environment.protected_paths.files.push_back(*options.auth_token_file);
   StartedProxy proxy;
   if (options.socket_path) {

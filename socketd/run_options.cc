@@ -160,10 +160,12 @@ ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const
     if (*file) files.push_back(**file);
   }
   // The --secret files (SPEC §19): the box shares the host's file system, and must not read the
-  // value it is kept from.
-  for (const SecretFile& secret : parsed.secrets) files.push_back(secret.path);
+  // value it is kept from (masked, not made read-only as the files above are).
+  std::vector<std::string> secret_files;
+  for (const SecretFile& secret : parsed.secrets) secret_files.push_back(secret.path);
   return {.token = std::move(parsed.proxy.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd,
-          .files = std::move(files), .inspect = !parsed.proxy.policy.inspect.empty(), .ca_out = parsed.ca_out};
+          .files = std::move(files), .secret_files = std::move(secret_files),
+          .inspect = !parsed.proxy.policy.inspect.empty(), .ca_out = parsed.ca_out};
 }
 
 // The token of `run --socket PATH --auth-token-file FILE`, read by serve's rules. Throws

@@ -18,9 +18,10 @@ struct ServeFacts {
   std::optional<int> ready_fd;       // --ready-fd: serve's, and nobody else's
   std::optional<int> control_fd;     // --control-fd: serve's and the supervisor's (SPEC §14, §15)
   // The proxy's own files, out of COMMAND's reach in the box (SPEC §14): --log-file, --audit,
-  // --config, --allow-file, --auth-token-file, --control-socket, --secret's files, wherever they
-  // were given.
+  // --config, --allow-file, --auth-token-file, --control-socket, wherever they were given.
   std::vector<std::string> files;
+  // --secret's files (SPEC §19): unreadable in the box (files above may be read there).
+  std::vector<std::string> secret_files;
   // Request inspection (SPEC §18): an endpoint is named, so the box must trust the session's CA;
   // and where the operator's --ca-out puts it (else run gives serve a path of its own).
   bool inspect = false;

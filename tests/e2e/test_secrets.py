@@ -14,8 +14,10 @@ import signal
 import ssl
 import subprocess
 import tempfile
+import textwrap
 import unittest
 
+from box_support import BoxTestCase, TlsOrigin, make_certificate
 from control_support import proxy_with_control_fd
 from harness import HttpOrigin, ProxyTestCase, binary, read_http_response, recv_all, recv_exact, wait_until
 from inspect_support import INSPECTOR, InspectRig
@@ -170,6 +172,53 @@ class SecretsTest(InspectRig, ProxyTestCase):
             s.close()
         self.assertEqual(plain.requests, [])
         self.assertEqual(p.wait_log(kind="request", count=1)[0].obj["class"], "secret missing")
+
+
+# In the box: what it may learn of the secret, one line each (a value found prints FOUND).
+BOX_LOOK = textwrap.dedent("""
+    value="$1"; file="$2"; url="$3"
+    if cat "$file" > seen 2>/dev/null && [ -s seen ]; then echo "file readable"; else echo "file masked"; fi
+    grep -q -- "$value" seen 2>/dev/null && echo "FOUND in the file"
+    env | grep -q -- "$value" && echo "FOUND in the environment"
+    grep -q -- "$value" /proc/self/environ && echo "FOUND in /proc/self/environ"
+    curl -sS --max-time 20 -D head -o body -H "Authorization: Bearer the-box-own" "$url" || echo "curl failed"
+    cat head body | grep -q -- "$value" && echo "FOUND in the response"
+    echo "status $(head -1 head | cut -d' ' -f2)"
+""")
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class RunSecretsTest(BoxTestCase):
+    """`run --secret`: the origin (in this test's process, out of the box's reach) gets the
+    credential; the box cannot read the secret's file, and neither its environment nor any
+    response holds the value."""
+
+    def test_the_box_never_holds_the_value_its_requests_carry(self):
+        d = self.enterContext(tempfile.TemporaryDirectory(prefix="boxproxy-run-secret-"))
+        cert, key = make_certificate(d)
+        origin = TlsOrigin(cert, key)
+        self.addCleanup(origin.close)
+        secret_file = os.path.join(d, "api.key")
+        with open(secret_file, "w") as f:
+            f.write(FIRST + "\n")
+        config = os.path.join(d, "config.json")
+        with open(config, "w") as f:
+            json.dump({"inspect": [{"host": f"origin.test:{origin.port}",
+                                    "inject": {"Authorization": "Bearer {api}"}}]}, f)
+        script = os.path.join(d, "look.sh")
+        with open(script, "w") as f:
+            f.write(BOX_LOOK)
+        r = self.box.run(["--resolve", "origin.test=127.0.0.2", "--upstream-ca", cert, "--config", config,
+                          "--secret", f"api={secret_file}"],
+                         ["sh", script, FIRST, secret_file, f"https://origin.test:{origin.port}/x"], cwd=d)
+        out = r.stdout.decode()
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertEqual(out.splitlines(), ["file masked", "status 200"], r.stderr[-3000:])
+        headers = [[v for k, v in q["headers"] if k.lower() == "authorization"] for q in origin.requests]
+        self.assertEqual(headers, [[f"Bearer {FIRST}"]])
+        self.assertNotIn(FIRST.encode(), r.stderr)  # the proxy's log, run's own words
+        with open(secret_file) as f:
+            self.assertEqual(f.read(), FIRST + "\n")  # the host's file untouched
 
 
 class SecretUsageTest(unittest.TestCase):
