@@ -81,6 +81,10 @@ std::optional<std::string> InspectorLink::set_secret(std::string_view name, cons
   return std::nullopt;
 }
 
+bool InspectorLink::placeholder_made(std::string_view name, std::string_view value) {
+  return alive_ && channel_.send(serve_message(InspectorPlaceholder{std::string(name), std::string(value)}));
+}
+
 void InspectorLink::on_message(void* self, ChannelMessage message) noexcept {
   static_cast<InspectorLink*>(self)->route(std::move(message));
 }

@@ -53,6 +53,8 @@ class InspectorLink {
   // the inspector; every connection's next request reads it. nullopt when sent; else why not
   // (the channel is down, or NAME would be one secret more than kMaxSecrets), nothing changed.
   [[nodiscard]] std::optional<std::string> set_secret(std::string_view name, const SecretText* value);
+  // SPEC §19: NAME's placeholder, made at start. False when the channel is down.
+  [[nodiscard]] bool placeholder_made(std::string_view name, std::string_view value);
 
  private:
   static void on_message(void* self, ChannelMessage message) noexcept;

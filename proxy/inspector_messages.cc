@@ -9,6 +9,7 @@
 #include "proxy/fd_channel.h"
 #include "proxy/wire/json_nesting.h"
 #include "table/inspect_endpoint.h"
+#include "table/placeholder.h"
 
 namespace boxproxy {
 namespace {
@@ -105,6 +106,10 @@ InspectorReport report_of(const Json& message) {
     request.ms = number(message, "ms");
     request.report = flag(message, "report");
     request.path = optional_text(message, "path", kMaxReportedPathBytes);
+    if (message.contains("secret")) {
+      request.secret = text(message, "secret", 32);
+      if (check_secret_name(*request.secret)) refuse_key("secret");  // it stands alone as secret=NAME
+    }
     return request;
   }
   if (op == "dial") return InspectorDial{id_of(message)};
@@ -147,6 +152,11 @@ InspectorOrder order_of(const Json& message) {
     return connection;
   }
   if (op == "dialled") return InspectorDialled{id_of(message), flag(message, "ok")};
+  if (op == "placeholder") {
+    InspectorPlaceholder placeholder{text(message, "name", 32), text(message, "value", 80)};
+    if (check_secret_name(placeholder.name) || !placeholder.value.starts_with(kPlaceholderPrefix)) refuse_key("name");
+    return placeholder;
+  }
   refuse("unknown op");
 }
 
@@ -158,6 +168,7 @@ struct ReportWriter {
                 {"up", request.up},     {"down", request.down},   {"ms", request.ms},
                 {"report", request.report}};
     if (request.path) out["path"] = *request.path;
+    if (request.secret) out["secret"] = *request.secret;
     return out;
   }
   Json operator()(const InspectorDial& dial) const { return {{"op", "dial"}, {"id", dial.id}}; }
@@ -193,6 +204,9 @@ struct OrderWriter {
     return {{"op", "dialled"}, {"id", dialled.id}, {"ok", dialled.ok}};
   }
   Json operator()(const InspectorSecret&) const { return nullptr; }  // written by secret_message
+  Json operator()(const InspectorPlaceholder& placeholder) const {
+    return {{"op", "placeholder"}, {"name", placeholder.name}, {"value", placeholder.value}};
+  }
 };
 
 // ---- the secret message, by hand ------------------------------------------------------------

@@ -11,10 +11,11 @@
 //     connection  {"op":"connection","id":N,"host":H,"port":P,"endpoint":E} fds: client, upstream
 //     dialled     {"op":"dialled","id":N,"ok":B}                            fds: upstream when ok
 //     secret      {"op":"secret","name":NAME,"value":HEX|null}   (SPEC §19: set, or revoke with null)
+//     placeholder {"op":"placeholder","name":NAME,"value":P}     (SPEC §19: NAME's stand-in, bxp_...)
 //   inspector -> serve
 //     ready       {"op":"ready","ca":PEM}
 //     request     {"op":"request","id":N,"method":M,"rule":R,"class":C,"status":S,"up":U,
-//                  "down":D,"ms":T,"report":B[,"path":P]}
+//                  "down":D,"ms":T,"report":B[,"path":P][,"secret":NAME]}
 //     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
 //     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C]}
 //
@@ -66,6 +67,7 @@ struct InspectorRequest {
   std::uint64_t ms = 0;
   bool report = false;
   std::optional<std::string> path;  // only with --log-paths
+  std::optional<std::string> secret;  // secret misdirected: the secret's name (never its value)
 };
 
 struct InspectorDial {
@@ -125,8 +127,14 @@ struct InspectorSecret {
   std::optional<SecretText> value;
 };
 
-using InspectorOrder =
-    std::variant<InspectorStart, InspectorEndpoints, InspectorConnection, InspectorDialled, InspectorSecret>;
+// A secret's placeholder (make_placeholder's), which the box may hold: not a secret itself.
+struct InspectorPlaceholder {
+  std::string name;
+  std::string value;
+};
+
+using InspectorOrder = std::variant<InspectorStart, InspectorEndpoints, InspectorConnection, InspectorDialled,
+                                    InspectorSecret, InspectorPlaceholder>;
 
 // The caller scrubs what a secret's message returns once it is sent (FdChannel::send copies it).
 [[nodiscard]] std::string serve_message(const InspectorOrder& order);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,8 @@ struct RunOptions {
   bool transparent = false;                    // --transparent (SPEC §16)
   std::vector<std::string> serve_args;         // passed to `boxproxy serve` as given
   std::vector<std::string> command;
+  // --secret-env VAR=NAME (SPEC §19): COMMAND's VAR holds NAME's placeholder, made by serve.
+  std::vector<std::pair<std::string, std::string>> secret_env;
   ServeFacts serve_facts;                      // the proxy's, as serve will read them
 };
 

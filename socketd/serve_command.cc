@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -307,6 +309,28 @@ void start_inspection(Daemon& daemon, const ServeOptions& options) {
   }
 }
 
+// SPEC §19: a stand-in for each --placeholder NAME, new each session (16 bytes of getrandom), for
+// the inspector to swap and for serve to refuse wherever else one goes. Returns the event lines
+// to print before the listening line. Throws StartupError.
+std::string make_placeholders(Daemon& daemon, const ServeOptions& options) {
+  Placeholders placeholders;
+  std::string lines;
+  for (const std::string& name : options.placeholders) {
+    std::array<std::uint8_t, kPlaceholderRandomBytes> random{};
+    if (::getrandom(random.data(), random.size(), 0) != static_cast<ssize_t>(random.size())) {
+      throw StartupError{ExitCode::failure, "--placeholder: cannot read random bytes (getrandom)"};
+    }
+    const std::string value = make_placeholder(name, random);
+    if (InspectorLink* link = daemon.server->inspector(); link != nullptr && !link->placeholder_made(name, value)) {
+      throw StartupError{ExitCode::failure, "--placeholder: the request inspector has stopped"};
+    }
+    placeholders.set(name, value);
+    lines += fmt::format("{{\"event\":\"placeholder\",\"name\":\"{}\",\"value\":\"{}\"}}\n", name, value);
+  }
+  daemon.server->set_placeholders(std::move(placeholders));
+  return lines;
+}
+
 // A session that may hold secrets (SPEC §19: --secret, or an endpoint that injects or takes
 // placeholders, whose values the control channel may send) is made non-dumpable before it sends
 // one on: no core file, and no ptrace or /proc/PID/mem by another process of the same user, could
@@ -322,8 +346,10 @@ void guard_secrets(const ServeOptions& options) {
   if (may_hold) (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
-// Says the proxy listens: standard output, --ready-fd, systemd.
-void announce_ready(Daemon& daemon, const ServeOptions& options) {
+// Says the proxy listens: standard output (the placeholders' lines first, SPEC §19), --ready-fd,
+// systemd.
+void announce_ready(Daemon& daemon, const ServeOptions& options, std::string_view placeholder_lines) {
+  announce_lines(placeholder_lines);
   announce_listening(options.socket_path);
   if (options.ready_fd) {
     if (auto error = notify_ready_fd(*options.ready_fd)) daemon.log->message(*error);
@@ -358,9 +384,11 @@ int serve(const ServeOptions& options) {
   daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), options.proxy, *daemon.resolver, *daemon.log);
 
   if (options.ask) daemon.server->enable_asking(options.ask_timeout);
+  std::string placeholder_lines;
   if (!options.proxy.policy.inspect.empty()) {
     guard_secrets(options);
     start_inspection(daemon, options);
+    placeholder_lines = make_placeholders(daemon, options);
   }
   if (options.control_fd || options.control_socket) {
     daemon.control = std::make_unique<ControlHub>(
@@ -379,7 +407,7 @@ int serve(const ServeOptions& options) {
   if (options.die_with_parent) die_with_parent(SIGTERM, parent);
   start_listening(daemon, options);
   if (options.confine) confine(daemon, options, log_fd);
-  announce_ready(daemon, options);
+  announce_ready(daemon, options, placeholder_lines);
 
   event_base_dispatch(daemon.base.get());
   daemon.shut_down();

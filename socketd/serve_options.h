@@ -47,6 +47,7 @@ struct ServeOptions {
   std::optional<std::string> ca_key;
   // Credentials (SPEC §19): --secret NAME=FILE, each file open (re-read on SIGHUP by descriptor).
   std::vector<SecretFile> secrets;
+  std::vector<std::string> placeholders;  // --placeholder NAME: a stand-in made for each at start
   std::optional<int> control_fd;            // --control-fd: the supervisor's channel (SPEC §15)
   std::optional<std::string> control_socket;  // --control-socket PATH
   bool ask = false;                         // --ask: names off the list are asked about

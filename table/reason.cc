@@ -54,6 +54,8 @@ constexpr std::array kReasons{
     ReasonInfo{Reason::upstream_tls, "upstream tls", 502, 0},
     // Credentials (§19): the request is refused rather than sent with no credential or a partial one.
     ReasonInfo{Reason::secret_missing, "secret missing", 403, 0},
+    // A placeholder where its secret may not go: the request is not sent (a tripwire, SPEC §19).
+    ReasonInfo{Reason::secret_misdirected, "secret misdirected", 403, 0},
 };
 
 constexpr bool rows_follow_enum() {
@@ -63,7 +65,7 @@ constexpr bool rows_follow_enum() {
   return true;
 }
 static_assert(rows_follow_enum(), "kReasons must list every Reason in enum order");
-static_assert(kReasons.size() == static_cast<std::size_t>(Reason::secret_missing) + 1);
+static_assert(kReasons.size() == static_cast<std::size_t>(Reason::secret_misdirected) + 1);
 
 }  // namespace
 

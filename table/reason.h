@@ -66,6 +66,7 @@ enum class Reason : std::uint8_t {
   upstream_tls,           // the origin's certificate or handshake failed the proxy's own TLS checks
   // §19: credentials.
   secret_missing,         // an endpoint's "inject" names a secret that is not set: nothing is sent
+  secret_misdirected,     // a secret's placeholder in a request to a destination not listed for it
 };
 
 struct ReasonInfo {

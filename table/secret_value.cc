@@ -48,6 +48,13 @@ SecretText& SecretText::operator=(SecretText&& other) noexcept {
   return *this;
 }
 
+SecretText SecretText::adopt(std::string&& text) noexcept {
+  SecretText out;
+  out.text_ = std::move(text);
+  scrub(text);
+  return out;
+}
+
 SecretOrError secret_from_file_contents(std::string& contents) {
   SecretOrError out;
   std::string_view value = contents;

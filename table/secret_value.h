@@ -42,6 +42,8 @@ class SecretText {
  public:
   SecretText() = default;
   explicit SecretText(std::string_view text) { text_.assign(text); }
+  // Takes `text`'s buffer (no copy made); what a short string leaves in `text` is scrubbed.
+  [[nodiscard]] static SecretText adopt(std::string&& text) noexcept;
   ~SecretText() { scrub(text_); }
   SecretText(SecretText&& other) noexcept;
   SecretText& operator=(SecretText&& other) noexcept;

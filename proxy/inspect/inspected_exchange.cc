@@ -88,7 +88,9 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
   static const NoSecrets kNoSecrets;
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
-                                             setup_.secrets != nullptr ? *setup_.secrets : kNoSecrets);
+                                             setup_.secrets != nullptr ? *setup_.secrets : kNoSecrets,
+                                             setup_.placeholders);
+  record.secret = exchange_.judged.misdirected;
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;
   evbuffer_drain(client_->input(), head_bytes);  // `head` points into what this drops: not used after

@@ -168,6 +168,13 @@ void Inspector::order(ChannelMessage message) {
   }
   if (const auto* update = std::get_if<InspectorEndpoints>(&order)) return endpoints_changed(update->endpoints_json);
   if (const auto* secret = std::get_if<InspectorSecret>(&order)) return secret_changed(*secret);
+  if (const auto* placeholder = std::get_if<InspectorPlaceholder>(&order)) return placeholder_made(*placeholder);
+}
+
+// Made by serve before it listens (the channel keeps order: before any connection); every
+// request reads them (judge_inspected_request).
+void Inspector::placeholder_made(const InspectorPlaceholder& placeholder) {
+  placeholders_.set(placeholder.name, placeholder.value);
 }
 
 // Every connection reads the store at each request (judge_inspected_request), so a value set,
@@ -225,6 +232,7 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.head_timeout = setup_.head_timeout;
   setup.idle_timeout = setup_.idle_timeout;
   setup.secrets = &secrets_;
+  setup.placeholders = &placeholders_;
   InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended};
   held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
                                                 std::move(setup), hooks);
@@ -242,7 +250,8 @@ void Inspector::endpoints_changed(const std::string& json_text) {
 void Inspector::on_request(void* context, const RequestRecord& record) {
   auto* held = static_cast<Held*>(context);
   held->inspector->report(InspectorRequest{held->id, record.method, record.rule, record.log_class, record.status,
-                                           record.up, record.down, record.ms, record.report, record.path});
+                                           record.up, record.down, record.ms, record.report, record.path,
+                                           record.secret});
 }
 
 void Inspector::on_need_upstream(void* context) {

@@ -72,6 +72,7 @@ class Inspector {
   void start_connection(const InspectorConnection& what, ChannelMessage& message);
   void endpoints_changed(const std::string& json_text);
   void secret_changed(const InspectorSecret& secret);
+  void placeholder_made(const InspectorPlaceholder& placeholder);
   [[nodiscard]] std::shared_ptr<const InspectEndpoint> endpoint_for(const std::string& entry) const;
   void report(const InspectorReport& report);
   void say_leaf_failure(const std::string& error);
@@ -80,6 +81,7 @@ class Inspector {
   InspectorSetup setup_;
   LeafCache leaves_;
   SecretStore secrets_;  // SPEC §19: read by every request that injects, set and revoked by serve
+  Placeholders placeholders_;  // SPEC §19: the session's stand-ins, made by serve at start
   FdChannel channel_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Held>> held_;
   bool finished_ = false;

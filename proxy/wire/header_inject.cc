@@ -87,4 +87,52 @@ std::string add_injected_fields(std::string& head, const InjectedFields& fields)
   return out;
 }
 
+std::optional<std::string> misdirected_placeholder(const RequestHead& head, const InspectEndpoint& endpoint,
+                                                  const Placeholders& placeholders) {
+  if (placeholders.empty()) return std::nullopt;
+  if (auto name = placeholders.find_misdirected(head.target, endpoint.secrets)) return name;
+  for (const HeaderField& field : head.headers) {
+    if (auto name = placeholders.find_misdirected(field.name, endpoint.secrets)) return name;
+    if (auto name = placeholders.find_misdirected(field.value, endpoint.secrets)) return name;
+  }
+  return std::nullopt;
+}
+
+SwappedHead::SwappedHead(const RequestHead& original, const InspectEndpoint& endpoint,
+                         const Placeholders& placeholders, const SecretLookup& secrets)
+    : head_{original.method, original.target, original.version, original.headers} {
+  if (placeholders.empty() || endpoint.secrets.empty()) return;
+  texts_.reserve(original.headers.size() + 1);
+  // A value is handed to Placeholders::swap as a string; the copy is scrubbed as it goes. (swap's
+  // own buffer may grow while it appends, leaving a freed copy unscrubbed: the process is not
+  // dumpable, proxy/inspect/secret_store.h.)
+  std::string value_text;
+  const auto value_of = [&](const std::string& name) -> const std::string* {
+    const auto value = secrets.secret(name);
+    if (!value) return nullptr;
+    scrub(value_text);
+    value_text.assign(*value);
+    return &value_text;
+  };
+  // Each text swapped, kept only when it changed; a name not set is the first missing one.
+  const auto swapped = [&](std::string_view text) -> std::optional<std::string_view> {
+    Placeholders::Swapped out = placeholders.swap(text, endpoint.secrets, value_of);
+    if (!out.missing.empty() && !missing_) missing_ = out.missing.front();
+    if (out.text == text) {
+      scrub(out.text);
+      return std::nullopt;
+    }
+    texts_.push_back(SecretText::adopt(std::move(out.text)));
+    return texts_.back().view();
+  };
+  if (auto target = swapped(original.target)) {
+    head_.target = *target;
+    target_changed_ = true;
+  }
+  for (HeaderField& field : head_.headers) {
+    if (auto value = swapped(field.value)) field.value = *value;
+  }
+  scrub(value_text);
+}
+
 }  // namespace boxproxy

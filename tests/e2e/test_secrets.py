@@ -174,6 +174,104 @@ class SecretsTest(InspectRig, ProxyTestCase):
         self.assertEqual(p.wait_log(kind="request", count=1)[0].obj["class"], "secret missing")
 
 
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class PlaceholderTest(InspectRig, ProxyTestCase):
+    """serve --placeholder (SPEC §19): the stand-in is printed before the listening line, swapped
+    for the value in the target and header values of a request to an endpoint whose "secrets"
+    lists it, and refused as `secret misdirected` (secret=NAME, never the value) anywhere else the
+    proxy can read: another inspected endpoint, plain HTTP."""
+
+    def setUp(self):
+        super().setUp()
+        self.other = TlsOrigin(self.cert, self.key)
+        self.addCleanup(self.other.close)
+        self.plain = HttpOrigin()
+        self.addCleanup(self.plain.close)
+        self.host = f"origin.test:{self.origin.port}"
+        path = os.path.join(self.dir, "api.secret")
+        with open(path, "w") as f:
+            f.write(FIRST + "\n")
+        self.secret_file = path
+
+    def start(self, *args, rules=None):
+        endpoints = [{"host": self.host, "secrets": ["api"]}, {"host": f"origin.test:{self.other.port}"}]
+        if rules:
+            endpoints[0]["rules"] = rules
+        config = os.path.join(self.dir, "config.json")
+        with open(config, "w") as f:
+            json.dump({"inspect": endpoints}, f)
+        return self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--ca-out", self.ca,
+                          "--upstream-ca", self.cert, "--config", config, "--placeholder", "api", *args)
+
+    def exchange(self, p, port, request):
+        s = p.connect()
+        target = f"origin.test:{port}"
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        self.assertEqual(recv_exact(s, len(ESTABLISHED)), ESTABLISHED)
+        tls = ssl.create_default_context(cafile=self.ca).wrap_socket(s, server_hostname="origin.test")
+        self.addCleanup(tls.close)
+        tls.sendall(request.encode())
+        return read_http_response(tls)
+
+    def test_the_placeholder_is_printed_and_swapped_in_the_target_and_header_values(self):
+        p = self.start("--secret", f"api={self.secret_file}")
+        placeholder = p.placeholders["api"]
+        self.assertRegex(placeholder, r"^bxp_api_[0-9a-f]{32}$")
+        response = self.exchange(p, self.origin.port, f"GET /q?key={placeholder} HTTP/1.1\r\nHost: {self.host}\r\n"
+                                                      f"X-Api-Key: {placeholder}\r\nX-Note: k={placeholder};\r\n\r\n")
+        self.assertEqual(response.status, 200)
+        [got] = self.origin.requests
+        self.assertEqual(got["path"], f"/q?key={FIRST}")
+        headers = dict((k.lower(), v) for k, v in got["headers"])
+        self.assertEqual((headers["x-api-key"], headers["x-note"]), (FIRST, f"k={FIRST};"))
+        self.assertNotIn(FIRST.encode(), response.raw_head + response.body)
+        p.stop()
+        self.assertNotIn(FIRST, p.stderr_text())
+
+    def test_a_placeholder_whose_secret_is_not_set_is_secret_missing(self):
+        p = self.start()
+        response = self.exchange(p, self.origin.port, f"GET /q?key={p.placeholders['api']} HTTP/1.1\r\n"
+                                                      f"Host: {self.host}\r\n\r\n")
+        self.assertEqual((response.status, response.header("x-egress-refused")), (403, "secret missing"))
+        self.assertEqual(self.origin.requests, [])
+
+    def test_a_value_that_would_change_the_judged_path_is_bad_path(self):
+        with open(self.secret_file, "w") as f:
+            f.write("../admin\n")
+        p = self.start("--secret", f"api={self.secret_file}", rules=[{"method": "GET", "path": "/files/*"}])
+        response = self.exchange(p, self.origin.port, f"GET /files/{p.placeholders['api']} HTTP/1.1\r\n"
+                                                      f"Host: {self.host}\r\n\r\n")
+        self.assertEqual((response.status, response.header("x-egress-refused")), (400, "bad path"))
+        self.assertEqual(self.origin.requests, [])
+
+    def test_a_placeholder_sent_to_another_inspected_endpoint_is_misdirected(self):
+        p = self.start("--secret", f"api={self.secret_file}")
+        spelled = p.placeholders["api"].upper().replace("_", "%5F")  # any spelling is found
+        response = self.exchange(p, self.other.port, f"GET /x HTTP/1.1\r\nHost: origin.test:{self.other.port}\r\n"
+                                                     f"Cookie: s={spelled}\r\n\r\n")
+        self.assertEqual((response.status, response.header("x-egress-refused")), (403, "secret misdirected"))
+        self.assertEqual(self.other.requests, [])
+        line = p.wait_log(kind="request", count=1)[0].obj
+        self.assertEqual((line["class"], line["secret"]), ("secret misdirected", "api"))
+
+    def test_a_placeholder_in_a_plain_request_is_misdirected(self):
+        p = self.start("--secret", f"api={self.secret_file}")
+        target = f"origin.test:{self.plain.port}"
+        s = p.connect()
+        try:
+            s.sendall(f"GET http://{target}/?k={p.placeholders['api']} HTTP/1.1\r\nHost: {target}\r\n"
+                      f"Connection: close\r\n\r\n".encode())
+            answer = recv_all(s, timeout=5)
+        finally:
+            s.close()
+        self.assertTrue(answer.startswith(b"HTTP/1.1 403"), answer[:200])
+        self.assertIn(b"x-egress-refused: secret misdirected", answer)
+        self.assertEqual(self.plain.requests, [])
+        line = p.wait_log(kind="http", count=1)[0].obj
+        self.assertEqual((line["class"], line["secret"]), ("secret misdirected", "api"))
+
+
 # In the box: what it may learn of the secret, one line each (a value found prints FOUND).
 BOX_LOOK = textwrap.dedent("""
     value="$1"; file="$2"; url="$3"
@@ -219,6 +317,41 @@ class RunSecretsTest(BoxTestCase):
         self.assertNotIn(FIRST.encode(), r.stderr)  # the proxy's log, run's own words
         with open(secret_file) as f:
             self.assertEqual(f.read(), FIRST + "\n")  # the host's file untouched
+
+    def test_secret_env_gives_the_box_a_placeholder_that_only_the_proxy_swaps(self):
+        d = self.enterContext(tempfile.TemporaryDirectory(prefix="boxproxy-run-placeholder-"))
+        cert, key = make_certificate(d)
+        origin = TlsOrigin(cert, key)
+        self.addCleanup(origin.close)
+        secret_file = os.path.join(d, "api.key")
+        with open(secret_file, "w") as f:
+            f.write(FIRST + "\n")
+        config = os.path.join(d, "config.json")
+        with open(config, "w") as f:
+            json.dump({"inspect": [{"host": f"origin.test:{origin.port}", "secrets": ["api"]}]}, f)
+        script = os.path.join(d, "use.sh")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent("""
+                echo "var ${API_KEY%_*}"
+                env | grep -q -- "$1" && echo "FOUND in the environment"
+                curl -sS --max-time 20 -o body -w '%{http_code}\\n' -H "X-Api-Key: $API_KEY" "$2"
+                grep -q -- "$1" body && echo "FOUND in the response"
+                true
+            """))
+        r = self.box.run(["--resolve", "origin.test=127.0.0.2", "--upstream-ca", cert, "--config", config,
+                          "--secret", f"api={secret_file}", "--secret-env", "API_KEY=api"],
+                         ["sh", script, FIRST, f"https://origin.test:{origin.port}/x"], cwd=d)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertEqual(r.stdout.decode().splitlines(), ["var bxp_api", "200"], r.stderr[-3000:])
+        [got] = origin.requests
+        self.assertEqual([v for k, v in got["headers"] if k.lower() == "x-api-key"], [FIRST])
+        self.assertNotIn(FIRST.encode(), r.stderr)
+
+    def test_secret_env_with_a_running_proxy_is_a_usage_error(self):
+        r = subprocess.run([binary(), "run", "--socket", "/nonexistent/s.sock", "--secret-env", "K=api", "--", "true"],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(b"--secret-env", r.stderr)
 
 
 class SecretUsageTest(unittest.TestCase):

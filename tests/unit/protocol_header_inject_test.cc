@@ -3,6 +3,8 @@
 // headers of an injected name dropped, the value's checks, its hex form and its scrubbing.
 #include <doctest/doctest.h>
 
+#include <array>
+#include <cctype>
 #include <map>
 #include <string>
 
@@ -126,4 +128,65 @@ TEST_CASE("SecretText: moved from, assigned over and scrubbed leave no byte behi
   SecretText c(std::string(100, 'z'));
   c = std::move(b);
   CHECK(c.view() == "a-short-one");
+}
+
+namespace {
+
+Placeholders session_placeholders() {
+  Placeholders out;
+  out.set("api", make_placeholder("api", std::array<std::uint8_t, kPlaceholderRandomBytes>{1, 2, 3}));
+  out.set("other", make_placeholder("other", std::array<std::uint8_t, kPlaceholderRandomBytes>{9}));
+  return out;
+}
+
+RequestHead parsed_head(const std::string& text) {
+  const auto parsed = parse_request_head(text, 65536);
+  REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+  return *parsed.value;
+}
+
+}  // namespace
+
+TEST_CASE("a placeholder of a secret the endpoint does not list is misdirected, in any spelling and place") {
+  const Placeholders placeholders = session_placeholders();
+  const std::string api = *placeholders.of("api");
+  InspectEndpoint endpoint;
+  endpoint.secrets = {"api"};
+  CHECK_FALSE(misdirected_placeholder(parsed_head("GET /?k=" + api + " HTTP/1.1\r\nHost: h\r\n\r\n"), endpoint,
+                                      placeholders));
+  const std::string other = *placeholders.of("other");
+  std::string upper = other;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const std::string& text : {"GET /?k=" + other + " HTTP/1.1\r\nHost: h\r\n\r\n",
+                                  "GET / HTTP/1.1\r\nHost: h\r\nCookie: a=" + upper + "\r\n\r\n",
+                                  "GET / HTTP/1.1\r\nHost: h\r\nX-" + other + ": 1\r\n\r\n"}) {
+    CAPTURE(text);
+    CHECK(misdirected_placeholder(parsed_head(text), endpoint, placeholders) == std::optional<std::string>("other"));
+  }
+}
+
+TEST_CASE("SwappedHead: the listed secret's placeholders swapped in the target and values; a missing one named") {
+  const Placeholders placeholders = session_placeholders();
+  const std::string api = *placeholders.of("api");
+  InspectEndpoint endpoint;
+  endpoint.secrets = {"api"};
+  MapSecrets secrets;
+  secrets.values = {{"api", "V4LUE"}};
+  const std::string text = "GET /a/" + api + "?k=" + api + " HTTP/1.1\r\nHost: h\r\nX-Key: " + api +
+                           "\r\nAccept: */*\r\n\r\n";
+  const RequestHead head = parsed_head(text);  // views into `text`
+  const SwappedHead swapped(head, endpoint, placeholders, secrets);
+  CHECK_FALSE(swapped.missing());
+  CHECK(swapped.target_changed());
+  CHECK(swapped.head().target == "/a/V4LUE?k=V4LUE");
+  REQUIRE(swapped.head().headers.size() == 3);
+  CHECK(swapped.head().headers[1].value == "V4LUE");
+  CHECK(swapped.head().headers[2].value == "*/*");
+
+  const SwappedHead unset(head, endpoint, placeholders, MapSecrets{});
+  CHECK(unset.missing() == std::optional<std::string>("api"));
+  InspectEndpoint unlisted;  // an endpoint whose "secrets" does not name it: nothing swapped
+  const SwappedHead untouched(head, unlisted, placeholders, secrets);
+  CHECK_FALSE(untouched.target_changed());
+  CHECK(untouched.head().target == head.target);
 }

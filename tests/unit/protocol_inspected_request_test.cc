@@ -3,6 +3,7 @@
 // (framing, Host, path, rules), its refusal table and answer, and the head the origin gets.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <map>
 #include <string>
 #include <variant>
@@ -71,7 +72,7 @@ TEST_CASE("the refusal table: rows in the enum's order, §6's classes and status
       InspectRefusal::not_tls,       InspectRefusal::sni_mismatch, InspectRefusal::bad_request,
       InspectRefusal::head_too_large, InspectRefusal::bad_framing,  InspectRefusal::host_mismatch,
       InspectRefusal::bad_path,      InspectRefusal::request_denied, InspectRefusal::dial_failed,
-      InspectRefusal::upstream_tls,  InspectRefusal::secret_missing,
+      InspectRefusal::upstream_tls,  InspectRefusal::secret_missing, InspectRefusal::secret_misdirected,
   };
   for (const InspectRefusal r : all) CHECK(inspect_refusal_info(r).refusal == r);
   // SPEC §18's settled statuses.
@@ -277,4 +278,39 @@ TEST_CASE("inject: the framing checks and the rules come first") {
   CHECK(class_of(judge("GET /repos/acme/x HTTP/1.1\r\nHost: other.example\r\n\r\n", endpoint)) == "host mismatch");
   CHECK(class_of(judge("DELETE /repos/acme/x HTTP/1.1\r\nHost: api.example\r\n\r\n", endpoint)) ==
         "request denied");
+}
+
+TEST_CASE("placeholders: misdirected before the rules; swapped once allowed; a swapped target judged again") {
+  Placeholders placeholders;
+  const std::string key = make_placeholder("key", std::array<std::uint8_t, kPlaceholderRandomBytes>{7});
+  placeholders.set("key", key);
+  MapSecrets secrets;
+  secrets.values["key"] = "K3Y";
+  const auto judged_with = [&](const std::string& text, const InspectEndpoint& endpoint) {
+    const auto parsed = parse_request_head(text, 65536);
+    REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+    return judge_inspected_request(*parsed.value, endpoint, origin_of("api.example", 443), secrets, &placeholders);
+  };
+  // Not listed: misdirected even where the rules would deny (the tripwire is never hidden).
+  const InspectedRequest misdirected =
+      judged_with("DELETE /x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", acme_endpoint());
+  CHECK(class_of(misdirected) == "secret misdirected");
+  CHECK(misdirected.misdirected == std::optional<std::string>("key"));
+  CHECK(misdirected.upstream_head.empty());
+
+  InspectEndpoint listed = acme_endpoint();
+  listed.secrets = {"key"};
+  const InspectedRequest swapped =
+      judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\nX-Key: " + key + "\r\n\r\n", listed);
+  CHECK(class_of(swapped) == "ok");
+  CHECK(swapped.upstream_head == "GET /repos/acme/x?k=K3Y HTTP/1.1\r\nHost: api.example\r\nX-Key: K3Y\r\n\r\n");
+  // A value that would take the path elsewhere: bad path, never sent.
+  secrets.values["key"] = "../../other/y";
+  const InspectedRequest escaped =
+      judged_with("GET /repos/acme/" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed);
+  CHECK(class_of(escaped) == "bad path");
+  CHECK(escaped.upstream_head.empty());
+  secrets.values.clear();
+  CHECK(class_of(judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed)) ==
+        "secret missing");
 }

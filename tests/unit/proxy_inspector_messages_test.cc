@@ -172,3 +172,21 @@ TEST_CASE("a secret's message: the value as hex, read back; anything else of tha
 }
 
 }  // namespace boxproxy
+
+namespace boxproxy {
+
+TEST_CASE("a placeholder's message, and a request line's secret name, read back; a bad name refused") {
+  const std::string value = "bxp_api_000102030405060708090a0b0c0d0e0f";
+  const auto placeholder = order_back<InspectorPlaceholder>(InspectorPlaceholder{"api", value});
+  CHECK(placeholder.name == "api");
+  CHECK(placeholder.value == value);
+  CHECK_FALSE(order_refusal(R"({"op":"placeholder","name":"API","value":"bxp_x"})").empty());
+  CHECK_FALSE(order_refusal(R"({"op":"placeholder","name":"api","value":"not-one"})").empty());
+
+  InspectorRequest request{7, "GET", "-", "secret misdirected", 403, 0, 158, 1, false, std::nullopt, "api"};
+  CHECK(report_back<InspectorRequest>(request).secret == std::optional<std::string>("api"));
+  request.secret = "api secret=x";
+  CHECK_FALSE(refusal(inspector_message(request)).empty());
+}
+
+}  // namespace boxproxy
