@@ -390,7 +390,9 @@ void set_placeholder_variables(const RunOptions& options, const std::vector<std:
   for (const auto& [variable, name] : options.secret_env) {
     // serve prints one line for every --placeholder run gave it: a name without one is left unset,
     // and COMMAND's requests carrying nothing are refused as they would be without it.
-    if (const auto it = made.find(name); it != made.end()) environment.placeholder_variables.emplace_back(variable, it->second);
+    if (const auto it = made.find(name); it != made.end()) {
+      environment.placeholder_variables.emplace_back(variable, it->second);
+    }
   }
 }
 

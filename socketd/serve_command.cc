@@ -173,11 +173,11 @@ struct Daemon {
       SecretOrError read = read_secret_file(file);
       std::optional<std::string> error;
       if (!read.value) {
-        error = read.error;
+        error = "the file " + read.error;
       } else {
         error = server->set_secret(file.name, &*read.value);
       }
-      log->message(error ? fmt::format("sighup: --secret {}: kept the value in force: the file {}", file.name, *error)
+      log->message(error ? fmt::format("sighup: --secret {}: kept the value in force: {}", file.name, *error)
                          : fmt::format("sighup: --secret {} re-read", file.name));
     }
   }
@@ -302,7 +302,9 @@ void start_inspection(Daemon& daemon, const ServeOptions& options) {
   // every connection it is handed finds them set.
   for (const SecretFile& file : options.secrets) {
     SecretOrError read = read_secret_file(file);
-    if (!read.value) throw StartupError{ExitCode::failure, fmt::format("--secret {}: the file {}", file.name, read.error)};
+    if (!read.value) {
+      throw StartupError{ExitCode::failure, fmt::format("--secret {}: the file {}", file.name, read.error)};
+    }
     if (auto error = daemon.server->set_secret(file.name, &*read.value)) {
       throw StartupError{ExitCode::failure, fmt::format("--secret {}: {}", file.name, *error)};
     }
@@ -336,8 +338,8 @@ std::string make_placeholders(Daemon& daemon, const ServeOptions& options) {
 // one on: no core file, and no ptrace or /proc/PID/mem by another process of the same user, could
 // show a value on its way through serve (a control line, a file's buffer, a channel message; each
 // scrubbed once used, but a crash may come first). Parsing read each --secret file before this
-// (to refuse a bad one with exit 2), and scrubbed what it read. Other sessions keep the usual flag, so their
-// memory and descriptors stay readable to the operator's tools.
+// (to refuse a bad one with exit 2), and scrubbed what it read. Other sessions keep the usual
+// flag, so their memory and descriptors stay readable to the operator's tools.
 void guard_secrets(const ServeOptions& options) {
   bool may_hold = !options.secrets.empty();
   for (const InspectEndpoint& endpoint : options.proxy.policy.inspect.endpoints()) {

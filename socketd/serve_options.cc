@@ -314,7 +314,8 @@ void add_supervisor_rows(std::vector<ServeRow>& rows) {
             fail_value(kCommand, given.raw.label, name, "is given already (each once)");
           }
           if (options.placeholders.size() >= kMaxSecrets) {
-            fail_value(kCommand, given.raw.label, name, fmt::format("is one more than the {} a session holds", kMaxSecrets));
+            fail_value(kCommand, given.raw.label, name,
+                       fmt::format("is one more than the {} a session holds", kMaxSecrets));
           }
           options.placeholders.push_back(name);
         }

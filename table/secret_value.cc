@@ -10,7 +10,7 @@
 namespace boxproxy {
 
 std::optional<std::string> check_secret_value(std::string_view value) {
-  if (value.empty()) return std::string("is empty (a secret is revoked with null, never set to nothing)");
+  if (value.empty()) return std::string("is empty");
   if (value.size() > kMaxSecretValueBytes) {
     return fmt::format("is longer than {} bytes", kMaxSecretValueBytes);
   }

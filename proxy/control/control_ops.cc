@@ -329,7 +329,10 @@ Result<OrderedJson> secret(const Json& id, const Json& request, SessionControl& 
   std::optional<SecretText> text;
   if (value.is_string()) {
     const std::string& given = value.get_ref<const std::string&>();
-    if (auto error = check_secret_value(given)) return Failure{fmt::format("secret: \"value\" {}", *error)};
+    if (auto error = check_secret_value(given)) {
+      // An empty value would be a credential of nothing: revoking is said with null.
+      return Failure{fmt::format("secret: \"value\" {}{}", *error, given.empty() ? " (null revokes a secret)" : "")};
+    }
     text.emplace(given);
   }
   if (auto error = session.set_secret(name, text ? &*text : nullptr)) return Failure{fmt::format("secret: {}", *error)};
@@ -355,7 +358,8 @@ Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& con
 #endif
   const bool known = op == "hello" || op == "stats" || op == "subscribe" || op == "drain";
   if (!known) {
-    return Failure{fmt::format("unknown op {} (hello, allow, inspect, secret, stats, subscribe, drain, answer)", shown(op))};
+    return Failure{
+        fmt::format("unknown op {} (hello, allow, inspect, secret, stats, subscribe, drain, answer)", shown(op))};
   }
   if (auto failure = only_keys(request, op, {})) return *failure;
   if (op == "hello") return hello(id, context.session);

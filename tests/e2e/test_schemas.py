@@ -463,7 +463,8 @@ class ConfigTest(unittest.TestCase):
         # refuses them, and prints every other key).
         r = subprocess.run([binary(), "serve", "--help"], capture_output=True, text=True, timeout=10)
         options = set(re.findall(r"^\s+--([a-z-]+)", r.stdout, re.MULTILINE)) - {"help"}
-        self.assertEqual(set(load_schema("config")["properties"]), options - {"config", "check-config", "no-confine", "secret", "placeholder"})
+        self.assertEqual(set(load_schema("config")["properties"]),
+                         options - {"config", "check-config", "no-confine", "secret", "placeholder"})
         self.assertEqual(set(load_schema("check-config")["properties"]), set(load_schema("config")["properties"]))
 
     def test_schema_and_serve_agree_on_each_config(self):

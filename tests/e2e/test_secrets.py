@@ -145,12 +145,20 @@ class SecretsTest(InspectRig, ProxyTestCase):
         p.proc.send_signal(signal.SIGHUP)
         p.wait_raw("sighup: --secret api re-read")
         self.assertEqual(self.get(tls, "/one").status, 200)
+        # Emptied (half-written): the value in force is kept, and the log says why.
+        with open(self.secret_file, "r+") as f:
+            f.truncate(0)
+        p.proc.send_signal(signal.SIGHUP)
+        p.wait_raw("sighup: --secret api: kept the value in force: the file is empty")
+        with open(self.secret_file, "r+") as f:
+            f.write(SECOND + "\n")
         # Another file renamed over the path: the descriptor still reads the one named at start.
         os.rename(self.write("other", "sk-renamed-over-it\n"), self.secret_file)
         p.proc.send_signal(signal.SIGHUP)
         self.assertTrue(wait_until(lambda: "\n".join(p.raw_log_lines()).count("sighup: --secret api re-read") == 2, 5))
         self.assertEqual(self.get(tls, "/two").status, 200)
         self.assertEqual(self.authorizations(), [[f"Bearer {SECOND}"], [f"Bearer {SECOND}"]])
+        self.assertNotIn(SECOND, "\n".join(p.raw_log_lines()))
 
     def test_the_secret_op_without_an_inspector_is_refused(self):
         p, client = proxy_with_control_fd(self, "--log", "json")
