@@ -20,11 +20,13 @@ ClientConnection::Next ClientConnection::decide(Target target) {
   }
   request_.asked.reset();  // each request of a keep-alive connection is a decision of its own
   // SPEC §19: a plain request is never a place for a placeholder (serve holds no value to swap,
-  // and the request would go in clear text): refused before any lookup, wherever it goes.
-  if (request_.plain) {
-    request_.misdirected_secret = server_.placeholders().find_misdirected(request_.plain->upstream_head);
-    if (request_.misdirected_secret) return refuse(Reason::secret_misdirected);
-  }
+  // and the request would go in clear text), nor is any target's name (a lookup would hand it to
+  // whoever answers for that domain): refused before any lookup, wherever it goes. A plain
+  // request's head holds its host too (Host).
+  const std::string_view searched = request_.plain ? std::string_view(request_.plain->upstream_head)
+                                                   : std::string_view(request_.target.host);
+  request_.misdirected_secret = server_.placeholders().find_misdirected(searched);
+  if (request_.misdirected_secret) return refuse(Reason::secret_misdirected);
   const auto asking = server_.asks() != nullptr ? Decision::Asking::on : Decision::Asking::off;
   return follow(decision_.start(server_.config().policy, request_.target, asking));
 }

@@ -55,7 +55,8 @@ constexpr std::array kReasons{
     // Credentials (§19): the request is refused rather than sent with no credential or a partial one.
     ReasonInfo{Reason::secret_missing, "secret missing", 403, 0},
     // A placeholder where its secret may not go: the request is not sent (a tripwire, SPEC §19).
-    ReasonInfo{Reason::secret_misdirected, "secret misdirected", 403, 0},
+    // Also in a SOCKS target's name, refused before its lookup: SOCKS5 2 as for a name off the list.
+    ReasonInfo{Reason::secret_misdirected, "secret misdirected", 403, 2},
 };
 
 constexpr bool rows_follow_enum() {

