@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A sandbox supervisor in one page: Python's standard library and boxproxy, nothing else.
 
-    examples/supervisor.py [--boxproxy PATH] [SERVE OPTION]... -- COMMAND [ARG]...
+    examples/supervisor.py [--boxproxy PATH] [--secret-file NAME=FILE]... [SERVE OPTION]... -- COMMAND [ARG]...
 
 It starts `boxproxy serve` for one session with a control channel (SPEC §15: a socketpair end as
 --control-fd) and --ask, runs COMMAND in a box whose only way out is that proxy (`boxproxy run
@@ -12,6 +12,15 @@ exits it closes its end of the channel, which ends the proxy (EOF there is a SIG
 with COMMAND's status.
 
     examples/supervisor.py --allow pypi.org --allow files.pythonhosted.org -- pip download requests
+
+With --secret-file NAME=FILE it also keeps a credential out of the box (SPEC §19): FILE's
+contents (one trailing newline dropped) are sent as the secret NAME over the channel, which the
+endpoints' "inject" templates name, and sent again whenever FILE changes: the box's next request
+carries the new key, with no restart (an empty or missing FILE revokes it). The value is never
+printed. For example, with api.json holding
+{"inspect": [{"host": "api.example.com", "inject": {"authorization": "Bearer {api}"}}]}:
+
+    examples/supervisor.py --secret-file api=key.txt --config api.json --ca-out ca.pem -- agent
 
 The protocol is JSON lines both ways; every request may carry an "id" that its reply echoes.
 """
@@ -27,17 +36,55 @@ import threading
 
 
 def split_arguments(argv):
-    """(boxproxy binary, serve options, command) from our own command line."""
+    """(boxproxy binary, {secret name: file}, serve options, command) from our own command line."""
     if "--" not in argv:
-        sys.exit("usage: supervisor.py [--boxproxy PATH] [SERVE OPTION]... -- COMMAND [ARG]...")
+        sys.exit("usage: supervisor.py [--boxproxy PATH] [--secret-file NAME=FILE]... [SERVE OPTION]... "
+                 "-- COMMAND [ARG]...")
     cut = argv.index("--")
     options, command = argv[:cut], argv[cut + 1:]
     binary = "boxproxy"
     if options[:1] == ["--boxproxy"] and len(options) >= 2:
         binary, options = options[1], options[2:]
+    secret_files, serve_options = {}, []
+    while options:
+        if options[0] == "--secret-file" and len(options) >= 2 and "=" in options[1]:
+            name, _, path = options[1].partition("=")
+            secret_files[name] = path
+            options = options[2:]
+        else:
+            serve_options.append(options.pop(0))
+    options = serve_options
     if not command:
         sys.exit("supervisor.py: a COMMAND is needed after --")
-    return binary, options, command
+    return binary, secret_files, options, command
+
+
+def read_secret(path):
+    """FILE's contents without one trailing newline, or None (missing or empty: revoke)."""
+    try:
+        with open(path) as f:
+            value = f.read()
+    except OSError:
+        return None
+    value = value[:-1] if value.endswith("\n") else value
+    return value or None
+
+
+def keep_secrets_current(channel, secret_files, stop, sent, interval=0.2):
+    """Sends each secret whose file changed since `sent` (name: value last sent), then again on
+    each change until `stop` is set (at once when it is set already). A new value reaches the next
+    request of every connection the proxy inspects; None revokes."""
+    while True:
+        for name, path in secret_files.items():
+            value = read_secret(path)
+            if name in sent and sent[name] == value:
+                continue
+            channel.send({"op": "secret", "name": name, "value": value})
+            what = "revoked" if value is None else ("set" if name not in sent else "rotated")
+            print(f"[supervisor] secret {name} {what}", file=sys.stderr, flush=True)  # never the value
+            sent[name] = value
+        if stop.wait(interval):
+            return
 
 
 class Channel:
@@ -94,7 +141,7 @@ def serve_channel(channel):
 
 
 def main():
-    binary, serve_options, command = split_arguments(sys.argv[1:])
+    binary, secret_files, serve_options, command = split_arguments(sys.argv[1:])
     workdir = tempfile.mkdtemp(prefix="supervisor-")
     socket_path = os.path.join(workdir, "egress.sock")
     ours, theirs = socket.socketpair()
@@ -116,9 +163,18 @@ def main():
     channel.send({"op": "subscribe"})
     reader = threading.Thread(target=serve_channel, args=(channel,), daemon=True)
     reader.start()
+    stop_watching = threading.Event()
+    if secret_files:
+        # The first values are sent before the box starts: its first request finds them set.
+        sent, done = {}, threading.Event()
+        done.set()
+        keep_secrets_current(channel, secret_files, done, sent)
+        threading.Thread(target=keep_secrets_current, args=(channel, secret_files, stop_watching, sent),
+                         daemon=True).start()
 
     # The box: COMMAND's standard input is not the terminal (that is ours, for the questions).
     status = subprocess.call([binary, "run", "--socket", socket_path, "--", *command], stdin=subprocess.DEVNULL)
+    stop_watching.set()
 
     # Closing our end of the channel is the proxy's SIGTERM: it ends, writes its last lines and
     # its stats line, and exits 0.

@@ -61,6 +61,9 @@ struct ClientRequest {
     std::optional<std::string> path;
   };
   std::optional<Inspected> inspected;
+  // SPEC §19: a plain request carrying a secret's placeholder: that secret's name (secret= on its
+  // refusal's line).
+  std::optional<std::string> misdirected_secret;
 };
 
 class ClientConnection : public ListLink<ClientConnection> {

@@ -19,6 +19,14 @@ ClientConnection::Next ClientConnection::decide(Target target) {
     request_.target.port = resolve_judged_port(server_.config().policy.allow, request_.target);
   }
   request_.asked.reset();  // each request of a keep-alive connection is a decision of its own
+  // SPEC §19: a plain request is never a place for a placeholder (serve holds no value to swap,
+  // and the request would go in clear text), nor is any target's name (a lookup would hand it to
+  // whoever answers for that domain): refused before any lookup, wherever it goes. A plain
+  // request's head holds its host too (Host).
+  const std::string_view searched = request_.plain ? std::string_view(request_.plain->upstream_head)
+                                                   : std::string_view(request_.target.host);
+  request_.misdirected_secret = server_.placeholders().find_misdirected(searched);
+  if (request_.misdirected_secret) return refuse(Reason::secret_misdirected);
   const auto asking = server_.asks() != nullptr ? Decision::Asking::on : Decision::Asking::off;
   return follow(decision_.start(server_.config().policy, request_.target, asking));
 }
@@ -134,9 +142,11 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
   // With --audit this line is on disk before the refusal is answered: one fdatasync for every
   // refusal of this loop iteration (group commit), so the answer waits for it (send_refusal).
   const Target& target = request_.target;
+  const std::optional<std::string> secret = std::exchange(request_.misdirected_secret, std::nullopt);
   server_.log().decision({id_, request_.kind,
                           target.host.empty() ? std::nullopt : std::optional<std::string_view>(target.host),
-                          request_.logged_port, ip, reason, asked_text()},
+                          request_.logged_port, ip, reason, asked_text(),
+                          secret ? std::optional<std::string_view>(*secret) : std::nullopt},
                          AuditSync::with_turn);
   phase_ = Phase::replying;
   timer_.arm(server_.config().head_timeout);  // a client that never reads its refusal is not kept

@@ -36,6 +36,13 @@ std::optional<Reason> ClientConnection::judge_inspected_plain() {
       refusal = Reason::request_denied;
     }
   }
+  // SPEC §19: serve holds no secret, and a credential must never cross the network in clear text:
+  // a plain request to an endpoint that injects is refused as the request whose secret cannot be
+  // set, in both modes (it is never sent without its credential).
+  if (!refusal && !endpoint->inject.empty()) {
+    inspected.report = false;
+    refusal = Reason::secret_missing;
+  }
   request_.inspected = std::move(inspected);
   if (refusal) {
     log_request_line(refusal, info(*refusal).http_status, Session::Traffic{});
@@ -106,6 +113,7 @@ void ClientConnection::inspected_request(ClientConnection* connection, const Ins
   RequestEntry entry{connection->id_, target.host, target.port, line.method, line.rule, refusal, line.status,
                      line.up, line.down, line.ms, line.report, std::nullopt};
   if (line.path && connection->server_.config().log_paths) entry.path = *line.path;
+  if (line.secret) entry.secret = *line.secret;
   // A class the inspector should never report is logged as a bad request, not dropped: the line
   // still shows that something was refused.
   if (line.log_class != "ok" && !refusal) entry.refusal = Reason::bad_request;

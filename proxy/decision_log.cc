@@ -75,7 +75,8 @@ bool write_lines(int fd, std::string_view lines) noexcept {
 // `label` is the `,"label":..` suffix of every JSON line, or empty.
 std::string json_decision(const DecisionEntry& e, const std::string& ts, std::string_view label) {
   std::string_view cls = e.refusal ? log_class(*e.refusal) : std::string_view("ok");
-  const std::string asked = e.asked ? fmt::format(R"(,"asked":{})", json_quote(*e.asked)) : std::string();
+  std::string asked = e.asked ? fmt::format(R"(,"asked":{})", json_quote(*e.asked)) : std::string();
+  if (e.secret) asked += fmt::format(R"(,"secret":{})", json_quote(*e.secret, 32));
   return fmt::format(R"({{"ts":"{}","id":{},"kind":"{}","host":{},"port":{},"ip":{},"class":{}{}{}}})", ts, e.id,
                      kind_name(e.kind), e.host ? json_quote(*e.host) : std::string("null"), e.port, json_quote(e.ip),
                      json_quote(cls), asked, label);
@@ -95,6 +96,7 @@ std::string json_request(const RequestEntry& e, const std::string& ts, std::stri
       e.refusal ? log_class(*e.refusal) : "ok", e.status, e.up, e.down, e.ms);
   if (e.report) out += R"(,"report":true)";
   if (e.path) out += fmt::format(R"(,"path":{})", json_quote(*e.path, 2048));
+  if (e.secret) out += fmt::format(R"(,"secret":{})", json_quote(*e.secret, 32));
   out += label;
   out += '}';
   return out;
@@ -223,7 +225,8 @@ void DecisionLog::decision(const DecisionEntry& entry, AuditSync sync) {
     }
   }
   const std::string_view cls = entry.refusal ? log_class(*entry.refusal) : std::string_view("ok");
-  const std::string asked = entry.asked ? fmt::format(" asked={}", *entry.asked) : std::string();
+  std::string asked = entry.asked ? fmt::format(" asked={}", *entry.asked) : std::string();
+  if (entry.secret) asked += fmt::format(" secret={}", field_text(*entry.secret, 32));
   append(fmt::format("egress {} host={} port={} ip={} class={}{} id={}{}", kind_name(entry.kind),
                      entry.host ? json_quote(*entry.host) : std::string("-"), entry.port, entry.ip, cls, asked,
                      entry.id, text_label()));
@@ -263,6 +266,7 @@ void DecisionLog::request(const RequestEntry& entry) {
                                  entry.ms);
   if (entry.report) line += " report=1";
   if (entry.path) line += fmt::format(" path={}", json_quote(*entry.path, 2048));
+  if (entry.secret) line += fmt::format(" secret={}", field_text(*entry.secret, 32));
   line += fmt::format(" id={}{}", entry.id, text_label());
   append(line);
 }

@@ -41,6 +41,8 @@ struct DecisionEntry {
   std::optional<Reason> refusal;  // nullopt: class=ok
   // SPEC §15: the supervisor's verdict when it was asked (once, always, deny, timeout): asked=.
   std::optional<std::string_view> asked = std::nullopt;
+  // SPEC §19: secret misdirected's secret name (secret=), never its value.
+  std::optional<std::string_view> secret = std::nullopt;
 };
 
 struct DoneEntry {
@@ -71,6 +73,7 @@ struct RequestEntry {
   std::uint64_t ms = 0;
   bool report = false;  // report mode: a request denied, logged and let through
   std::optional<std::string_view> path;
+  std::optional<std::string_view> secret = std::nullopt;  // secret misdirected: the name (secret=)
 };
 
 // The longest --label (SPEC §12): it goes into every line, so it is kept short enough that a

@@ -13,6 +13,7 @@
 #include <new>
 
 #include "proxy/transient_error.h"
+#include "table/secret_value.h"
 
 namespace boxproxy {
 namespace {
@@ -211,7 +212,8 @@ bool FdChannel::flush() noexcept {
       event_add(write_event_.get(), nullptr);  // the peer reads, then we go on
       return true;
     }
-    out_.pop_front();  // our duplicates close: the peer holds its own now
+    scrub(message.bytes);  // a "secret" message's value is not left in the freed heap
+    out_.pop_front();      // our duplicates close: the peer holds its own now
   }
   event_del(write_event_.get());
   return true;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "proxy/client_connection.h"
@@ -41,6 +42,30 @@ void InspectorLink::endpoints_changed(std::string endpoints_json) {
   if (alive_ && !channel_.send(serve_message(InspectorEndpoints{std::move(endpoints_json)}))) {
     broken("the channel is full");
   }
+}
+
+std::optional<std::string> InspectorLink::set_secret(std::string_view name, const SecretText* value) {
+  if (!alive_) return std::string("the request inspector has stopped");
+  const auto known = std::find(secret_names_.begin(), secret_names_.end(), name);
+  if (value != nullptr && known == secret_names_.end() && secret_names_.size() >= kMaxSecrets) {
+    return fmt::format("{} secrets are set already, the most a session holds (revoke one first)", kMaxSecrets);
+  }
+  InspectorSecret secret{std::string(name), std::nullopt};
+  if (value != nullptr) secret.value.emplace(value->view());
+  std::string message = serve_message(std::move(secret));
+  const bool sent = channel_.send(message);
+  scrub(message);  // FdChannel keeps its own copy until sent, and scrubs that one
+  if (!sent) {
+    broken("the channel is full");
+    return std::string("the request inspector has stopped");
+  }
+  if (value == nullptr && known != secret_names_.end()) secret_names_.erase(known);
+  if (value != nullptr && known == secret_names_.end()) secret_names_.emplace_back(name);
+  return std::nullopt;
+}
+
+bool InspectorLink::placeholder_made(std::string_view name, std::string_view value) {
+  return alive_ && channel_.send(serve_message(InspectorPlaceholder{std::string(name), std::string(value)}));
 }
 
 void InspectorLink::on_message(void* self, ChannelMessage message) noexcept {

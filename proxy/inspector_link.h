@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -49,6 +50,12 @@ class InspectorLink {
   void forget(ConnectionId id) noexcept { held_.erase(id); }
   // A live change of the endpoints (the "inspect" array, as --check-config writes it).
   void endpoints_changed(std::string endpoints_json);
+  // SPEC §19: sets NAME (a checked name) to `value` (a checked value), or revokes it (null), in
+  // the inspector; every connection's next request reads it. nullopt when sent; else why not
+  // (the channel is down, or NAME would be one secret more than kMaxSecrets), nothing changed.
+  [[nodiscard]] std::optional<std::string> set_secret(std::string_view name, const SecretText* value);
+  // SPEC §19: NAME's placeholder, made at start. False when the channel is down.
+  [[nodiscard]] bool placeholder_made(std::string_view name, std::string_view value);
 
  private:
   static void on_message(void* self, ChannelMessage message) noexcept;
@@ -61,6 +68,7 @@ class InspectorLink {
   bool alive_ = true;
   std::unordered_map<ConnectionId, ClientConnection*> held_;
   LoopPassCloser closer_;  // serve's copies of the sockets sent to the inspector
+  std::vector<std::string> secret_names_;  // the secrets set in the inspector (never their values)
 };
 
 }  // namespace boxproxy

@@ -8,6 +8,8 @@
 
 #include "proxy/fd_channel.h"
 #include "proxy/wire/json_nesting.h"
+#include "table/inspect_endpoint.h"
+#include "table/placeholder.h"
 
 namespace boxproxy {
 namespace {
@@ -104,6 +106,10 @@ InspectorReport report_of(const Json& message) {
     request.ms = number(message, "ms");
     request.report = flag(message, "report");
     request.path = optional_text(message, "path", kMaxReportedPathBytes);
+    if (message.contains("secret")) {
+      request.secret = text(message, "secret", 32);
+      if (check_secret_name(*request.secret)) refuse_key("secret");  // it stands alone as secret=NAME
+    }
     return request;
   }
   if (op == "dial") return InspectorDial{id_of(message)};
@@ -146,6 +152,11 @@ InspectorOrder order_of(const Json& message) {
     return connection;
   }
   if (op == "dialled") return InspectorDialled{id_of(message), flag(message, "ok")};
+  if (op == "placeholder") {
+    InspectorPlaceholder placeholder{text(message, "name", 32), text(message, "value", 80)};
+    if (check_secret_name(placeholder.name) || !placeholder.value.starts_with(kPlaceholderPrefix)) refuse_key("name");
+    return placeholder;
+  }
   refuse("unknown op");
 }
 
@@ -157,6 +168,7 @@ struct ReportWriter {
                 {"up", request.up},     {"down", request.down},   {"ms", request.ms},
                 {"report", request.report}};
     if (request.path) out["path"] = *request.path;
+    if (request.secret) out["secret"] = *request.secret;
     return out;
   }
   Json operator()(const InspectorDial& dial) const { return {{"op", "dial"}, {"id", dial.id}}; }
@@ -191,7 +203,47 @@ struct OrderWriter {
   Json operator()(const InspectorDialled& dialled) const {
     return {{"op", "dialled"}, {"id", dialled.id}, {"ok", dialled.ok}};
   }
+  Json operator()(const InspectorSecret&) const { return nullptr; }  // written by secret_message
+  Json operator()(const InspectorPlaceholder& placeholder) const {
+    return {{"op", "placeholder"}, {"name", placeholder.name}, {"value", placeholder.value}};
+  }
 };
+
+// ---- the secret message, by hand ------------------------------------------------------------
+// Exactly {"op":"secret","name":"NAME","value":"HEX"} or {"op":"secret","name":"NAME","value":null}:
+// a name is [a-z0-9_] and hex [0-9a-f], so nothing needs escaping, and nothing else is accepted.
+
+constexpr std::string_view kSecretPrefix = R"({"op":"secret","name":")";
+constexpr std::string_view kSecretMiddle = R"(","value":)";
+
+std::string secret_message(const InspectorSecret& secret) {
+  const SecretText hex = secret.value ? secret_hex(secret.value->view()) : SecretText();
+  std::string out;
+  out.reserve(kSecretPrefix.size() + secret.name.size() + kSecretMiddle.size() + hex.size() + 8);
+  out.append(kSecretPrefix).append(secret.name).append(kSecretMiddle);
+  if (secret.value) {
+    out.append("\"").append(hex.view()).append("\"}");
+  } else {
+    out.append("null}");
+  }
+  return out;
+}
+
+std::variant<InspectorOrder, std::string> secret_of(std::string_view bytes) {
+  std::string_view rest = bytes.substr(kSecretPrefix.size());
+  const std::size_t name_end = rest.find('"');
+  if (name_end == std::string_view::npos) return std::string("bad \"name\"");
+  InspectorSecret secret{std::string(rest.substr(0, name_end)), std::nullopt};
+  if (check_secret_name(secret.name)) return std::string("bad \"name\"");
+  rest.remove_prefix(name_end);
+  if (!rest.starts_with(kSecretMiddle)) return std::string("bad \"value\"");
+  rest.remove_prefix(kSecretMiddle.size());
+  if (rest == "null}") return InspectorOrder(std::move(secret));
+  if (!rest.starts_with('"') || !rest.ends_with("\"}")) return std::string("bad \"value\"");
+  secret.value = secret_from_hex(rest.substr(1, rest.size() - 3));
+  if (!secret.value) return std::string("bad \"value\"");
+  return InspectorOrder(std::move(secret));
+}
 
 // `bytes` as the message `of` reads (report_of, order_of), or why it is refused.
 template <class Message>
@@ -218,9 +270,13 @@ std::variant<InspectorReport, std::string> parse_inspector_report(std::string_vi
 
 std::string inspector_message(const InspectorReport& report) { return one_line(std::visit(ReportWriter{}, report)); }
 
-std::string serve_message(const InspectorOrder& order) { return one_line(std::visit(OrderWriter{}, order)); }
+std::string serve_message(const InspectorOrder& order) {
+  if (const auto* secret = std::get_if<InspectorSecret>(&order)) return secret_message(*secret);
+  return one_line(std::visit(OrderWriter{}, order));
+}
 
 std::variant<InspectorOrder, std::string> parse_serve_message(std::string_view bytes) {
+  if (bytes.starts_with(kSecretPrefix)) return secret_of(bytes);
   return checked(bytes, &order_of);
 }
 

@@ -10,12 +10,19 @@
 //     endpoints   {"op":"endpoints","endpoints":[...]}                      (a live change)
 //     connection  {"op":"connection","id":N,"host":H,"port":P,"endpoint":E} fds: client, upstream
 //     dialled     {"op":"dialled","id":N,"ok":B}                            fds: upstream when ok
+//     secret      {"op":"secret","name":NAME,"value":HEX|null}   (SPEC §19: set, or revoke with null)
+//     placeholder {"op":"placeholder","name":NAME,"value":P}     (SPEC §19: NAME's stand-in, bxp_...)
 //   inspector -> serve
 //     ready       {"op":"ready","ca":PEM}
 //     request     {"op":"request","id":N,"method":M,"rule":R,"class":C,"status":S,"up":U,
-//                  "down":D,"ms":T,"report":B[,"path":P]}
+//                  "down":D,"ms":T,"report":B[,"path":P][,"secret":NAME]}
 //     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
 //     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C]}
+//
+// A secret's value goes as hex (table/secret_value.h's secret_hex): no JSON escape can change it.
+// Its message is written and read by hand, into strings that are scrubbed (SecretText, and
+// FdChannel scrubs every message it sends or receives), never through a JSON document whose
+// strings would be freed as they are.
 //
 // "endpoints" is the config file's "inspect" array as --check-config writes it; E in
 // "connection" is the host entry of the endpoint the connection reaches, as written there.
@@ -33,6 +40,7 @@
 #include <variant>
 
 #include "proxy/defaults.h"
+#include "table/secret_value.h"
 
 namespace boxproxy {
 
@@ -59,6 +67,7 @@ struct InspectorRequest {
   std::uint64_t ms = 0;
   bool report = false;
   std::optional<std::string> path;  // only with --log-paths
+  std::optional<std::string> secret;  // secret misdirected: the secret's name (never its value)
 };
 
 struct InspectorDial {
@@ -111,8 +120,23 @@ struct InspectorDialled {
   bool ok = false;
 };
 
-using InspectorOrder = std::variant<InspectorStart, InspectorEndpoints, InspectorConnection, InspectorDialled>;
+// A secret set (value) or revoked (no value). The name is a checked secret name; the value a
+// checked one (check_secret_value).
+struct InspectorSecret {
+  std::string name;
+  std::optional<SecretText> value;
+};
 
+// A secret's placeholder (make_placeholder's), which the box may hold: not a secret itself.
+struct InspectorPlaceholder {
+  std::string name;
+  std::string value;
+};
+
+using InspectorOrder = std::variant<InspectorStart, InspectorEndpoints, InspectorConnection, InspectorDialled,
+                                    InspectorSecret, InspectorPlaceholder>;
+
+// The caller scrubs what a secret's message returns once it is sent (FdChannel::send copies it).
 [[nodiscard]] std::string serve_message(const InspectorOrder& order);
 // The inspector trusts serve, but a message cut or garbled still gets a clear error.
 [[nodiscard]] std::variant<InspectorOrder, std::string> parse_serve_message(std::string_view bytes);

@@ -35,6 +35,13 @@ void ProxyServer::stop() noexcept {
 
 void ProxyServer::replace_host_list(std::optional<HostList> list) { config_.policy.allow = std::move(list); }
 
+std::optional<std::string> ProxyServer::set_secret(std::string_view name, const SecretText* value) {
+  // Only the inspector ever holds a secret: serve keeps none, and one it cannot hand on would be
+  // a credential the operator believes is in use.
+  if (!inspector_) return std::string(kNoInspectorForSecrets);
+  return inspector_->set_secret(name, value);
+}
+
 std::optional<std::string> ProxyServer::replace_inspect_table(InspectTable table) {
   // The inspector is started with serve, before serve confines itself (its seccomp filter allows
   // no new process after that), and its CA is handed out then (--ca-out, hello, run's trust

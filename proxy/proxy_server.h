@@ -23,6 +23,7 @@
 #include "proxy/local_addresses.h"
 #include "proxy/resolver.h"
 #include "proxy/session_control.h"
+#include "table/placeholder.h"
 #include "table/policy.h"
 
 namespace boxproxy {
@@ -94,6 +95,11 @@ class ProxyServer {
   }
   [[nodiscard]] std::string_view inspection_ca() const noexcept { return inspection_ca_; }
   [[nodiscard]] InspectorLink* inspector() noexcept { return inspector_.get(); }
+  // SPEC §19: the session's placeholders (serve --placeholder, run --secret-env), made at start.
+  [[nodiscard]] const Placeholders& placeholders() const noexcept { return placeholders_; }
+  void set_placeholders(Placeholders placeholders) noexcept { placeholders_ = std::move(placeholders); }
+  // SPEC §19: sets or revokes (null) a secret in the inspector. nullopt when done, else why not.
+  [[nodiscard]] std::optional<std::string> set_secret(std::string_view name, const SecretText* value);
   // The control channel's "drain": stops accepting now; `drained` runs (from the loop, never
   // inside a connection's teardown) once the last client connection has ended.
   void drain(std::function<void()> drained);
@@ -140,6 +146,7 @@ class ProxyServer {
   std::unique_ptr<AskRegistry> asks_;  // before the connections: their tickets leave it as they die
   std::unique_ptr<InspectorLink> inspector_;  // likewise: connections handed over leave it as they die
   std::string inspection_ca_;                 // its CA's certificate, PEM
+  Placeholders placeholders_;                 // SPEC §19: plain requests carrying one are refused
   std::function<void()> drained_;      // set by drain()
   EventPtr drain_check_;               // made active as each client leaves while draining
   ConnectionList<ClientConnection> connections_;
@@ -163,6 +170,9 @@ class ServerControl final : public SessionControl {
   [[nodiscard]] AskRegistry* asks() override { return server_.asks(); }
   void drain() override { drain_(); }
   [[nodiscard]] std::string_view inspection_ca() const override { return server_.inspection_ca(); }
+  [[nodiscard]] std::optional<std::string> set_secret(std::string_view name, const SecretText* value) override {
+    return server_.set_secret(name, value);
+  }
 
  private:
   ProxyServer& server_;

@@ -14,10 +14,16 @@
 
 #include "table/host_list.h"
 #include "table/inspect_table.h"
+#include "table/secret_value.h"
 
 namespace boxproxy {
 
 class AskRegistry;
+
+// Why a session refuses a secret when it has no inspector.
+inline constexpr std::string_view kNoInspectorForSecrets =
+    "no request inspector runs in this session (serve starts one only when an endpoint is inspected at "
+    "start), so no secret can be injected";
 
 // The session's counters at one moment: the §12 stats object's fields, in its order.
 struct SessionStats {
@@ -53,6 +59,12 @@ class SessionControl {
   virtual void drain() = 0;
   // Request inspection's CA certificate (PEM), for hello's "ca" (SPEC §18); empty without one.
   [[nodiscard]] virtual std::string_view inspection_ca() const { return {}; }
+  // SPEC §19: sets NAME (checked) to `value` (checked), or revokes it (null), for every
+  // connection's next request. nullopt when done; else why not (no inspector runs in this session,
+  // it has stopped, too many secrets), with nothing changed. The words never hold the value.
+  [[nodiscard]] virtual std::optional<std::string> set_secret(std::string_view /*name*/, const SecretText* /*value*/) {
+    return std::string(kNoInspectorForSecrets);
+  }
 
  protected:
   SessionControl() = default;

@@ -200,6 +200,19 @@ std::optional<std::string> protect_socket_directory(const std::string& directory
   return set_read_only(directory);
 }
 
+// A file COMMAND may not read (a --secret's, SPEC §19): /dev/null over it, on a nodev mount, so
+// opening it fails (EACCES). A path that is not there holds nothing to hide.
+std::optional<std::string> cover_with_dev_null(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == -1) {
+    if (errno == ENOENT) return std::nullopt;
+    return mount_failure("look at", path);
+  }
+  if (S_ISDIR(st.st_mode)) return std::nullopt;
+  if (::mount("/dev/null", path.c_str(), nullptr, MS_BIND, nullptr) == -1) return mount_failure("bind over", path);
+  return set_read_only(path, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+}
+
 // One of the proxy's own files: a regular file (a log, the audit, a config, an allow file, a
 // token) becomes a read-only bind of itself, which COMMAND may read but not write, truncate,
 // rename or unlink (EROFS, EBUSY): no forged decision lines, no wider host list for the next
@@ -311,20 +324,31 @@ std::optional<std::string> protect_proxy_paths(const ProxyPaths& paths) {
   const bool have_cwd = ::getcwd(cwd.data(), cwd.size()) != nullptr;
   std::string directory = paths.socket_directory.empty() ? "" : resolved(paths.socket_directory);
   if (in_the_boxs_own_tree(directory)) directory.clear();
-  std::vector<std::string> files;
-  for (const std::string& file : paths.files) {
-    std::string path = resolved(file);
-    if (!in_the_boxs_own_tree(file) && !in_the_boxs_own_tree(path)) files.push_back(std::move(path));
-  }
+  const auto outside_the_box = [](const std::vector<std::string>& given) {
+    std::vector<std::string> out;
+    for (const std::string& file : given) {
+      std::string path = resolved(file);
+      if (!in_the_boxs_own_tree(file) && !in_the_boxs_own_tree(path)) out.push_back(std::move(path));
+    }
+    return out;
+  };
+  const std::vector<std::string> files = outside_the_box(paths.files);
+  const std::vector<std::string> hidden = outside_the_box(paths.hidden);
   std::set<std::string> ancestors;
   if (!directory.empty()) add_ancestors(directory, ancestors);
   for (const std::string& file : files) add_ancestors(file, ancestors);
+  for (const std::string& file : hidden) add_ancestors(file, ancestors);
   if (auto error = pin_ancestors(ancestors)) return error;
   if (!directory.empty()) {
     if (auto error = protect_socket_directory(directory)) return error;
   }
   for (const std::string& file : files) {
     if (auto error = protect_proxy_file(file)) return error;
+  }
+  // What the box is kept from reading (a secret's value), after the binds above (a secret's file
+  // may also be one of them).
+  for (const std::string& file : hidden) {
+    if (auto error = cover_with_dev_null(file)) return error;
   }
   if (have_cwd && ::chdir(cwd.c_str()) == -1) return mount_failure("enter again", cwd.c_str());
   return std::nullopt;

@@ -50,6 +50,9 @@ void allow_low_ports() noexcept;
 struct ProxyPaths {
   std::string socket_directory;
   std::vector<std::string> files;
+  // Files COMMAND may not even read (--secret's, SPEC §19): covered by /dev/null on a nodev
+  // mount, whatever they are, so opening one fails (EACCES).
+  std::vector<std::string> hidden;
 };
 
 // In pid 1, after confine_box_mounts: every directory above them a bind of itself (so that none

@@ -178,6 +178,10 @@ std::string_view command_line_only_reason(std::string_view key) {
     return "a configuration file cannot turn confinement off (give --no-confine on the command line)";
   }
   if (key == "config") return "a configuration file cannot name another";
+  // A configuration file is read by more people than a secret's file should be, and what it
+  // names is a file opened once at start and held: each is the operator's act, on the command line.
+  if (key == "secret") return "give each --secret NAME=FILE on the command line";
+  if (key == "placeholder") return "a placeholder is made for the session that starts, on its command line";
   return "it is a question for the command line, not a setting";
 }
 

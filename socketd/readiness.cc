@@ -71,6 +71,10 @@ void announce_listening(const std::string& socket_path, std::string_view more_fi
   (void)write_all(STDOUT_FILENO, line);
 }
 
+void announce_lines(std::string_view lines) {
+  if (!lines.empty()) (void)write_all(STDOUT_FILENO, lines);
+}
+
 std::optional<std::string> notify_ready_fd(int fd) {
   auto error = write_all(fd, "READY=1\n");
   // Closed either way: the supervisor reads EOF after READY=1, and no later child inherits it.

@@ -12,10 +12,14 @@ namespace boxproxy {
 
 // Prints {"event":"listening","socket":PATH,"pid":N} and a newline to standard output with
 // write(2), `more_fields` (the bridge's: `,"listen":[...]`, already JSON) before "pid". The only
-// thing serve and bridge ever write there. Never stdio: its first write to a terminal or to
-// /dev/null asks ioctl(TCGETS) whether it is one, a call their confinement (which comes first,
-// SPEC §17) refuses.
+// thing serve and bridge ever write there, but serve's --placeholder lines before it (SPEC §19).
+// Never stdio: its first write to a terminal or to /dev/null asks ioctl(TCGETS) whether it is
+// one, a call their confinement (which comes first, SPEC §17) refuses.
 void announce_listening(const std::string& socket_path, std::string_view more_fields = {});
+
+// Writes `lines` (whole JSON lines, each ending in a newline) to standard output as
+// announce_listening writes its line: serve's placeholder events (SPEC §19), before it.
+void announce_lines(std::string_view lines);
 
 // Writes "READY=1\n" to `fd` and closes it (--ready-fd). Returns an error message on failure.
 [[nodiscard]] std::optional<std::string> notify_ready_fd(int fd);

@@ -19,6 +19,7 @@
 
 #include "proxy/unique_fd.h"
 #include "socketd/exit_code.h"
+#include "table/secret_value.h"
 
 namespace boxproxy {
 namespace {
@@ -61,10 +62,10 @@ pid_t spawn_self(const std::vector<std::string>& args, int stdout_fd) {
   ::_exit(as_status(ExitCode::setup_failed));
 }
 
-// One line from `fd`, within `seconds`; nullopt on EOF, an error or the time running out.
-std::optional<std::string> read_line(int fd, double seconds) {
+// One line from `fd`, within `seconds`; nullopt on EOF, an error or the time running out. `data`
+// holds what was read past the line (the next one's start) for the next call.
+std::optional<std::string> read_line(int fd, double seconds, std::string& data) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  std::string data;
   while (data.find('\n') == std::string::npos) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0 || data.size() > kMaxLineBytes) return std::nullopt;
@@ -78,7 +79,10 @@ std::optional<std::string> read_line(int fd, double seconds) {
     if (n <= 0) return std::nullopt;
     data.append(buffer, static_cast<std::size_t>(n));
   }
-  return data.substr(0, data.find('\n'));
+  const std::size_t end = data.find('\n');
+  std::string line = data.substr(0, end);
+  data.erase(0, end + 1);
+  return line;
 }
 
 }  // namespace
@@ -148,7 +152,7 @@ int stop_child(pid_t pid) noexcept {
 // Starts a helper (serve or bridge) and waits for its listening line. On success the pid; on
 // failure -1 with the helper reaped and *status set to its wait status (-1: it was stopped for
 // being too slow).
-pid_t start_helper(const std::vector<std::string>& args, int* status) {
+pid_t start_helper(const std::vector<std::string>& args, int* status, std::vector<std::string>* before) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) == -1) {
     *status = -1;
@@ -162,7 +166,14 @@ pid_t start_helper(const std::vector<std::string>& args, int* status) {
     *status = -1;
     return -1;
   }
-  const std::optional<std::string> line = read_line(read_end.get(), kStartSeconds);
+  std::string pending;
+  std::optional<std::string> line = read_line(read_end.get(), kStartSeconds, pending);
+  // serve's placeholder lines (SPEC §19) come first, one per --placeholder: at most kMaxSecrets.
+  for (std::size_t n = 0; before != nullptr && line && n < kMaxSecrets; ++n) {
+    if (!line->starts_with("{\"event\":\"placeholder\"")) break;
+    before->push_back(std::move(*line));
+    line = read_line(read_end.get(), kStartSeconds, pending);
+  }
   if (line && line->starts_with("{\"event\":\"listening\"")) return pid;
   // No line: it failed (its own message is on standard error, and it is exiting: its end of the
   // pipe is closed), or it took too long.

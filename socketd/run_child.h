@@ -41,7 +41,9 @@ int stop_child(pid_t pid) noexcept;
 
 // Starts a helper (this binary again with `args`: serve or bridge) and waits for its listening
 // line. On success the pid; on failure -1 with the helper reaped and *status set to its wait
-// status (-1: it was stopped for being too slow).
-[[nodiscard]] pid_t start_helper(const std::vector<std::string>& args, int* status);
+// status (-1: it was stopped for being too slow). The placeholder lines serve prints before it
+// (SPEC §19) go to `before` when it is given.
+[[nodiscard]] pid_t start_helper(const std::vector<std::string>& args, int* status,
+                                 std::vector<std::string>* before = nullptr);
 
 }  // namespace boxproxy

@@ -38,10 +38,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "proxy/defaults.h"
 #include "proxy/unique_fd.h"
@@ -125,6 +128,8 @@ struct BoxEnvironment {
   std::optional<std::string> token;  // the proxy wants this token
   ProxyPaths protected_paths;        // the socket's directory, the proxy's own files
   std::optional<BoxTrust> trust;     // with --inspect: what makes the box trust the session's CA
+  // --secret-env (SPEC §19): each VAR with its secret's placeholder (never a value).
+  std::vector<std::pair<std::string, std::string>> placeholder_variables;
 };
 
 [[noreturn]] void exec_command(const RunOptions& options, const BoxEnvironment& environment) {
@@ -143,6 +148,9 @@ struct BoxEnvironment {
   // Node (24 and later) reads HTTP_PROXY, HTTPS_PROXY and NO_PROXY only when this is set.
   ::setenv("NODE_USE_ENV_PROXY", "1", 1);
   ::setenv("BOXPROXY_SOCKET", environment.socket_path.c_str(), 1);
+  for (const auto& [variable, placeholder] : environment.placeholder_variables) {
+    ::setenv(variable.c_str(), placeholder.c_str(), 1);
+  }
   std::vector<char*> argv;
   for (const std::string& arg : options.command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
@@ -366,6 +374,28 @@ constexpr const char* kSessionCaName = "session-ca.pem";
 constexpr const char* kBundleName = "ca-bundle.pem";
 constexpr const char* kJavaStoreName = "java-trust.p12";
 
+// --secret-env: each VAR gets the placeholder serve printed for its NAME
+// ({"event":"placeholder","name":NAME,"value":P}, before its listening line).
+void set_placeholder_variables(const RunOptions& options, const std::vector<std::string>& lines,
+                               BoxEnvironment& environment) {
+  std::map<std::string, std::string, std::less<>> made;
+  for (const std::string& line : lines) {
+    const nlohmann::json event = nlohmann::json::parse(line, nullptr, false);
+    if (!event.is_object() || !event.value("name", nlohmann::json()).is_string() ||
+        !event.value("value", nlohmann::json()).is_string()) {
+      continue;
+    }
+    made[event["name"].get<std::string>()] = event["value"].get<std::string>();
+  }
+  for (const auto& [variable, name] : options.secret_env) {
+    // serve prints one line for every --placeholder run gave it: a name without one is left unset,
+    // and COMMAND's requests carrying nothing are refused as they would be without it.
+    if (const auto it = made.find(name); it != made.end()) {
+      environment.placeholder_variables.emplace_back(variable, it->second);
+    }
+  }
+}
+
 // Starts `boxproxy serve` with the serve options on a socket in a new private directory (its
 // path into environment.socket_path) and waits until it listens. Returns ExitCode::ok, or the
 // status run exits with (nothing left behind).
@@ -386,7 +416,9 @@ int start_proxy(const RunOptions& options, BoxEnvironment& environment, StartedP
     args.push_back("--ca-out=" + ca);
   }
   int status = 0;
-  proxy.pid = start_helper(args, &status);
+  std::vector<std::string> placeholder_lines;
+  proxy.pid = start_helper(args, &status, &placeholder_lines);
+  if (proxy.pid != -1) set_placeholder_variables(options, placeholder_lines, environment);
   // The supervisor's readiness descriptor is the proxy's to write: were the box to inherit it,
   // COMMAND could write READY=1 (or hold off the EOF) in the proxy's name.
   if (options.serve_facts.ready_fd) ::close(*options.serve_facts.ready_fd);
@@ -451,6 +483,7 @@ int run(const RunOptions& options) {
   // The files run knows of: with --socket only the token file (the running proxy keeps its own
   // list of files, which run never sees).
   environment.protected_paths.files = options.serve_facts.files;
+  environment.protected_paths.hidden = options.serve_facts.secret_files;
   if (options.auth_token_file) environment.protected_paths.files.push_back(*options.auth_token_file);
   StartedProxy proxy;
   if (options.socket_path) {

@@ -2,6 +2,7 @@
 #include "socketd/run_options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string_view>
 #include <utility>
 
@@ -34,6 +35,10 @@ const OptionTable& run_table() {
                    .help = "let COMMAND make Unix sockets: by default socket(AF_UNIX, ...) and datagram "
                            "socketpairs fail with EPERM in the box, so that the host's pathname sockets (another "
                            "session's proxy, an ssh agent, journald) are out of reach"},
+        OptionSpec{.name = "secret-env", .kind = OptionKind::list, .value_name = "VAR=NAME",
+                   .help = "give COMMAND VAR=bxp_NAME_<32 hex digits>, the stand-in of the secret NAME (new each "
+                           "session), which the proxy swaps for the value in requests to an endpoint whose "
+                           "\"secrets\" lists NAME, and refuses anywhere else (serve's --placeholder)"},
         OptionSpec{.name = "allow-nested-namespaces", .kind = OptionKind::flag,
                    .help = "let COMMAND make namespaces of its own (unshare, clone, setns; for a box that runs "
                            "containers): by default they fail with EPERM in the box, since a network namespace of "
@@ -110,6 +115,27 @@ std::vector<std::string> serve_arguments(const RawOptions& serve_options) {
   return args;
 }
 
+// --secret-env VAR=NAME: VAR a variable name (a letter or '_', then letters, digits, '_'), NAME a
+// secret's name; a VAR given twice is an error (which stand-in it holds would be a guess).
+void read_secret_env(const std::vector<std::string>& values, RunOptions& options) {
+  for (const std::string& value : values) {
+    const std::size_t equals = value.find('=');
+    const std::string variable = value.substr(0, equals);
+    const bool good_variable = equals != std::string::npos && !variable.empty() &&
+                               (std::isalpha(static_cast<unsigned char>(variable[0])) != 0 || variable[0] == '_') &&
+                               std::all_of(variable.begin(), variable.end(), [](char c) {
+                                 return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+                               });
+    if (!good_variable) fail_value(kCommand, "--secret-env", value, "is not VAR=NAME (VAR a variable's name)");
+    const std::string name = value.substr(equals + 1);
+    if (auto error = check_secret_name(name)) fail_value(kCommand, "--secret-env", value, "NAME " + *error);
+    for (const auto& [seen, unused] : options.secret_env) {
+      if (seen == variable) fail_value(kCommand, "--secret-env", value, "names a variable given already");
+    }
+    options.secret_env.emplace_back(variable, name);
+  }
+}
+
 RunOptions parse_run_options(int argc, char** argv) {
   ParsedArguments parsed = parse_arguments(run_table(), argc, argv, Operands::after_dashes);
   if (!parsed.dashes) {
@@ -128,6 +154,10 @@ RunOptions parse_run_options(int argc, char** argv) {
   if (given.erase("allow-unix-sockets") != 0) options.box_lifts.unix_sockets = true;
   if (given.erase("allow-nested-namespaces") != 0) options.box_lifts.nested_namespaces = true;
   if (given.erase("transparent") != 0) options.transparent = true;
+  if (const auto env = given.find("secret-env"); env != given.end()) {
+    read_secret_env(env->second.values, options);
+    given.erase(env);
+  }
   if (options.socket_path) {
     // With --socket the only option besides run's own is --auth-token-file (run reads it to put
     // the token in the variables); every other serve option belongs to a proxy run starts.
@@ -142,6 +172,17 @@ RunOptions parse_run_options(int argc, char** argv) {
     }
   }
   options.serve_args = serve_arguments(given);
+  // Each NAME once to serve, which makes its stand-in and prints it before it listens.
+  std::vector<std::string> names;
+  for (const auto& [variable, name] : options.secret_env) {
+    if (std::find(names.begin(), names.end(), name) != names.end()) continue;
+    names.push_back(name);
+    options.serve_args.push_back("--placeholder=" + name);
+  }
+  if (!names.empty() && options.socket_path) {
+    throw usage_error(kCommand, "--secret-env is for a proxy run starts (with --socket, the running proxy's "
+                                "--placeholder lines say its stand-ins)");
+  }
   return options;
 }
 
@@ -159,8 +200,13 @@ ServeFacts facts_of_serve_args(const std::vector<std::string>& serve_args, const
                                                  &parsed.allow_file, &parsed.auth_token_file, &parsed.control_socket}) {
     if (*file) files.push_back(**file);
   }
+  // The --secret files (SPEC §19): the box shares the host's file system, and must not read the
+  // value it is kept from (masked, not made read-only as the files above are).
+  std::vector<std::string> secret_files;
+  for (const SecretFile& secret : parsed.secrets) secret_files.push_back(secret.path);
   return {.token = std::move(parsed.proxy.auth_token), .ready_fd = parsed.ready_fd, .control_fd = parsed.control_fd,
-          .files = std::move(files), .inspect = !parsed.proxy.policy.inspect.empty(), .ca_out = parsed.ca_out};
+          .files = std::move(files), .secret_files = std::move(secret_files),
+          .inspect = !parsed.proxy.policy.inspect.empty(), .ca_out = parsed.ca_out};
 }
 
 // The token of `run --socket PATH --auth-token-file FILE`, read by serve's rules. Throws

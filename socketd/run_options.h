@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct ServeFacts {
   // The proxy's own files, out of COMMAND's reach in the box (SPEC §14): --log-file, --audit,
   // --config, --allow-file, --auth-token-file, --control-socket, wherever they were given.
   std::vector<std::string> files;
+  // --secret's files (SPEC §19): unreadable in the box (files above may be read there).
+  std::vector<std::string> secret_files;
   // Request inspection (SPEC §18): an endpoint is named, so the box must trust the session's CA;
   // and where the operator's --ca-out puts it (else run gives serve a path of its own).
   bool inspect = false;
@@ -33,6 +36,8 @@ struct RunOptions {
   bool transparent = false;                    // --transparent (SPEC §16)
   std::vector<std::string> serve_args;         // passed to `boxproxy serve` as given
   std::vector<std::string> command;
+  // --secret-env VAR=NAME (SPEC §19): COMMAND's VAR holds NAME's placeholder, made by serve.
+  std::vector<std::pair<std::string, std::string>> secret_env;
   ServeFacts serve_facts;                      // the proxy's, as serve will read them
 };
 

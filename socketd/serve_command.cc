@@ -4,9 +4,12 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -158,6 +161,28 @@ struct Daemon {
   }
 
   void reload() {
+    reload_host_list_now();
+    reload_secrets();
+  }
+
+  // SIGHUP: every --secret file read again through its descriptor (socketd/secret_files.h); a
+  // file that cannot be read or holds no value keeps the value in force. The log names the
+  // secret, never its value.
+  void reload_secrets() {
+    for (const SecretFile& file : options.secrets) {
+      SecretOrError read = read_secret_file(file);
+      std::optional<std::string> error;
+      if (!read.value) {
+        error = "the file " + read.error;
+      } else {
+        error = server->set_secret(file.name, &*read.value);
+      }
+      log->message(error ? fmt::format("sighup: --secret {}: kept the value in force: {}", file.name, *error)
+                         : fmt::format("sighup: --secret {} re-read", file.name));
+    }
+  }
+
+  void reload_host_list_now() {
     try {
       std::optional<HostList> list = reload_host_list(options);
       if (!list && server->config().policy.allow) {
@@ -263,10 +288,60 @@ void start_inspection(Daemon& daemon, const ServeOptions& options) {
   daemon.server->set_inspector(
       std::make_unique<InspectorLink>(daemon.base.get(), std::move(inspector.channel), *daemon.log),
       std::move(inspector.ca_pem));
+  // The --secret values, before serve listens: the inspector reads its channel in order, so
+  // every connection it is handed finds them set.
+  for (const SecretFile& file : options.secrets) {
+    SecretOrError read = read_secret_file(file);
+    if (!read.value) {
+      throw StartupError{ExitCode::failure, fmt::format("--secret {}: the file {}", file.name, read.error)};
+    }
+    if (auto error = daemon.server->set_secret(file.name, &*read.value)) {
+      throw StartupError{ExitCode::failure, fmt::format("--secret {}: {}", file.name, *error)};
+    }
+  }
 }
 
-// Says the proxy listens: standard output, --ready-fd, systemd.
-void announce_ready(Daemon& daemon, const ServeOptions& options) {
+// SPEC §19: a stand-in for each --placeholder NAME, new each session (16 bytes of getrandom), for
+// the inspector to swap and for serve to refuse wherever else one goes. Returns the event lines
+// to print before the listening line. Throws StartupError.
+std::string make_placeholders(Daemon& daemon, const ServeOptions& options) {
+  Placeholders placeholders;
+  std::string lines;
+  for (const std::string& name : options.placeholders) {
+    std::array<std::uint8_t, kPlaceholderRandomBytes> random{};
+    if (::getrandom(random.data(), random.size(), 0) != static_cast<ssize_t>(random.size())) {
+      throw StartupError{ExitCode::failure, "--placeholder: cannot read random bytes (getrandom)"};
+    }
+    const std::string value = make_placeholder(name, random);
+    if (InspectorLink* link = daemon.server->inspector(); link != nullptr && !link->placeholder_made(name, value)) {
+      throw StartupError{ExitCode::failure, "--placeholder: the request inspector has stopped"};
+    }
+    placeholders.set(name, value);
+    lines += fmt::format("{{\"event\":\"placeholder\",\"name\":\"{}\",\"value\":\"{}\"}}\n", name, value);
+  }
+  daemon.server->set_placeholders(std::move(placeholders));
+  return lines;
+}
+
+// A session that may hold secrets (SPEC §19: --secret, or an endpoint that injects or takes
+// placeholders, whose values the control channel may send) is made non-dumpable before it sends
+// one on: no core file, and no ptrace or /proc/PID/mem by another process of the same user, could
+// show a value on its way through serve (a control line, a file's buffer, a channel message; each
+// scrubbed once used, but a crash may come first). Parsing read each --secret file before this
+// (to refuse a bad one with exit 2), and scrubbed what it read. Other sessions keep the usual
+// flag, so their memory and descriptors stay readable to the operator's tools.
+void guard_secrets(const ServeOptions& options) {
+  bool may_hold = !options.secrets.empty();
+  for (const InspectEndpoint& endpoint : options.proxy.policy.inspect.endpoints()) {
+    may_hold = may_hold || !endpoint.inject.empty() || !endpoint.secrets.empty();
+  }
+  if (may_hold) (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+// Says the proxy listens: standard output (the placeholders' lines first, SPEC §19), --ready-fd,
+// systemd.
+void announce_ready(Daemon& daemon, const ServeOptions& options, std::string_view placeholder_lines) {
+  announce_lines(placeholder_lines);
   announce_listening(options.socket_path);
   if (options.ready_fd) {
     if (auto error = notify_ready_fd(*options.ready_fd)) daemon.log->message(*error);
@@ -301,7 +376,12 @@ int serve(const ServeOptions& options) {
   daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), options.proxy, *daemon.resolver, *daemon.log);
 
   if (options.ask) daemon.server->enable_asking(options.ask_timeout);
-  if (!options.proxy.policy.inspect.empty()) start_inspection(daemon, options);
+  std::string placeholder_lines;
+  if (!options.proxy.policy.inspect.empty()) {
+    guard_secrets(options);
+    start_inspection(daemon, options);
+    placeholder_lines = make_placeholders(daemon, options);
+  }
   if (options.control_fd || options.control_socket) {
     daemon.control = std::make_unique<ControlHub>(
         daemon.base.get(), std::make_unique<ServerControl>(*daemon.server, [&daemon] { daemon.drain(); }), *daemon.log,
@@ -319,7 +399,7 @@ int serve(const ServeOptions& options) {
   if (options.die_with_parent) die_with_parent(SIGTERM, parent);
   start_listening(daemon, options);
   if (options.confine) confine(daemon, options, log_fd);
-  announce_ready(daemon, options);
+  announce_ready(daemon, options, placeholder_lines);
 
   event_base_dispatch(daemon.base.get());
   daemon.shut_down();

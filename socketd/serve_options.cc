@@ -291,6 +291,35 @@ void add_supervisor_rows(std::vector<ServeRow>& rows) {
                        "a CA made at start", [](const Given& given, ServeOptions& options) { options.ca_cert = given.path(); }));
   rows.push_back(value("ca-key", "FILE", "the private key (PEM, unencrypted) of --ca-cert", "none",
                        [](const Given& given, ServeOptions& options) { options.ca_key = given.path(); }));
+  // Command line only (config_file.cc says why). check never injects: it opens no secret's file.
+  rows.push_back(command_line_only(list(
+      "secret", "NAME=FILE",
+      "the secret NAME (a-z, 0-9, _) for inspected endpoints' \"inject\" is FILE's contents (one newline dropped); "
+      "read at start, and on SIGHUP through the descriptor opened at start",
+      "none", [](const Given& given, ServeOptions& options) {
+        if (given.reader == Reader::check) return;
+        for (const std::string& value : given.raw.values) {
+          options.secrets.push_back(open_secret_file(given.raw.label, value, options.secrets));
+        }
+      })));
+  // Command line only, as --secret. A stand-in is made per session at start, so check makes none.
+  rows.push_back(command_line_only(list(
+      "placeholder", "NAME",
+      "make a stand-in for the secret NAME, bxp_NAME_<32 random hex digits>, and print it as "
+      "{\"event\":\"placeholder\",...} on standard output before the listening line",
+      "none", [](const Given& given, ServeOptions& options) {
+        for (const std::string& name : given.raw.values) {
+          if (auto error = check_secret_name(name)) fail_value(kCommand, given.raw.label, name, *error);
+          if (std::find(options.placeholders.begin(), options.placeholders.end(), name) != options.placeholders.end()) {
+            fail_value(kCommand, given.raw.label, name, "is given already (each once)");
+          }
+          if (options.placeholders.size() >= kMaxSecrets) {
+            fail_value(kCommand, given.raw.label, name,
+                       fmt::format("is one more than the {} a session holds", kMaxSecrets));
+          }
+          options.placeholders.push_back(name);
+        }
+      })));
   rows.push_back(flag("log-paths", "request lines carry the request's path (never its query)", "off",
                       [](const Given& given, ServeOptions& options) { options.proxy.log_paths = given.raw.flag; }));
   rows.push_back(flag("no-sni-check",
@@ -355,41 +384,6 @@ const std::vector<ServeRow>& serve_rows() {
   return rows;
 }
 
-// The inspected endpoints (SPEC §18): the config's objects, then the command line's entries,
-// merged (neither replaces the other); one host entry named twice, in either or across both, is
-// an error naming both places.
-void read_inspect(const RawValue* config, const RawValue* command_line, ServeOptions& options) {
-  InspectTable& table = options.proxy.policy.inspect;
-  std::vector<std::string> labels;  // where each endpoint of the table was named
-  const auto add = [&](InspectEndpoint endpoint, std::string label, std::string_view shown) {
-    if (const InspectEndpoint* earlier = table.same_host(endpoint.host)) {
-      const auto index = static_cast<std::size_t>(earlier - table.endpoints().data());
-      fail_value(kCommand, label, shown,
-                 fmt::format("names the endpoint {} again, as {} did (each host is named once)",
-                             entry_text(endpoint.host), labels[index]));
-    }
-    (void)table.add(std::move(endpoint));
-    labels.push_back(std::move(label));
-  };
-  if (config != nullptr) {
-    for (std::size_t i = 0; i < config->endpoints.size(); ++i) {
-      const InspectEndpoint& endpoint = config->endpoints[i];
-      add(endpoint, fmt::format("{}[{}].host", config->label, i), entry_text(endpoint.host));
-    }
-  }
-  if (command_line != nullptr) {
-    for (const std::string& entry : command_line->values) {
-      auto parsed = parse_inspect_entry(entry);
-      if (const auto* error = std::get_if<std::string>(&parsed)) {
-        std::string_view why = *error;
-        if (why.starts_with(entry) && why.substr(entry.size()).starts_with(": ")) why.remove_prefix(entry.size() + 2);
-        fail_value(kCommand, command_line->label, entry, why);
-      }
-      add(std::get<InspectEndpoint>(std::move(parsed)), command_line->label, entry);
-    }
-  }
-}
-
 // Reads serve's options: the config under `command_line`, every value through its row, then the
 // checks across options.
 ServeOptions read_options(const RawOptions& command_line, Reader reader) {
@@ -419,7 +413,14 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
     const RawValue* value = get(raw, row.spec.name);
     if (value != nullptr && row.store != nullptr) row.store(Given{row.spec, *value, reader}, options);
   }
-  read_inspect(config_inspect ? &*config_inspect : nullptr, get(command_line, "inspect"), options);
+  read_inspect(config_inspect ? &*config_inspect : nullptr, get(command_line, "inspect"), options.proxy.policy.inspect);
+  // A secret with nowhere to go: nothing would inject it, and the operator would believe it is.
+  if (!options.secrets.empty() && options.proxy.policy.inspect.empty()) {
+    fail_plain("--secret needs an inspected endpoint (--inspect, or --config's \"inspect\") to inject it");
+  }
+  if (!options.placeholders.empty() && options.proxy.policy.inspect.empty()) {
+    fail_plain("--placeholder needs an inspected endpoint (--inspect, or --config's \"inspect\") to swap it");
+  }
   if (options.ca_cert.has_value() != options.ca_key.has_value()) {
     fail_plain(options.ca_cert ? "--ca-cert needs --ca-key (the CA's private key)" : "--ca-key needs --ca-cert");
   }
@@ -575,7 +576,8 @@ Options (--name VALUE or --name=VALUE):
 {}
 Seconds are plain decimals ("0.5"). Exit: 0 clean shutdown, 1 runtime failure,
 2 usage error, 3 the socket path is taken.
-Signals: SIGTERM/SIGINT stop, SIGHUP re-reads the host list, SIGUSR1 logs stats.
+Signals: SIGTERM/SIGINT stop, SIGHUP re-reads the host list and the --secret files,
+SIGUSR1 logs stats.
 )",
                      table().options_help());
 }

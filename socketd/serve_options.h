@@ -11,6 +11,7 @@
 #include "proxy/defaults.h"
 #include "proxy/proxy_server.h"
 #include "socketd/option_table.h"
+#include "socketd/secret_files.h"
 #include "socketd/usage_error.h"
 #include "table/policy.h"
 
@@ -44,6 +45,9 @@ struct ServeOptions {
   std::optional<std::string> ca_out;
   std::optional<std::string> ca_cert;
   std::optional<std::string> ca_key;
+  // Credentials (SPEC §19): --secret NAME=FILE, each file open (re-read on SIGHUP by descriptor).
+  std::vector<SecretFile> secrets;
+  std::vector<std::string> placeholders;  // --placeholder NAME: a stand-in made for each at start
   std::optional<int> control_fd;            // --control-fd: the supervisor's channel (SPEC §15)
   std::optional<std::string> control_socket;  // --control-socket PATH
   bool ask = false;                         // --ask: names off the list are asked about

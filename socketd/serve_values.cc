@@ -180,4 +180,38 @@ void add_fixed_answers(const RawValue& raw, Policy& policy) {
   }
 }
 
+// The inspected endpoints (SPEC §18): the config's objects, then the command line's entries,
+// merged (neither replaces the other); one host entry named twice, in either or across both, is
+// an error naming both places.
+void read_inspect(const RawValue* config, const RawValue* command_line, InspectTable& table) {
+  std::vector<std::string> labels;  // where each endpoint of the table was named
+  const auto add = [&](InspectEndpoint endpoint, std::string label, std::string_view shown) {
+    if (const InspectEndpoint* earlier = table.same_host(endpoint.host)) {
+      const auto index = static_cast<std::size_t>(earlier - table.endpoints().data());
+      fail_value(kCommand, label, shown,
+                 fmt::format("names the endpoint {} again, as {} did (each host is named once)",
+                             entry_text(endpoint.host), labels[index]));
+    }
+    (void)table.add(std::move(endpoint));
+    labels.push_back(std::move(label));
+  };
+  if (config != nullptr) {
+    for (std::size_t i = 0; i < config->endpoints.size(); ++i) {
+      const InspectEndpoint& endpoint = config->endpoints[i];
+      add(endpoint, fmt::format("{}[{}].host", config->label, i), entry_text(endpoint.host));
+    }
+  }
+  if (command_line != nullptr) {
+    for (const std::string& entry : command_line->values) {
+      auto parsed = parse_inspect_entry(entry);
+      if (const auto* error = std::get_if<std::string>(&parsed)) {
+        std::string_view why = *error;
+        if (why.starts_with(entry) && why.substr(entry.size()).starts_with(": ")) why.remove_prefix(entry.size() + 2);
+        fail_value(kCommand, command_line->label, entry, why);
+      }
+      add(std::get<InspectEndpoint>(std::move(parsed)), command_line->label, entry);
+    }
+  }
+}
+
 }  // namespace boxproxy

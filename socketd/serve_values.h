@@ -12,6 +12,7 @@
 #include "socketd/option_table.h"
 #include "table/cidr.h"
 #include "table/host_list.h"
+#include "table/inspect_table.h"
 #include "table/policy.h"
 
 namespace boxproxy {
@@ -41,6 +42,11 @@ void add_fixed_answers(const RawValue& raw, Policy& policy);
 
 // Every --nameserver ADDR[:PORT] (an IPv4 address, or [IPv6]:PORT), added to `nameservers`.
 void add_nameservers(const RawValue& raw, std::vector<std::string>& nameservers);
+
+// The inspected endpoints (SPEC §18) of the config's "inspect" (`config`) and the command line's
+// --inspect (`command_line`), either may be null, merged into `table`; a host named twice is an
+// error naming both places.
+void read_inspect(const RawValue* config, const RawValue* command_line, InspectTable& table);
 
 // The token in the file at `path`, by --auth-token-file's rules (serve_options.h,
 // read_auth_token_file); `label` names the option.

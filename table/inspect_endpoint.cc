@@ -123,8 +123,19 @@ std::optional<std::string> check_inspect_name(std::string_view text) {
 }
 
 std::optional<std::string> check_inject_header(std::string_view text) {
-  if (is_token(text)) return std::nullopt;
-  return std::string("is not a header name (a token such as Authorization)");
+  if (!is_token(text)) return std::string("is not a header name (a token such as Authorization)");
+  // The headers that frame a request or route it, and the hop-by-hop ones the proxy removes or
+  // writes itself: a template there would change where a request ends or goes (smuggling a second
+  // request past the rules), not who it says it is.
+  static constexpr std::string_view kNever[] = {
+      "Host", "Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Proxy-Connection",
+      "Proxy-Authorization", "Proxy-Authenticate", "TE", "Trailer", "Upgrade"};
+  for (const std::string_view never : kNever) {
+    if (iequals(text, never)) {
+      return fmt::format("is a header the proxy frames, routes or removes itself ({}); it cannot be injected", never);
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> check_inject_template(std::string_view text) {

@@ -56,9 +56,9 @@ struct InspectEndpoint {
   std::optional<std::vector<InspectRule>> rules;   // never with access; empty: nothing is allowed
   std::vector<InspectRule> deny;
   InspectMode mode = InspectMode::enforce;
-  // SPEC §19's, held here and checked for shape only until credentials are injected: each header
-  // name (a token, as given) with its template ("Bearer {github}"), and the secret names whose
-  // placeholders may be sent to this endpoint.
+  // SPEC §19's: each header name (a token, as given) with its template ("Bearer {github}"), which
+  // replaces every header of that name on each request (proxy/wire/header_inject.h); and the
+  // secret names whose placeholders may be sent to this endpoint.
   std::vector<std::pair<std::string, std::string>> inject;
   std::vector<std::string> secrets;
 };
@@ -92,7 +92,10 @@ struct InspectEndpoint {
 // label or break the line. nullopt when good, else why not.
 [[nodiscard]] std::optional<std::string> check_inspect_name(std::string_view text);
 
-// An "inject" header name: an HTTP token. nullopt when good.
+// An "inject" header name: an HTTP token, and none of the headers that frame or route a request
+// or that the proxy removes or writes itself (Host, Content-Length, Transfer-Encoding,
+// Connection, Keep-Alive, Proxy-Connection, Proxy-Authorization, Proxy-Authenticate, TE,
+// Trailer, Upgrade). nullopt when good.
 [[nodiscard]] std::optional<std::string> check_inject_header(std::string_view text);
 
 // An "inject" template: printable ASCII (so it can never end the header or add one), braces only

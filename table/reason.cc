@@ -52,6 +52,11 @@ constexpr std::array kReasons{
     ReasonInfo{Reason::request_denied, "request denied", 403, 0},
     ReasonInfo{Reason::bad_path, "bad path", 400, 0},
     ReasonInfo{Reason::upstream_tls, "upstream tls", 502, 0},
+    // Credentials (§19): the request is refused rather than sent with no credential or a partial one.
+    ReasonInfo{Reason::secret_missing, "secret missing", 403, 0},
+    // A placeholder where its secret may not go: the request is not sent (a tripwire, SPEC §19).
+    // Also in a SOCKS target's name, refused before its lookup: SOCKS5 2 as for a name off the list.
+    ReasonInfo{Reason::secret_misdirected, "secret misdirected", 403, 2},
 };
 
 constexpr bool rows_follow_enum() {
@@ -61,7 +66,7 @@ constexpr bool rows_follow_enum() {
   return true;
 }
 static_assert(rows_follow_enum(), "kReasons must list every Reason in enum order");
-static_assert(kReasons.size() == static_cast<std::size_t>(Reason::upstream_tls) + 1);
+static_assert(kReasons.size() == static_cast<std::size_t>(Reason::secret_misdirected) + 1);
 
 }  // namespace
 

@@ -64,6 +64,9 @@ enum class Reason : std::uint8_t {
   request_denied,         // a deny entry matched, or neither access nor rules allow the request
   bad_path,               // not origin form, %2F %5C %00, a backslash, an empty, . or .. segment
   upstream_tls,           // the origin's certificate or handshake failed the proxy's own TLS checks
+  // §19: credentials.
+  secret_missing,         // an endpoint's "inject" names a secret that is not set: nothing is sent
+  secret_misdirected,     // a secret's placeholder in a request to a destination not listed for it
 };
 
 struct ReasonInfo {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "proxy/control/control_channel.h"
 
+#include <string.h>  // explicit_bzero
+
 #include <fmt/format.h>
 #include <sys/socket.h>
 
@@ -71,6 +73,7 @@ ControlChannel::Next ControlChannel::readable() {
     return Next::keep;
   }
   in_.append(buffer, static_cast<std::size_t>(n));
+  ::explicit_bzero(buffer, static_cast<std::size_t>(n));  // a "secret" line's value (SPEC §19)
   take_lines();
   if (write_failed_) return Next::close;
   update_events();
@@ -109,6 +112,10 @@ void ControlChannel::take_lines() {
     start = newline + 1;
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;  // a blank line asks nothing
     hub_.handle_line(*this, line);
+    // Each line overwritten once answered: a "secret" request carries a value (SPEC §19), and
+    // in_ is compacted and reused. Not covered: a buffer in_ outgrew (freed as it was) and the
+    // kernel's socket buffers; serve is non-dumpable when it may hold secrets (serve_command.cc).
+    ::explicit_bzero(in_.data() + (line.data() - in_.data()), line.size());
   }
   in_.erase(0, start);
   // After a burst, give the memory back.

@@ -18,6 +18,7 @@
 #include "proxy/wire/json_nesting.h"
 #include "table/host_list.h"
 #include "table/inspect_table.h"
+#include "table/secret_value.h"
 
 namespace boxproxy {
 namespace {
@@ -311,6 +312,33 @@ Result<OrderedJson> answer(const Json& id, const Json& request, SessionControl& 
   return reply_head(id, true);
 }
 
+// ---- secret ----------------------------------------------------------------------------------
+
+// SPEC §19: {"op":"secret","name":NAME,"value":"..."|null}. Every error names the key, never the
+// value: a reply goes to whoever holds the channel's other end, and may be logged there.
+Result<OrderedJson> secret(const Json& id, const Json& request, SessionControl& session) {
+  if (auto failure = only_keys(request, "secret", {"name", "value"})) return *failure;
+  if (!request.contains("name") || !request["name"].is_string()) {
+    return Failure{"secret: \"name\" must be a secret's name (1 to 32 of a-z, 0-9 and _)"};
+  }
+  const std::string& name = request["name"].get_ref<const std::string&>();
+  if (auto error = check_secret_name(name)) return Failure{fmt::format("secret: name {} {}", shown(name), *error)};
+  if (!request.contains("value")) return Failure{"secret: \"value\" must be given: the value, or null to revoke"};
+  const Json& value = request["value"];
+  if (!value.is_null() && !value.is_string()) return Failure{"secret: \"value\" must be a string, or null to revoke"};
+  std::optional<SecretText> text;
+  if (value.is_string()) {
+    const std::string& given = value.get_ref<const std::string&>();
+    if (auto error = check_secret_value(given)) {
+      // An empty value would be a credential of nothing: revoking is said with null.
+      return Failure{fmt::format("secret: \"value\" {}{}", *error, given.empty() ? " (null revokes a secret)" : "")};
+    }
+    text.emplace(given);
+  }
+  if (auto error = session.set_secret(name, text ? &*text : nullptr)) return Failure{fmt::format("secret: {}", *error)};
+  return reply_head(id, true);
+}
+
 // ---- one request -----------------------------------------------------------------------------
 
 Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& context) {
@@ -320,6 +348,7 @@ Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& con
   if (op == "allow") return allow(id, request, context.session);
   if (op == "answer") return answer(id, request, context.session);
   if (op == "inspect") return inspect(id, request, context.session);
+  if (op == "secret") return secret(id, request, context.session);
 #if defined(BOXPROXY_TEST_HOOKS)
   // Test builds only: {"op":"advance-clock","seconds":N} moves the proxy's clock (proxy/clock.h).
   if (op == "advance-clock" && request.value("seconds", Json()).is_number() && !only_keys(request, op, {"seconds"})) {
@@ -329,7 +358,8 @@ Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& con
 #endif
   const bool known = op == "hello" || op == "stats" || op == "subscribe" || op == "drain";
   if (!known) {
-    return Failure{fmt::format("unknown op {} (hello, allow, inspect, stats, subscribe, drain, answer)", shown(op))};
+    return Failure{
+        fmt::format("unknown op {} (hello, allow, inspect, secret, stats, subscribe, drain, answer)", shown(op))};
   }
   if (auto failure = only_keys(request, op, {})) return *failure;
   if (op == "hello") return hello(id, context.session);
@@ -347,11 +377,16 @@ Result<OrderedJson> run(const Json& id, const Json& request, ControlContext& con
 std::string control_reply(std::string_view line, ControlContext& context) {
   auto parsed = parse_request(line);
   if (const Failure* failure = failed(parsed)) return error_reply(nullptr, failure->words);
-  const Json& request = std::get<0>(parsed);
+  Json& request = std::get<0>(parsed);
   if (!request.is_object()) return error_reply(nullptr, "not a JSON object");
   Json id = nullptr;
   if (const auto it = request.find("id"); it != request.end()) id = *it;
   auto reply = run(id, request, context);
+  // A "secret" request's value, as the parser copied it: overwritten before the document frees it
+  // (the line it came from is the channel's, which overwrites it: control_channel.cc).
+  if (const auto value = request.find("value"); value != request.end() && value->is_string()) {
+    scrub(value->get_ref<std::string&>());
+  }
   if (const Failure* failure = failed(reply)) return error_reply(id, failure->words);
   return dump(std::get<0>(reply));
 }

@@ -10,6 +10,7 @@
 //   {"op":"subscribe"}                               {"id":..,"ok":true}, then decision events
 //   {"op":"drain"}                                   {"id":..,"ok":true}, then the proxy drains
 //   {"op":"answer","ask":K,"verdict":V}              {"id":..,"ok":true}
+//   {"op":"secret","name":N,"value":"..."|null}      {"id":..,"ok":true}   (SPEC §19; never echoes the value)
 //
 // Every reply carries "id" (the request's, as given, or null) and "ok". A request that is not
 // understood, or that cannot be done, gets {"id":..,"ok":false,"error":"<words>"} and changes

@@ -76,6 +76,7 @@ bool InspectedConnection::init(UniqueFd upstream) {
 
 InspectedConnection::~InspectedConnection() {
   if (alive_ != nullptr) *alive_ = false;
+  scrub(exchange_.judged.upstream_head);  // an injected credential (SPEC §19) is not left in the heap
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -82,6 +82,10 @@ struct InspectedSetup {
   SSL_CTX* client_ctx = nullptr;  // the box-facing context (make_client_facing_context); must outlive this
   SSL_CTX* origin_ctx = nullptr;  // the origin-facing context (make_origin_context); must outlive this
   bool log_paths = false;
+  // The session's secrets, for the endpoint's "inject" (SPEC §19); must outlive this. Null: none
+  // set (the unit tests' setups), so an injecting endpoint's every request is `secret missing`.
+  const SecretLookup* secrets = nullptr;
+  const Placeholders* placeholders = nullptr;  // the session's stand-ins; must outlive this; null: none
   // serve's --max-head-bytes, --head-timeout and --idle-timeout (the start message); these values
   // are only for a setup made without them (the unit tests).
   std::size_t max_head_bytes = 32 * 1024;  // each request head
@@ -103,6 +107,7 @@ struct RequestRecord {
   std::uint64_t ms = 0;      // from its head's end to its end
   bool report = false;       // a report-mode denial, let through
   std::optional<std::string> path;  // with log_paths: the target without its query, cut to kMaxReportedPathBytes
+  std::optional<std::string> secret;  // secret misdirected: the secret's name (never its value)
 };
 
 // The connection, when it ends.

@@ -26,6 +26,11 @@ std::string_view front_of(evbuffer* buffer, std::size_t n) {
   return {reinterpret_cast<const char*>(data), n};
 }
 
+// No secret at all: a setup without a store.
+struct NoSecrets final : SecretLookup {
+  std::optional<std::string_view> secret(std::string_view) const override { return std::nullopt; }
+};
+
 // What the request line may carry of a method or a path: printable ASCII already (the head parser
 // allows nothing else in them), cut to what serve takes (proxy/inspector_messages.h), never empty.
 std::string reported(std::string_view text, std::size_t most) {
@@ -74,13 +79,18 @@ bool InspectedConnection::read_head() {
 }
 
 void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
+  scrub(exchange_.judged.upstream_head);  // the last request's injected credential (SPEC §19)
   exchange_ = Exchange{};
   exchange_.started = Clock::now();
   exchange_.method.assign(head.method);
   RequestRecord& record = exchange_.record;
   record.method = reported(head.method, kMaxReportedMethodBytes);
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
-  exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_);
+  static const NoSecrets kNoSecrets;
+  exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
+                                             setup_.secrets != nullptr ? *setup_.secrets : kNoSecrets,
+                                             setup_.placeholders);
+  record.secret = exchange_.judged.misdirected;
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;
   evbuffer_drain(client_in(), head_bytes);  // `head` points into what this drops: not used after

@@ -150,6 +150,7 @@ void Inspector::on_closed(void* self) noexcept { static_cast<Inspector*>(self)->
 
 void Inspector::order(ChannelMessage message) {
   auto parsed = parse_serve_message(message.bytes);
+  scrub(message.bytes);  // a secret's message: its text is not left in the freed heap
   if (std::holds_alternative<std::string>(parsed)) {
     finished_ = true;  // serve is ours: a garbled order means something is badly wrong
     return;
@@ -167,6 +168,23 @@ void Inspector::order(ChannelMessage message) {
     return;
   }
   if (const auto* update = std::get_if<InspectorEndpoints>(&order)) return endpoints_changed(update->endpoints_json);
+  if (const auto* secret = std::get_if<InspectorSecret>(&order)) return secret_changed(*secret);
+  if (const auto* placeholder = std::get_if<InspectorPlaceholder>(&order)) return placeholder_made(*placeholder);
+}
+
+// Made by serve before it listens (the channel keeps order: before any connection); every
+// request reads them (judge_inspected_request).
+void Inspector::placeholder_made(const InspectorPlaceholder& placeholder) {
+  placeholders_.set(placeholder.name, placeholder.value);
+}
+
+// Every connection reads the store at each request (judge_inspected_request), so a value set,
+// replaced or revoked here applies from the next request on every connection (SPEC §19).
+void Inspector::secret_changed(const InspectorSecret& secret) {
+  if (!secret.value) return secrets_.revoke(secret.name);
+  // serve counts the secrets and never sends more than the store holds: one more is a serve gone
+  // wrong, and the inspector ends rather than guess which value a request should carry.
+  if (!secrets_.set(secret.name, secret.value->view())) finished_ = true;
 }
 
 // A leaf that cannot be made fails every inspected connection alike (the usual cause: a session
@@ -215,6 +233,8 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.head_timeout = setup_.head_timeout;
   setup.idle_timeout = setup_.idle_timeout;
   setup.closer = &closer_;
+  setup.secrets = &secrets_;
+  setup.placeholders = &placeholders_;
   InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended};
   held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
                                                 std::move(setup), hooks);
@@ -232,7 +252,8 @@ void Inspector::endpoints_changed(const std::string& json_text) {
 void Inspector::on_request(void* context, const RequestRecord& record) {
   auto* held = static_cast<Held*>(context);
   held->inspector->report(InspectorRequest{held->id, record.method, record.rule, record.log_class, record.status,
-                                           record.up, record.down, record.ms, record.report, record.path});
+                                           record.up, record.down, record.ms, record.report, record.path,
+                                           record.secret});
 }
 
 void Inspector::on_need_upstream(void* context) {

@@ -17,6 +17,7 @@
 #include "proxy/fd_channel.h"
 #include "proxy/inspect/inspected_connection.h"
 #include "proxy/inspect/leaf_cache.h"
+#include "proxy/inspect/secret_store.h"
 #include "proxy/inspect/session_ca.h"
 #include "proxy/inspect/tls_contexts.h"
 #include "proxy/inspector_messages.h"
@@ -71,6 +72,8 @@ class Inspector {
   void order(ChannelMessage message);
   void start_connection(const InspectorConnection& what, ChannelMessage& message);
   void endpoints_changed(const std::string& json_text);
+  void secret_changed(const InspectorSecret& secret);
+  void placeholder_made(const InspectorPlaceholder& placeholder);
   [[nodiscard]] std::shared_ptr<const InspectEndpoint> endpoint_for(const std::string& entry) const;
   void report(const InspectorReport& report);
   void say_leaf_failure(const std::string& error);
@@ -79,6 +82,8 @@ class Inspector {
   InspectorSetup setup_;
   LeafCache leaves_;
   LoopPassCloser closer_;  // the connections' sockets, one loop pass late; declared before them: outlives them
+  SecretStore secrets_;  // SPEC §19: read by every request that injects, set and revoked by serve
+  Placeholders placeholders_;  // SPEC §19: the session's stand-ins, made by serve at start
   FdChannel channel_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Held>> held_;
   bool finished_ = false;

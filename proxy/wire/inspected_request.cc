@@ -14,8 +14,8 @@ namespace {
 
 // The classes and statuses §6 already names come from its table (table/reason.cc), so the two
 // never disagree; §18's own come from table/inspect_endpoint.h's verdict_class or are §18's words.
-const std::array<InspectRefusalInfo, 10>& refusal_table() noexcept {
-  static const std::array<InspectRefusalInfo, 10> table = {{
+const std::array<InspectRefusalInfo, 12>& refusal_table() noexcept {
+  static const std::array<InspectRefusalInfo, 12> table = {{
       {InspectRefusal::not_tls, "not tls", 0},
       {InspectRefusal::sni_mismatch, log_class(Reason::sni_mismatch), 0},
       {InspectRefusal::bad_request, log_class(Reason::bad_request), info(Reason::bad_request).http_status},
@@ -26,6 +26,9 @@ const std::array<InspectRefusalInfo, 10>& refusal_table() noexcept {
       {InspectRefusal::request_denied, verdict_class(RequestVerdict::request_denied), 403},
       {InspectRefusal::dial_failed, log_class(Reason::dial_failed), info(Reason::dial_failed).http_status},
       {InspectRefusal::upstream_tls, "upstream tls", 502},
+      {InspectRefusal::secret_missing, log_class(Reason::secret_missing), info(Reason::secret_missing).http_status},
+      {InspectRefusal::secret_misdirected, log_class(Reason::secret_misdirected),
+       info(Reason::secret_misdirected).http_status},
   }};
   return table;
 }
@@ -56,6 +59,52 @@ bool expects_continue(const RequestHead& head) {
     if (iequals(field.name, "Expect") && iequals(field.value, "100-continue")) return true;
   }
   return false;
+}
+
+// What add_credentials reads besides the request.
+struct Credentials {
+  const DecidedOrigin& origin;
+  const SecretLookup& secrets;
+  const Placeholders* placeholders;
+  RequestVerdict verdict;  // the rules' answer to the request as the box sent it
+};
+
+// Never sent without its credential, whatever the mode: a report-mode denial is not let through,
+// and the line says `secret missing`, not report=1. The secret's name is not logged.
+void refuse_missing(InspectedRequest& judged) {
+  judged.report = false;
+  judged.refusal = InspectRefusal::secret_missing;
+}
+
+// SPEC §19 on a request the rules let through: its placeholders swapped for their values, the
+// "inject" headers set, the head the origin gets built. Values are read now, from the store in
+// force now, so a rotation applies from the next request of every connection.
+void add_credentials(InspectedRequest& judged, const RequestHead& head, const InspectEndpoint& endpoint,
+                     const Credentials& with) {
+  static const Placeholders kNone;
+  const SwappedHead swapped(head, endpoint, with.placeholders != nullptr ? *with.placeholders : kNone, with.secrets);
+  if (swapped.missing()) return refuse_missing(judged);
+  // A value in the target changes the path the rules judged (a value may hold '/', '?', '%'):
+  // judged again, and any other answer is `bad path`, so a value never opens a path its
+  // placeholder did not.
+  if (swapped.target_changed()) {
+    const RequestJudgement again = judge_request(endpoint, head.method, swapped.head().target);
+    if (again.verdict != with.verdict || again.rule != judged.rule) {
+      judged.report = false;
+      judged.refusal = InspectRefusal::bad_path;
+      return;
+    }
+  }
+  InjectedFields injected;
+  if (!endpoint.inject.empty()) {
+    injected = expand_endpoint_inject(endpoint, with.secrets);
+    if (injected.missing) return refuse_missing(judged);
+  }
+  const RequestHead& sent = swapped.head();
+  std::string text = forward_origin_form_head(endpoint.inject.empty() ? sent : without_injected_headers(sent, endpoint),
+                                              origin_host_field(with.origin), judged.websocket,
+                                              !judged.client_keep_alive);
+  judged.upstream_head = injected.fields.empty() ? std::move(text) : add_injected_fields(text, injected);
 }
 
 }  // namespace
@@ -98,7 +147,8 @@ std::string origin_host_field(const DecidedOrigin& origin) {
 }
 
 InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
-                                         const DecidedOrigin& origin) {
+                                         const DecidedOrigin& origin, const SecretLookup& secrets,
+                                         const Placeholders* placeholders) {
   InspectedRequest judged;
   judged.client_keep_alive = client_wants_keep_alive(head);
   judged.client_http10 = head.version == "HTTP/1.0";
@@ -127,6 +177,16 @@ InspectedRequest judge_inspected_request(const RequestHead& head, const InspectE
     return judged;
   }
 
+  // SPEC §19: a placeholder where its secret may not go, found before the path and the rules so
+  // that the tripwire is never hidden behind another refusal.
+  if (placeholders != nullptr) {
+    if (auto name = misdirected_placeholder(head, endpoint, *placeholders)) {
+      judged.refusal = InspectRefusal::secret_misdirected;
+      judged.misdirected = std::move(name);
+      return judged;
+    }
+  }
+
   const RequestJudgement verdict = judge_request(endpoint, head.method, head.target);
   judged.rule = verdict.rule;
   switch (verdict.verdict) {
@@ -145,8 +205,7 @@ InspectedRequest judge_inspected_request(const RequestHead& head, const InspectE
   }
 
   judged.websocket = is_websocket_upgrade(head);
-  judged.upstream_head =
-      forward_origin_form_head(head, origin_host_field(origin), judged.websocket, !judged.client_keep_alive);
+  add_credentials(judged, head, endpoint, Credentials{origin, secrets, placeholders, verdict.verdict});
   return judged;
 }
 

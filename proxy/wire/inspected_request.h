@@ -8,8 +8,17 @@
 //   1. framing as §8: request_framing's refusal is `bad framing`; two Host headers `bad request`;
 //   2. Host: exactly one, naming the decided host, its port the decided one (which it may leave
 //      out when that is the scheme's default), else `host mismatch`;
-//   3. the path and the rules (table/inspect_endpoint.h's judge_request): `bad path`, then
-//      `request denied`; in report mode a denial is let through, marked `report`.
+//   3. a placeholder (SPEC §19) of a secret the endpoint's "secrets" does not list, in the target
+//      or any header, in any spelling: `secret misdirected` (before the rules, so that this
+//      tripwire never hides behind another refusal);
+//   4. the path and the rules (table/inspect_endpoint.h's judge_request): `bad path`, then
+//      `request denied`; in report mode a denial is let through, marked `report`;
+//   5. credentials (SPEC §19, proxy/wire/header_inject.h), in both modes (a report-mode denial
+//      too: a request is never sent with an empty credential): each placeholder of a listed
+//      secret swapped for its value in the target and the header values, then the "inject"
+//      templates expanded; a secret not set is `secret missing`; a target whose swapped value
+//      changes what the rules answer is `bad path`. Every box header of an injected name is
+//      dropped and the expanded ones go in the head the origin gets.
 // An absolute-form target ("https://host/x") or "*" is `bad path` (judge_request refuses every
 // target that is not origin-form): inside an inspected connection the host is decided already, and
 // a target naming one again could only disagree with it.
@@ -21,6 +30,7 @@
 #include <string_view>
 
 #include "proxy/wire/http_body.h"
+#include "proxy/wire/header_inject.h"
 #include "proxy/wire/http_head.h"
 #include "table/inspect_endpoint.h"
 #include "table/target.h"
@@ -39,6 +49,8 @@ enum class InspectRefusal : std::uint8_t {
   request_denied,  // the rules refuse it: 403 (in report mode: logged, and let through)
   dial_failed,     // serve could not make a new connection to the checked address: 502
   upstream_tls,    // the origin's TLS handshake or certificate failed: 502, then closed
+  secret_missing,  // an "inject" template or a placeholder names a secret that is not set: 403, nothing sent
+  secret_misdirected,  // a placeholder of a secret this endpoint is not listed for: 403, nothing sent
 };
 
 struct InspectRefusalInfo {
@@ -67,7 +79,10 @@ struct InspectedRequest {
   bool websocket = false;          // an allowed WebSocket upgrade (is_websocket_upgrade)
   bool client_keep_alive = false;  // the client keeps its connection after this request
   bool client_http10 = false;      // an HTTP/1.0 request: no interim (1xx) response goes back
-  std::string upstream_head;       // allowed: the head the origin gets (forward_origin_form_head)
+  std::optional<std::string> misdirected;  // secret_misdirected: the secret whose placeholder it was
+  // Allowed: the head the origin gets (forward_origin_form_head, with the injected headers). It
+  // may hold a secret's value: its holder scrubs it (table/secret_value.h) once it is sent.
+  std::string upstream_head;
 };
 
 // The host and port a connection was decided for, and its scheme's default port (443 under TLS,
@@ -78,9 +93,12 @@ struct DecidedOrigin {
 };
 
 // Judges `head` (a parsed request head) for an inspected connection decided for `origin`, by
-// `endpoint`'s rules, in the order above.
+// `endpoint`'s rules, in the order above; `secrets` gives the values its "inject" templates name,
+// read now (a secret replaced or revoked meanwhile applies from the next request on);
+// `placeholders` (null: none) are the session's stand-ins for them.
 [[nodiscard]] InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
-                                                       const DecidedOrigin& origin);
+                                                       const DecidedOrigin& origin, const SecretLookup& secrets,
+                                                       const Placeholders* placeholders = nullptr);
 
 // The Host header the origin gets: the decided host (an IPv6 literal in brackets), and ":port"
 // unless the port is the default.

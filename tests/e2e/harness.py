@@ -156,6 +156,7 @@ class Proxy:
         self._lock = threading.Lock()
         self._reader = None
         self.listening = None
+        self.placeholders = {}  # serve --placeholder's stand-ins, by secret name
         self.returncode = None
         self._stdout_extra = b""
         self.stdout_rest = None  # what came on stdout after the listening line, once stopped
@@ -169,6 +170,11 @@ class Proxy:
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
         line = self._read_stdout_line(START_TIMEOUT)
+        # serve --placeholder's lines come first (SPEC §19): kept by name, then the listening line.
+        while line is not None and line.startswith('{"event":"placeholder"') and len(self.placeholders) < 64:
+            event = json.loads(line)
+            self.placeholders[event["name"]] = event["value"]
+            line = self._read_stdout_line(START_TIMEOUT)
         if line is None:
             self.kill()
             raise AssertionError(f"no listening line within {START_TIMEOUT}s from {self.argv}; "
@@ -185,7 +191,7 @@ class Proxy:
 
     def _read_stdout_line(self, timeout):
         fd = self.proc.stdout.fileno()
-        data = b""
+        data, self._stdout_extra = self._stdout_extra, b""  # a line read with the one before
         deadline = time.monotonic() + timeout
         while b"\n" not in data:
             left = deadline - time.monotonic()

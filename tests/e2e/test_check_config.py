@@ -128,7 +128,9 @@ class CheckConfigTest(unittest.TestCase):
                 ("no-confine", True, "a configuration file cannot turn confinement off (give --no-confine on "
                                      "the command line)"),
                 ("config", "other.json", "a configuration file cannot name another"),
-                ("check-config", True, "it is a question for the command line, not a setting")):
+                ("check-config", True, "it is a question for the command line, not a setting"),
+                ("secret", ["api=/etc/api.key"], "give each --secret NAME=FILE on the command line"),
+                ("placeholder", ["api"], "a placeholder is made for the session that starts, on its command line")):
             with self.subTest(key=key):
                 config = self.write(f"{key}.json", json.dumps({key: value}))
                 result = self.serve("--check-config", "--config", config)

@@ -61,7 +61,16 @@ BLOCKS = {
 # REQUEST INSPECTION's worked example: its config block (the only one that starts so).
 READ_ONLY_GITHUB = '{"inspect": [{"host": "api.github.com", "access": "read-only",\n'
 
+# CREDENTIALS' worked example: its config block, and the secret op's request and reply.
+LLM_CONFIG = '"inject": {"authorization": "Bearer {llm}"}'
+SECRET_OP = '{"op":"secret","id":3,"name":"llm"'
+
 EVERY_BLOCK = (
+    (MANUAL, LLM_CONFIG, "run here: test_the_configuration_examples (CREDENTIALS' worked example)"),
+    (MANUAL, "$ install -m 0600 /dev/null /etc/boxproxy/llm.key",
+     "not run: it writes /etc/boxproxy, and api.llm.example is no host; test_secrets injects a secret from a "
+     "--secret file into the requests to an origin of its own"),
+    (MANUAL, SECRET_OP, "run here: test_the_secret_op"),
     (MANUAL, '--max-tunnels: "0" is not a number', "run here: test_the_error_messages"),
     (MANUAL, 'key "no-confine" is command line only', "run here: test_the_error_messages"),
     (MANUAL, "line 3, column 20: the text ends", "run here: test_the_error_messages"),
@@ -455,7 +464,8 @@ class ManualSamplesTest(unittest.TestCase):
     def test_the_configuration_examples(self):
         # Each is a valid config, and serve reads it (its --allow-file made here: nothing else is
         # opened by --check-config); what it prints reads back the same.
-        for marker in ('"allow-hint": "ask #sandbox-ops to open more"', '"name": "file-issue"', READ_ONLY_GITHUB):
+        for marker in ('"allow-hint": "ask #sandbox-ops to open more"', '"name": "file-issue"', READ_ONLY_GITHUB,
+                       LLM_CONFIG):
             with self.subTest(marker=marker):
                 config = json.loads(manual_block(marker))
                 self.assertEqual(errors("config", config), [])
@@ -558,9 +568,10 @@ class ManualSamplesTest(unittest.TestCase):
             with self.subTest(schema=schema):
                 for line in json_lines(manual_block(marker)):
                     self.assertEqual(errors(schema, json.loads(line)), [], line)
-        request, reply = json_lines(manual_block('{"op":"inspect","id":7,"set":'))
-        self.assertEqual(errors("control-request", json.loads(request)), [])
-        self.assertEqual(errors("control-reply", json.loads(reply)), [])
+        for marker in ('{"op":"inspect","id":7,"set":', SECRET_OP):
+            request, reply = json_lines(manual_block(marker))
+            self.assertEqual(errors("control-request", json.loads(request)), [])
+            self.assertEqual(errors("control-reply", json.loads(reply)), [])
 
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
@@ -575,6 +586,19 @@ class ManualInspectionTest(ProxyTestCase):
         client.send_raw(request.encode() + b"\n")
         answer = client.reply()
         self.assertEqual(json.dumps(answer, separators=(",", ":")), reply)
+
+    def test_the_secret_op(self):
+        # CREDENTIALS' rotation: the request as shown, to a session whose endpoint injects {llm}.
+        request, reply = json_lines(manual_block(SECRET_OP))
+        config = os.path.join(self.dir(), "llm.json")
+        with open(config, "w") as f:
+            f.write(manual_block(LLM_CONFIG))
+        p, client = proxy_with_control_fd(self, "--config", config)
+        client.send_raw(request.encode() + b"\n")
+        answer = client.reply()
+        self.assertEqual(json.dumps(answer, separators=(",", ":")), reply)
+        p.stop()
+        self.assertNotIn(json.loads(request)["value"], p.stderr_text())
 
     @unittest.skipUnless(CURL, "no curl here")
     def test_the_request_line(self):

@@ -43,8 +43,8 @@ SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SCHEMAS = os.path.join(SOURCE, "schemas")
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 LINE_SCHEMAS = ("decision-line", "done-line", "request-line", "stats-line", "log-dropped-line", "message-line")
-OTHER_SCHEMAS = ("config", "check-config", "listening-line", "bridge-stats-line", "control-request", "control-reply",
-                 "control-event")
+OTHER_SCHEMAS = ("config", "check-config", "listening-line", "placeholder-line", "bridge-stats-line",
+                 "control-request", "control-reply", "control-event")
 
 
 def load_schema(name):
@@ -459,11 +459,12 @@ class ConfigTest(unittest.TestCase):
         return r.returncode == 0
 
     def test_the_schema_names_every_key_serve_reads(self):
-        # Every option of --help but the three a config refuses (test_check_config.py shows serve
+        # Every option of --help but the five a config refuses (test_check_config.py shows serve
         # refuses them, and prints every other key).
         r = subprocess.run([binary(), "serve", "--help"], capture_output=True, text=True, timeout=10)
         options = set(re.findall(r"^\s+--([a-z-]+)", r.stdout, re.MULTILINE)) - {"help"}
-        self.assertEqual(set(load_schema("config")["properties"]), options - {"config", "check-config", "no-confine"})
+        self.assertEqual(set(load_schema("config")["properties"]),
+                         options - {"config", "check-config", "no-confine", "secret", "placeholder"})
         self.assertEqual(set(load_schema("check-config")["properties"]), set(load_schema("config")["properties"]))
 
     def test_schema_and_serve_agree_on_each_config(self):

@@ -6,14 +6,16 @@ about a host the list does not hold; the test types the answers.
 Skips, saying why, where `boxproxy run` cannot make a box here, or the binary has no control
 channel."""
 
+import json
 import os
 import subprocess
+import tempfile
 import sys
 import threading
 import time
 import unittest
 
-from box_support import BoxRun, namespaces_usable
+from box_support import BoxRun, TlsOrigin, make_certificate, namespaces_usable
 from harness import DnsServer, HttpOrigin, binary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -122,6 +124,64 @@ class SupervisorExampleTest(unittest.TestCase):
         self.assertTrue(out.startswith(BODY), out[:200])
         self.assertNotIn(PROMPT, err)
         self.assertIn(b"[decision] http listed.test:%d -> ok" % self.http.port, err)
+
+
+# In the box: a request, then (once the test has rotated the key and says go) another.
+ROTATION_SCRIPT = """
+curl -sS --max-time 20 --cacert "$1" -o /dev/null -w '%{http_code}\\n' "$2/one"
+touch "$3/first-done"
+i=0; while [ ! -e "$3/go" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
+curl -sS --max-time 20 --cacert "$1" -o /dev/null -w '%{http_code}\\n' "$2/two"
+"""
+
+
+class SupervisorSecretTest(unittest.TestCase):
+    """--secret-file (SPEC §19): the key goes to the origin, never into the box, and a new one
+    written to the file reaches the next request without a restart."""
+
+    @classmethod
+    def setUpClass(cls):
+        why = namespaces_usable() or control_channel_missing()
+        if why:
+            raise unittest.SkipTest(why)
+
+    def test_a_key_rewritten_in_its_file_is_rotated_over_the_channel(self):
+        d = self.enterContext(tempfile.TemporaryDirectory(prefix="supervisor-secret-"))
+        cert, key = make_certificate(d)
+        origin = TlsOrigin(cert, key)
+        self.addCleanup(origin.close)
+        key_file = os.path.join(d, "key.txt")
+        with open(key_file, "w") as f:
+            f.write("sk-first-1a2b3c\n")
+        config = os.path.join(d, "api.json")
+        with open(config, "w") as f:
+            json.dump({"inspect": [{"host": f"origin.test:{origin.port}",
+                                    "inject": {"authorization": "Bearer {api}"}}]}, f)
+        script = os.path.join(d, "two.sh")
+        with open(script, "w") as f:
+            f.write(ROTATION_SCRIPT)
+        ca = os.path.join(d, "ca.pem")
+        s = Session(self, ["sh", script, ca, f"https://origin.test:{origin.port}", d], "--secret-file",
+                    f"api={key_file}", "--config", config, "--ca-out", ca, "--upstream-ca", cert,
+                    "--resolve", "origin.test=127.0.0.2")
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(os.path.join(d, "first-done")):
+            self.assertLess(time.monotonic(), deadline, s.stderr()[-3000:])
+            time.sleep(0.05)
+        with open(key_file, "w") as f:
+            f.write("sk-second-4d5e6f\n")
+        while b"[supervisor] secret api rotated" not in s.stderr():
+            self.assertLess(time.monotonic(), deadline, s.stderr()[-3000:])
+            time.sleep(0.05)
+        time.sleep(0.2)  # the op's line reaches serve, and serve's message the inspector
+        open(os.path.join(d, "go"), "w").close()
+        code, out, err = s.finish()
+        self.assertEqual(code, 0, err[-3000:])
+        self.assertEqual(out.split(), [b"200", b"200"], err[-3000:])
+        got = [[v for k, v in r["headers"] if k.lower() == "authorization"] for r in origin.requests]
+        self.assertEqual(got, [["Bearer sk-first-1a2b3c"], ["Bearer sk-second-4d5e6f"]])
+        self.assertNotIn(b"sk-first", err + out)
+        self.assertNotIn(b"sk-second", err + out)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,18 @@ using namespace boxproxy;
 namespace {
 
 constexpr std::size_t kMaxHead = 4096;
+// Shape bit 32: the endpoint injects Authorization; bit 64: its secret is set.
+constexpr unsigned kInjects = 32;
+constexpr unsigned kSecretSet = 64;
+constexpr std::string_view kSecretValue = "s3cr3t";
+
+struct FuzzSecrets final : SecretLookup {
+  bool set = false;
+  std::optional<std::string_view> secret(std::string_view name) const override {
+    if (set && name == "k") return kSecretValue;
+    return std::nullopt;
+  }
+};
 
 InspectRule rule(std::string_view method, std::string_view path) {
   auto made = make_inspect_rule(method, path, std::nullopt);
@@ -58,6 +70,7 @@ InspectEndpoint endpoint_for(unsigned shape) {
       endpoint.mode = InspectMode::report;
       break;
   }
+  if ((shape & kInjects) != 0) endpoint.inject = {{"Authorization", "Bearer {k}"}};
   return endpoint;
 }
 
@@ -100,7 +113,7 @@ void check_refusal_answer(const InspectedRequest& judged) {
 }
 
 void check_upstream_head(const RequestHead& head, const InspectedRequest& judged, const InspectEndpoint& endpoint,
-                         const DecidedOrigin& origin) {
+                         const DecidedOrigin& origin, const FuzzSecrets& secrets) {
   const auto again = parse_request_head(judged.upstream_head, kMaxHead + 1024);
   FUZZ_CHECK(again.status == ParseResult<RequestHead>::Status::complete);
   FUZZ_CHECK(again.consumed == judged.upstream_head.size());
@@ -112,8 +125,13 @@ void check_upstream_head(const RequestHead& head, const InspectedRequest& judged
     FUZZ_CHECK(count_headers(sent, hop) == 0);
   FUZZ_CHECK(count_headers(sent, "Connection") <= 1);
   FUZZ_CHECK(count_headers(sent, "Upgrade") == (judged.websocket ? 1u : 0u));
+  // Injected: exactly one, the proxy's, whatever the box sent.
+  if (!endpoint.inject.empty()) {
+    FUZZ_CHECK(count_headers(sent, "Authorization") == 1);
+    FUZZ_CHECK(find_header(sent.headers, "Authorization")->value == "Bearer " + std::string(kSecretValue));
+  }
 
-  const InspectedRequest rejudged = judge_inspected_request(sent, endpoint, origin);
+  const InspectedRequest rejudged = judge_inspected_request(sent, endpoint, origin, secrets);
   FUZZ_CHECK(!rejudged.refusal.has_value());
   FUZZ_CHECK(rejudged.rule == judged.rule && rejudged.report == judged.report);
   FUZZ_CHECK(rejudged.websocket == judged.websocket);
@@ -131,7 +149,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto parsed = parse_request_head(bytes, kMaxHead);
   if (parsed.status != ParseResult<RequestHead>::Status::complete) return 0;
   const RequestHead& head = *parsed.value;
-  const InspectedRequest judged = judge_inspected_request(head, endpoint, origin);
+  FuzzSecrets secrets;
+  secrets.set = (shape & kSecretSet) != 0;
+  const InspectedRequest judged = judge_inspected_request(head, endpoint, origin, secrets);
+  // Never sent without its credential: a missing secret is the only way an injecting endpoint's
+  // sound request fails past the rules.
+  if (judged.refusal == InspectRefusal::secret_missing) FUZZ_CHECK(!endpoint.inject.empty() && !secrets.set);
 
   if (judged.refusal) {
     FUZZ_CHECK(judged.upstream_head.empty());
@@ -142,6 +165,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   FUZZ_CHECK(!judged.upstream_head.empty());
   FUZZ_CHECK(!judged.report || (endpoint.mode == InspectMode::report && judged.rule != "access"));
-  check_upstream_head(head, judged, endpoint, origin);
+  check_upstream_head(head, judged, endpoint, origin, secrets);
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "proxy/wire/h2_request.h"
+#include "proxy/wire/header_inject.h"
 #include "proxy/wire/http_head.h"
 
 using namespace boxproxy;
@@ -149,6 +150,12 @@ TEST_CASE("a head longer than --max-head-bytes is head too large") {
   CHECK(std::holds_alternative<H2Request>(translate_h2_request(fields, true, 1024)));
 }
 
+// A session with no secrets set (the endpoint here injects nothing).
+struct NoSecrets final : SecretLookup {
+  [[nodiscard]] std::optional<std::string_view> secret(std::string_view) const override { return std::nullopt; }
+};
+const NoSecrets kNoSecrets;
+
 TEST_CASE("what is let through is judged like HTTP/1.1: host mismatch and bad path come from the judge") {
   auto parsed = parse_host("api.example", 443);
   REQUIRE(std::holds_alternative<Target>(parsed));
@@ -159,7 +166,7 @@ TEST_CASE("what is let through is judged like HTTP/1.1: host mismatch and bad pa
     const H2Request r = translated(fields);
     const auto head = parse_request_head(r.head, kMaxHead);
     REQUIRE(head.status == ParseResult<RequestHead>::Status::complete);
-    return judge_inspected_request(*head.value, std::get<InspectEndpoint>(endpoint), origin);
+    return judge_inspected_request(*head.value, std::get<InspectEndpoint>(endpoint), origin, kNoSecrets, nullptr);
   };
   auto other = base_fields();
   other[2].value = "other.example";

@@ -3,6 +3,8 @@
 // (framing, Host, path, rules), its refusal table and answer, and the head the origin gets.
 #include <doctest/doctest.h>
 
+#include <array>
+#include <map>
 #include <string>
 #include <variant>
 
@@ -40,12 +42,23 @@ DecidedOrigin origin_of(std::string_view host, std::uint16_t port, std::uint16_t
   return DecidedOrigin{std::get<Target>(parsed), default_port};
 }
 
+// The secrets "inject" templates name, from a map.
+struct MapSecrets final : SecretLookup {
+  std::map<std::string, std::string, std::less<>> values;
+  std::optional<std::string_view> secret(std::string_view name) const override {
+    const auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return std::string_view(it->second);
+  }
+};
+
 // Judges `text` (a whole head) for api.example:443 by `endpoint`.
 InspectedRequest judge(const std::string& text, const InspectEndpoint& endpoint = acme_endpoint(),
-                       const DecidedOrigin& origin = origin_of("api.example", 443)) {
+                       const DecidedOrigin& origin = origin_of("api.example", 443),
+                       const SecretLookup& secrets = MapSecrets{}) {
   const auto parsed = parse_request_head(text, 65536);
   REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
-  return judge_inspected_request(*parsed.value, endpoint, origin);
+  return judge_inspected_request(*parsed.value, endpoint, origin, secrets);
 }
 
 std::string class_of(const InspectedRequest& judged) {
@@ -59,7 +72,7 @@ TEST_CASE("the refusal table: rows in the enum's order, §6's classes and status
       InspectRefusal::not_tls,       InspectRefusal::sni_mismatch, InspectRefusal::bad_request,
       InspectRefusal::head_too_large, InspectRefusal::bad_framing,  InspectRefusal::host_mismatch,
       InspectRefusal::bad_path,      InspectRefusal::request_denied, InspectRefusal::dial_failed,
-      InspectRefusal::upstream_tls,
+      InspectRefusal::upstream_tls,  InspectRefusal::secret_missing, InspectRefusal::secret_misdirected,
   };
   for (const InspectRefusal r : all) CHECK(inspect_refusal_info(r).refusal == r);
   // SPEC §18's settled statuses.
@@ -221,4 +234,83 @@ TEST_CASE("a websocket upgrade is judged like any request, and keeps its Upgrade
   judged = judge(
       "GET /repos/other/ws HTTP/1.1\r\nHost: api.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
   CHECK(class_of(judged) == "request denied");
+}
+
+TEST_CASE("inject: every box header of the name is replaced by the expanded template") {
+  InspectEndpoint endpoint = acme_endpoint();
+  endpoint.inject = {{"Authorization", "Bearer {github}"}};
+  MapSecrets secrets;
+  secrets.values["github"] = "ghp_real";
+  const auto judged = judge(
+      "GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nauthorization: Bearer box\r\nAccept: */*\r\n"
+      "AUTHORIZATION: again\r\n\r\n",
+      endpoint, origin_of("api.example", 443), secrets);
+  CHECK(class_of(judged) == "ok");
+  CHECK(judged.upstream_head ==
+        "GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nAccept: */*\r\nAuthorization: Bearer ghp_real\r\n\r\n");
+}
+
+TEST_CASE("inject: a secret not set is secret missing, 403, in report mode too, and nothing is built") {
+  for (const InspectMode mode : {InspectMode::enforce, InspectMode::report}) {
+    InspectEndpoint endpoint = acme_endpoint(mode);
+    endpoint.inject = {{"x-api-key", "{key}"}};
+    // Allowed by the rules, and (in report mode) denied but let through: secret missing either way.
+    for (const char* head : {"GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\n\r\n",
+                             "GET /repos/other/x HTTP/1.1\r\nHost: api.example\r\n\r\n"}) {
+      const auto judged = judge(head, endpoint);
+      if (mode == InspectMode::enforce && std::string_view(head).find("other") != std::string_view::npos) {
+        CHECK(class_of(judged) == "request denied");
+        continue;
+      }
+      CHECK(class_of(judged) == "secret missing");
+      CHECK_FALSE(judged.report);
+      CHECK(judged.upstream_head.empty());
+      CHECK(judged.keep_after_refusal);
+    }
+  }
+  CHECK(inspect_refusal_info(InspectRefusal::secret_missing).status == 403);
+  CHECK(inspect_refusal_info(InspectRefusal::secret_missing).log_class == "secret missing");
+}
+
+TEST_CASE("inject: the framing checks and the rules come first") {
+  InspectEndpoint endpoint = acme_endpoint();
+  endpoint.inject = {{"x-api-key", "{key}"}};
+  CHECK(class_of(judge("GET /repos/acme/x HTTP/1.1\r\nHost: other.example\r\n\r\n", endpoint)) == "host mismatch");
+  CHECK(class_of(judge("DELETE /repos/acme/x HTTP/1.1\r\nHost: api.example\r\n\r\n", endpoint)) ==
+        "request denied");
+}
+
+TEST_CASE("placeholders: misdirected before the rules; swapped once allowed; a swapped target judged again") {
+  Placeholders placeholders;
+  const std::string key = make_placeholder("key", std::array<std::uint8_t, kPlaceholderRandomBytes>{7});
+  placeholders.set("key", key);
+  MapSecrets secrets;
+  secrets.values["key"] = "K3Y";
+  const auto judged_with = [&](const std::string& text, const InspectEndpoint& endpoint) {
+    const auto parsed = parse_request_head(text, 65536);
+    REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+    return judge_inspected_request(*parsed.value, endpoint, origin_of("api.example", 443), secrets, &placeholders);
+  };
+  // Not listed: misdirected even where the rules would deny (the tripwire is never hidden).
+  const InspectedRequest misdirected =
+      judged_with("DELETE /x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", acme_endpoint());
+  CHECK(class_of(misdirected) == "secret misdirected");
+  CHECK(misdirected.misdirected == std::optional<std::string>("key"));
+  CHECK(misdirected.upstream_head.empty());
+
+  InspectEndpoint listed = acme_endpoint();
+  listed.secrets = {"key"};
+  const InspectedRequest swapped =
+      judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\nX-Key: " + key + "\r\n\r\n", listed);
+  CHECK(class_of(swapped) == "ok");
+  CHECK(swapped.upstream_head == "GET /repos/acme/x?k=K3Y HTTP/1.1\r\nHost: api.example\r\nX-Key: K3Y\r\n\r\n");
+  // A value that would take the path elsewhere: bad path, never sent.
+  secrets.values["key"] = "../../other/y";
+  const InspectedRequest escaped =
+      judged_with("GET /repos/acme/" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed);
+  CHECK(class_of(escaped) == "bad path");
+  CHECK(escaped.upstream_head.empty());
+  secrets.values.clear();
+  CHECK(class_of(judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed)) ==
+        "secret missing");
 }

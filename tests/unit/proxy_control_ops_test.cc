@@ -49,6 +49,16 @@ class FakeSession final : public SessionControl {
   [[nodiscard]] SessionStats stats() const override { return counters; }
   [[nodiscard]] AskRegistry* asks() override { return registry.get(); }
   void drain() override { ++drains; }
+  // "secret": what was set (null: revoked), or the words of a refusal; without `has_inspector`
+  // the base class's refusal.
+  bool has_inspector = true;
+  std::vector<std::pair<std::string, std::optional<std::string>>> secrets_set;
+  [[nodiscard]] std::optional<std::string> set_secret(std::string_view name, const SecretText* value) override {
+    if (!has_inspector) return SessionControl::set_secret(name, value);
+    secrets_set.emplace_back(std::string(name),
+                             value ? std::optional<std::string>(std::string(value->view())) : std::nullopt);
+    return std::nullopt;
+  }
 };
 
 std::optional<HostList> list_of(std::initializer_list<const char*> entries) {
@@ -145,11 +155,11 @@ TEST_CASE("control_ops: lines that are not requests") {
   CHECK(reply(session, R"({"id":5})") == error("5", R"(no \"op\")"));
   CHECK(reply(session, R"({"id":5,"op":["hello"]})") == error("5", R"(\"op\" is not a string: [\"hello\"])"));
   CHECK(reply(session, R"({"op":"halt"})") ==
-        error("null", R"(unknown op \"halt\" (hello, allow, inspect, stats, subscribe, drain, answer))"));
+        error("null", R"(unknown op \"halt\" (hello, allow, inspect, secret, stats, subscribe, drain, answer))"));
   // A long value is quoted in part.
   const std::string long_op(200, 'x');
   CHECK(reply(session, fmt::format(R"({{"op":"{}"}})", long_op)) ==
-        error("null", fmt::format(R"(unknown op \"{}... (hello, allow, inspect, stats, subscribe, drain, answer))",
+        error("null", fmt::format(R"(unknown op \"{}... (hello, allow, inspect, secret, stats, subscribe, drain, answer))",
                                   long_op.substr(0, 79))));
   CHECK(reply(session, R"({"op":"hello","x":1})") == error("null", R"(hello: unknown key \"x\")"));
   CHECK(reply(session, R"({"op":"stats","verbose":true})") == error("null", R"(stats: unknown key \"verbose\")"));
@@ -355,4 +365,36 @@ TEST_CASE("control_ops: a refused inspect names why and changes nothing") {
 }
 
 }  // namespace
+}  // namespace boxproxy
+
+namespace boxproxy {
+
+TEST_CASE("control_ops: secret sets, replaces and revokes; a refusal never echoes the value") {
+  FakeSession session;
+  CHECK(reply(session, R"({"id":1,"op":"secret","name":"github","value":"ghp_x1"})") == R"({"id":1,"ok":true})");
+  CHECK(reply(session, R"({"id":2,"op":"secret","name":"github","value":null})") == R"({"id":2,"ok":true})");
+  REQUIRE(session.secrets_set.size() == 2);
+  CHECK(session.secrets_set[0] == std::pair<std::string, std::optional<std::string>>{"github", "ghp_x1"});
+  CHECK(session.secrets_set[1] == std::pair<std::string, std::optional<std::string>>{"github", std::nullopt});
+
+  for (const char* line : {R"({"op":"secret","name":"github","value":"sp ace-VALUE9"})",
+                           R"({"op":"secret","name":"github","value":"crlf\r\nVALUE9"})",
+                           R"({"op":"secret","name":"github","value":""})",
+                           R"({"op":"secret","name":"github","value":7})",
+                           R"({"op":"secret","name":"github"})",
+                           R"({"op":"secret","name":"GitHub","value":"VALUE9"})",
+                           R"({"op":"secret","value":"VALUE9"})",
+                           R"({"op":"secret","name":"github","value":"VALUE9","extra":1})"}) {
+    CAPTURE(line);
+    const std::string answer = reply(session, line);
+    CHECK(answer.find(R"("ok":false)") != std::string::npos);
+    CHECK(answer.find("VALUE9") == std::string::npos);
+  }
+  CHECK(session.secrets_set.size() == 2);  // nothing refused reached the session
+
+  session.has_inspector = false;
+  const std::string refused = reply(session, R"({"id":3,"op":"secret","name":"github","value":"VALUE9"})");
+  CHECK(refused == error("3", std::string("secret: ") + std::string(kNoInspectorForSecrets)));
+}
+
 }  // namespace boxproxy

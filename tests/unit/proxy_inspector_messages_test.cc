@@ -139,3 +139,54 @@ TEST_CASE("a start message's bounds are serve's options' ranges") {
 }
 
 }  // namespace boxproxy
+
+namespace boxproxy {
+
+TEST_CASE("a secret's message: the value as hex, read back; anything else of that shape refused") {
+  const std::string set = serve_message(InspectorOrder(InspectorSecret{"github", SecretText("ghp_Ab9")}));
+  CHECK(set == R"({"op":"secret","name":"github","value":"6768705f416239"})");
+  CHECK(set.find("ghp_Ab9") == std::string::npos);
+  auto parsed = parse_serve_message(set);
+  REQUIRE(std::holds_alternative<InspectorOrder>(parsed));
+  const auto* secret = std::get_if<InspectorSecret>(&std::get<InspectorOrder>(parsed));
+  REQUIRE(secret != nullptr);
+  CHECK(secret->name == "github");
+  REQUIRE(secret->value.has_value());
+  CHECK(secret->value->view() == "ghp_Ab9");
+
+  const std::string revoke = serve_message(InspectorOrder(InspectorSecret{"github", std::nullopt}));
+  CHECK(revoke == R"({"op":"secret","name":"github","value":null})");
+  auto revoked = parse_serve_message(revoke);
+  REQUIRE(std::holds_alternative<InspectorOrder>(revoked));
+  CHECK_FALSE(std::get<InspectorSecret>(std::get<InspectorOrder>(revoked)).value.has_value());
+
+  for (const char* bad : {R"({"op":"secret","name":"GitHub","value":null})",
+                          R"({"op":"secret","name":"github","value":"6g"})",
+                          R"({"op":"secret","name":"github","value":"20"})",  // a space: not a value
+                          R"({"op":"secret","name":"github","value":""})",
+                          R"({"op":"secret","name":"github","value":null,"x":1})",
+                          R"({"op":"secret","name":"github"})"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(order_refusal(bad).empty());
+  }
+}
+
+}  // namespace boxproxy
+
+namespace boxproxy {
+
+TEST_CASE("a placeholder's message, and a request line's secret name, read back; a bad name refused") {
+  const std::string value = "bxp_api_000102030405060708090a0b0c0d0e0f";
+  const auto placeholder = order_back<InspectorPlaceholder>(InspectorPlaceholder{"api", value});
+  CHECK(placeholder.name == "api");
+  CHECK(placeholder.value == value);
+  CHECK_FALSE(order_refusal(R"({"op":"placeholder","name":"API","value":"bxp_x"})").empty());
+  CHECK_FALSE(order_refusal(R"({"op":"placeholder","name":"api","value":"not-one"})").empty());
+
+  InspectorRequest request{7, "GET", "-", "secret misdirected", 403, 0, 158, 1, false, std::nullopt, "api"};
+  CHECK(report_back<InspectorRequest>(request).secret == std::optional<std::string>("api"));
+  request.secret = "api secret=x";
+  CHECK_FALSE(refusal(inspector_message(request)).empty());
+}
+
+}  // namespace boxproxy

@@ -188,6 +188,11 @@ TEST_CASE("the values: methods, names, access, mode, inject, secrets") {
   CHECK_FALSE(check_inject_header("Authorization").has_value());
   CHECK_FALSE(check_inject_header("x-api-key").has_value());
   for (const char* bad : {"", "a b", "a:b", "x\r\ny"}) CHECK(check_inject_header(bad).has_value());
+  // Headers that frame, route or are hop-by-hop: an injected one could end a request elsewhere.
+  for (const char* never : {"Host", "content-length", "Transfer-Encoding", "connection", "Upgrade", "TE",
+                            "Proxy-Authorization"}) {
+    CHECK(check_inject_header(never).has_value());
+  }
   for (const char* good : {"Bearer {github}", "{a}{b_2}", "plain", "", "token {x} and {y}"}) {
     CAPTURE(good);
     CHECK_FALSE(check_inject_template(good).has_value());

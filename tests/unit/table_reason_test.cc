@@ -55,6 +55,8 @@ TEST_CASE("every §6 row: log class, HTTP status, SOCKS5 reply") {
       {Reason::request_denied, "request denied", 403, 0},
       {Reason::bad_path, "bad path", 400, 0},
       {Reason::upstream_tls, "upstream tls", 502, 0},
+      {Reason::secret_missing, "secret missing", 403, 0},
+      {Reason::secret_misdirected, "secret misdirected", 403, 2},
   };
   REQUIRE(reason_table().size() == std::size(rows));
   std::set<std::string_view> classes;

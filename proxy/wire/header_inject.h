@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+// Credential injection (SPEC §19): an inspected endpoint's "inject" templates expanded with the
+// session's secrets, and the request head the origin gets with them in place of the box's
+// headers of those names. Pure: the values come through a SecretLookup (the inspector's
+// SecretStore, a map in the tests), and nothing here keeps one.
+//
+// What it stops: a box choosing the credential an endpoint receives (every header of an injected
+// name the box sent is dropped, whatever its case or count), and a request going out with an
+// empty or partial credential when its secret is not set (the caller refuses it as `secret
+// missing` instead: nothing is sent).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "proxy/wire/http_head.h"
+#include "table/inspect_endpoint.h"
+#include "table/placeholder.h"
+#include "table/secret_value.h"
+
+namespace boxproxy {
+
+// Where a template's secrets are looked up.
+class SecretLookup {
+ public:
+  virtual ~SecretLookup() = default;
+  // NAME's value, valid until the lookup next changes; nullopt when it is not set.
+  [[nodiscard]] virtual std::optional<std::string_view> secret(std::string_view name) const = 0;
+
+ protected:
+  SecretLookup() = default;
+  SecretLookup(const SecretLookup&) = default;
+  SecretLookup& operator=(const SecretLookup&) = default;
+};
+
+// A template ("Bearer {github}") with every {NAME} replaced by its value; or, when a secret it
+// names is not set, the first such NAME (and no text at all). The template is a checked one
+// (check_inject_template: printable ASCII, braces only around a name).
+struct Expansion {
+  SecretText text;                     // when every secret is set
+  std::optional<std::string> missing;  // else the first name not set
+};
+[[nodiscard]] Expansion expand_inject(std::string_view inject_template, const SecretLookup& secrets);
+
+// Every "inject" header of `endpoint`, expanded: its name (as the endpoint spells it) and its
+// value; or the first secret not set.
+struct InjectedFields {
+  std::vector<std::pair<std::string, SecretText>> fields;
+  std::optional<std::string> missing;
+};
+[[nodiscard]] InjectedFields expand_endpoint_inject(const InspectEndpoint& endpoint, const SecretLookup& secrets);
+
+// Whether the box's header `name` is one the endpoint injects (compared without regard to case,
+// as header names are): such a header of the box's is never sent.
+[[nodiscard]] bool is_injected_header(const InspectEndpoint& endpoint, std::string_view name) noexcept;
+
+// `head` without the box's headers of an injected name: what forward_origin_form_head is given.
+// The views still point into `head`'s buffer.
+[[nodiscard]] RequestHead without_injected_headers(const RequestHead& head, const InspectEndpoint& endpoint);
+
+// A head made by forward_origin_form_head (it ends in "\r\n\r\n") with `fields` added before its
+// blank line, each "name: value\r\n". `head` is scrubbed and left empty; the result is made in one
+// allocation, so no buffer holding a value is freed unscrubbed on the way.
+[[nodiscard]] std::string add_injected_fields(std::string& head, const InjectedFields& fields);
+
+// ---- placeholders (SPEC §19, table/placeholder.h) ---------------------------------------------
+
+// The name of a placeholder `head` carries, in any spelling, in its target or any header (name or
+// value), whose secret `endpoint`'s "secrets" does not list: the request would hand it where it
+// may not go (`secret misdirected`). nullopt when none.
+[[nodiscard]] std::optional<std::string> misdirected_placeholder(const RequestHead& head,
+                                                                 const InspectEndpoint& endpoint,
+                                                                 const Placeholders& placeholders);
+
+// `head` with each placeholder of a secret `endpoint` lists, as made, replaced by its value in the
+// target and every header value. The texts that hold a value are owned here (scrubbed when it
+// goes); `head` is a view of them and of the original's other parts, valid while both live. Not
+// movable: the views point into it. `missing` names a secret a placeholder stands for that is not
+// set (the caller refuses the request as `secret missing`).
+class SwappedHead {
+ public:
+  SwappedHead(const RequestHead& original, const InspectEndpoint& endpoint, const Placeholders& placeholders,
+              const SecretLookup& secrets);
+  SwappedHead(const SwappedHead&) = delete;
+  SwappedHead& operator=(const SwappedHead&) = delete;
+
+  [[nodiscard]] const RequestHead& head() const noexcept { return head_; }
+  [[nodiscard]] bool target_changed() const noexcept { return target_changed_; }
+  [[nodiscard]] const std::optional<std::string>& missing() const noexcept { return missing_; }
+
+ private:
+  std::vector<SecretText> texts_;  // reserved once: never moved, so the views stay valid
+  RequestHead head_;
+  bool target_changed_ = false;
+  std::optional<std::string> missing_;
+};
+
+}  // namespace boxproxy

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+// proxy/wire/header_inject and table/secret_value: templates expanded with secrets, the box's
+// headers of an injected name dropped, the value's checks, its hex form and its scrubbing.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cctype>
+#include <map>
+#include <string>
+
+#include "proxy/wire/header_inject.h"
+#include "table/secret_value.h"
+
+using namespace boxproxy;
+
+namespace {
+
+struct MapSecrets final : SecretLookup {
+  std::map<std::string, std::string, std::less<>> values;
+  std::optional<std::string_view> secret(std::string_view name) const override {
+    const auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return std::string_view(it->second);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("expand_inject: each {NAME} replaced; the first name not set is missing, with no text") {
+  MapSecrets secrets;
+  secrets.values = {{"github", "ghp_1"}, {"user", "me"}};
+  const Expansion bearer = expand_inject("Bearer {github}", secrets);
+  CHECK_FALSE(bearer.missing);
+  CHECK(bearer.text.view() == "Bearer ghp_1");
+  CHECK(expand_inject("{user}:{github}{user}", secrets).text.view() == "me:ghp_1me");
+  CHECK(expand_inject("plain", secrets).text.view() == "plain");
+  const Expansion missing = expand_inject("x {user} {nope} {other}", secrets);
+  CHECK(missing.missing == std::optional<std::string>("nope"));
+  CHECK(missing.text.empty());
+}
+
+TEST_CASE("expand_endpoint_inject: every header, or the first secret missing and no field") {
+  InspectEndpoint endpoint;
+  endpoint.inject = {{"Authorization", "Bearer {a}"}, {"x-key", "{b}"}};
+  MapSecrets secrets;
+  secrets.values = {{"a", "A1"}};
+  const InjectedFields partial = expand_endpoint_inject(endpoint, secrets);
+  CHECK(partial.missing == std::optional<std::string>("b"));
+  CHECK(partial.fields.empty());
+  secrets.values["b"] = "B2";
+  const InjectedFields whole = expand_endpoint_inject(endpoint, secrets);
+  CHECK_FALSE(whole.missing);
+  REQUIRE(whole.fields.size() == 2);
+  CHECK(whole.fields[1].first == "x-key");
+  CHECK(whole.fields[1].second.view() == "B2");
+}
+
+TEST_CASE("the box's headers of an injected name are dropped in any case; the fields go before the blank line") {
+  InspectEndpoint endpoint;
+  endpoint.inject = {{"Authorization", "{a}"}};
+  CHECK(is_injected_header(endpoint, "AUTHORIZATION"));
+  CHECK_FALSE(is_injected_header(endpoint, "Authorization2"));
+  const std::string text = "GET / HTTP/1.1\r\nauthorization: mine\r\nAccept: */*\r\nAuthorization: two\r\n\r\n";
+  const auto parsed = parse_request_head(text, 65536);
+  REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+  const RequestHead kept = without_injected_headers(*parsed.value, endpoint);
+  REQUIRE(kept.headers.size() == 1);
+  CHECK(kept.headers[0].name == "Accept");
+
+  MapSecrets secrets;
+  secrets.values = {{"a", "S3"}};
+  std::string head = "GET / HTTP/1.1\r\nHost: h\r\n\r\n";
+  const std::string out = add_injected_fields(head, expand_endpoint_inject(endpoint, secrets));
+  CHECK(out == "GET / HTTP/1.1\r\nHost: h\r\nAuthorization: S3\r\n\r\n");
+  CHECK(head.empty());
+}
+
+TEST_CASE("a secret's value: visible ASCII, 1 to 4096 bytes; the error never quotes it") {
+  CHECK_FALSE(check_secret_value("ghp_abcDEF0123456789").has_value());
+  CHECK_FALSE(check_secret_value(std::string(kMaxSecretValueBytes, 'x')).has_value());
+  CHECK(check_secret_value(std::string(kMaxSecretValueBytes + 1, 'x')).has_value());
+  for (const std::string bad : {std::string(""), std::string("x y"), std::string("ab\r"), std::string("a\nb"),
+                                std::string("a\0b", 3), std::string("a\tb"), std::string("a\x7f"),
+                                std::string("caf\xc3\xa9")}) {
+    CAPTURE(bad);
+    const auto error = check_secret_value(bad);
+    REQUIRE(error.has_value());
+    if (!bad.empty()) CHECK(error->find(bad) == std::string::npos);
+  }
+}
+
+TEST_CASE("a --secret file's contents: one line end dropped, then checked; the contents scrubbed") {
+  std::string contents = "tok3n\n";
+  SecretOrError read = secret_from_file_contents(contents);
+  REQUIRE(read.value);
+  CHECK(read.value->view() == "tok3n");
+  CHECK(contents.empty());
+  std::string crlf = "tok3n\r\n";
+  CHECK(secret_from_file_contents(crlf).value->view() == "tok3n");
+  std::string two = "tok3n\n\n";
+  CHECK_FALSE(secret_from_file_contents(two).value);
+  std::string empty = "\n";
+  const SecretOrError none = secret_from_file_contents(empty);
+  CHECK_FALSE(none.value);
+  CHECK_FALSE(none.error.empty());
+}
+
+TEST_CASE("hex, there and back; anything else refused") {
+  const SecretText hex = secret_hex("Ab~");
+  CHECK(hex.view() == "41627e");
+  const auto back = secret_from_hex(hex.view());
+  REQUIRE(back);
+  CHECK(back->view() == "Ab~");
+  for (const char* bad : {"", "4", "4g", "0a", "41 42", "4142zz"}) CHECK_FALSE(secret_from_hex(bad).has_value());
+}
+
+TEST_CASE("SecretText: moved from, assigned over and scrubbed leave no byte behind") {
+  std::string text = "short";
+  scrub(text);
+  CHECK(text.empty());
+  CHECK(std::string_view(text.data(), 5) == std::string_view("\0\0\0\0\0", 5));
+
+  SecretText a("a-short-one");  // inline in the object: a move copies it
+  SecretText b(std::move(a));
+  CHECK(b.view() == "a-short-one");
+  CHECK(a.empty());  // NOLINT(bugprone-use-after-move): checking what a move leaves is the point
+  CHECK(std::string_view(a.text().data(), 11) == std::string_view("\0\0\0\0\0\0\0\0\0\0\0", 11));
+  SecretText c(std::string(100, 'z'));
+  c = std::move(b);
+  CHECK(c.view() == "a-short-one");
+}
+
+namespace {
+
+Placeholders session_placeholders() {
+  Placeholders out;
+  out.set("api", make_placeholder("api", std::array<std::uint8_t, kPlaceholderRandomBytes>{1, 2, 3}));
+  out.set("other", make_placeholder("other", std::array<std::uint8_t, kPlaceholderRandomBytes>{9}));
+  return out;
+}
+
+RequestHead parsed_head(const std::string& text) {
+  const auto parsed = parse_request_head(text, 65536);
+  REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+  return *parsed.value;
+}
+
+}  // namespace
+
+TEST_CASE("a placeholder of a secret the endpoint does not list is misdirected, in any spelling and place") {
+  const Placeholders placeholders = session_placeholders();
+  const std::string api = *placeholders.of("api");
+  InspectEndpoint endpoint;
+  endpoint.secrets = {"api"};
+  CHECK_FALSE(misdirected_placeholder(parsed_head("GET /?k=" + api + " HTTP/1.1\r\nHost: h\r\n\r\n"), endpoint,
+                                      placeholders));
+  const std::string other = *placeholders.of("other");
+  std::string upper = other;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const std::string& text : {"GET /?k=" + other + " HTTP/1.1\r\nHost: h\r\n\r\n",
+                                  "GET / HTTP/1.1\r\nHost: h\r\nCookie: a=" + upper + "\r\n\r\n",
+                                  "GET / HTTP/1.1\r\nHost: h\r\nX-" + other + ": 1\r\n\r\n"}) {
+    CAPTURE(text);
+    CHECK(misdirected_placeholder(parsed_head(text), endpoint, placeholders) == std::optional<std::string>("other"));
+  }
+}
+
+TEST_CASE("SwappedHead: the listed secret's placeholders swapped in the target and values; a missing one named") {
+  const Placeholders placeholders = session_placeholders();
+  const std::string api = *placeholders.of("api");
+  InspectEndpoint endpoint;
+  endpoint.secrets = {"api"};
+  MapSecrets secrets;
+  secrets.values = {{"api", "V4LUE"}};
+  const std::string text = "GET /a/" + api + "?k=" + api + " HTTP/1.1\r\nHost: h\r\nX-Key: " + api +
+                           "\r\nAccept: */*\r\n\r\n";
+  const RequestHead head = parsed_head(text);  // views into `text`
+  const SwappedHead swapped(head, endpoint, placeholders, secrets);
+  CHECK_FALSE(swapped.missing());
+  CHECK(swapped.target_changed());
+  CHECK(swapped.head().target == "/a/V4LUE?k=V4LUE");
+  REQUIRE(swapped.head().headers.size() == 3);
+  CHECK(swapped.head().headers[1].value == "V4LUE");
+  CHECK(swapped.head().headers[2].value == "*/*");
+
+  const SwappedHead unset(head, endpoint, placeholders, MapSecrets{});
+  CHECK(unset.missing() == std::optional<std::string>("api"));
+  InspectEndpoint unlisted;  // an endpoint whose "secrets" does not name it: nothing swapped
+  const SwappedHead untouched(head, unlisted, placeholders, secrets);
+  CHECK_FALSE(untouched.target_changed());
+  CHECK(untouched.head().target == head.target);
+}
