@@ -253,6 +253,16 @@ bool InspectedConnection::pass_response_body() {
 
 void InspectedConnection::finish_exchange() {
   record_exchange();
+  // A response the client must not take for whole (read to an origin close that came without
+  // close_notify: anyone on the path may have cut it). Over HTTP/1.1 the box's connection ends
+  // without close_notify after it; over HTTP/2 ending the stream would tell the box the body is
+  // complete, so the stream is never ended: the connection goes now, the same unclean way.
+  if (h2_ && abort_client_) {
+    drop_origin();
+    origin_state_ = Origin::gone;
+    end_now(TunnelEnd::upstream_closed);
+    return;
+  }
   if (h2_) h2_->exchange_ended();
   const bool reusable = exchange_.origin_reusable && exchange_.request_done && origin_side_ && !origin_eof_ &&
                         origin_side_->input_length() == 0;  // bytes past the response: never a next answer

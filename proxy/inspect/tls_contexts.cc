@@ -13,10 +13,14 @@ namespace boxproxy {
 namespace {
 
 // Options both contexts take. No renegotiation: a client-started one is a way to make the proxy
-// do handshakes without end on one connection, and nothing needs it. An EOF without close_notify
-// reads as an end (the connection decides what a cut-short end means) rather than an OpenSSL
-// error that hides which side closed.
-constexpr std::uint64_t kCommonOptions = SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF;
+// do handshakes without end on one connection, and nothing needs it.
+constexpr std::uint64_t kCommonOptions = SSL_OP_NO_RENEGOTIATION;
+// The box-facing side also reads an EOF without close_notify as an end, not an OpenSSL error that
+// hides which side closed. Not the origin side: OpenSSL takes such an EOF "as if close_notify was
+// received", and whether it was is what tells a whole body read to the origin's close from one cut
+// short on the way (the connection passes the second on so that the box cannot take it for whole;
+// without close_notify it is an error event there).
+constexpr std::uint64_t kBoxFacingOptions = kCommonOptions | SSL_OP_IGNORE_UNEXPECTED_EOF;
 
 // The index of the ServerNameCheck in an SSL's ex_data, made once; -1 when OpenSSL could not.
 int server_name_check_index() noexcept {
@@ -75,7 +79,7 @@ SslCtxPtr make_client_facing_context() {
   if (!context) fail("cannot make the box-facing TLS context");
   SSL_CTX* ctx = context.get();
   if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) fail("cannot set its lowest TLS version");
-  SSL_CTX_set_options(ctx, kCommonOptions | SSL_OP_NO_TICKET);
+  SSL_CTX_set_options(ctx, kBoxFacingOptions | SSL_OP_NO_TICKET);
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   if (SSL_CTX_set_num_tickets(ctx, 0) != 1) fail("cannot turn TLS 1.3 tickets off");

@@ -102,9 +102,10 @@ class InspectRig:
         return code, status, body, err
 
 
-def connect_tls(p, target, cafile, server_hostname="origin.test"):
+def connect_tls(p, target, cafile, server_hostname="origin.test", suppress_ragged_eofs=True):
     """A CONNECT tunnel to `target` ("host:port") through serve's socket, then TLS over it with
-    `server_hostname` as SNI, verified against `cafile` (the name checked): the TLS socket."""
+    `server_hostname` as SNI, verified against `cafile` (the name checked): the TLS socket. With
+    suppress_ragged_eofs=False, an end without close_notify raises ssl.SSLEOFError."""
     s = p.connect()
     try:
         s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
@@ -112,7 +113,8 @@ def connect_tls(p, target, cafile, server_hostname="origin.test"):
         got = recv_exact(s, len(established))
         if got != established:
             raise AssertionError(f"CONNECT {target}: {got!r}")
-        return ssl.create_default_context(cafile=cafile).wrap_socket(s, server_hostname=server_hostname)
+        return ssl.create_default_context(cafile=cafile).wrap_socket(s, server_hostname=server_hostname,
+                                                                     suppress_ragged_eofs=suppress_ragged_eofs)
     except BaseException:
         s.close()
         raise
@@ -383,3 +385,47 @@ class ManyOrigin:
         if self._loop is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=10)
+
+
+class CutOrigin:
+    """A TLS origin on 127.0.0.2 that answers every request with a body framed by its close
+    ("HTTP/1.1 200" with neither Content-Length nor chunking) and then closes without close_notify:
+    a response anyone on the path could have cut short. One connection at a time, bounded."""
+
+    def __init__(self, cert, key):
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        self.listener = socket.create_server(("127.0.0.2", 0))
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stopped.is_set():
+            try:
+                raw, _ = self.listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            tls = None
+            try:
+                raw.settimeout(5)
+                tls = self.context.wrap_socket(raw, server_side=True)
+                head = b""
+                while b"\r\n\r\n" not in head and len(head) < 65536:
+                    chunk = tls.recv(4096)
+                    if not chunk:
+                        break
+                    head += chunk
+                tls.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\npart of a body")
+                tls.shutdown(socket.SHUT_RDWR)  # the TCP connection only: no close_notify is sent
+            except (OSError, ssl.SSLError):
+                pass
+            finally:
+                (tls or raw).close()
+
+    def close(self):
+        self.stopped.set()
+        self.thread.join(timeout=5)
+        self.listener.close()

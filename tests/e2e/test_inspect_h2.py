@@ -28,7 +28,7 @@ except ImportError:  # an interpreter of its own (pyenv): Debian's packages are 
     import hpack
 
 from harness import ProxyTestCase, recv_exact
-from inspect_support import CURL, INSPECTOR, InspectRig, curl, inspector_of
+from inspect_support import CURL, INSPECTOR, CutOrigin, InspectRig, curl, inspector_of
 
 RULES = {"rules": [{"method": "GET", "path": "/allowed/**"}, {"method": "POST", "path": "/allowed/**"}]}
 
@@ -246,6 +246,29 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         bodies = {r["path"]: r["body"] for r in self.origin.requests}
         self.assertIn("/allowed/after", bodies)
         self.assertLess(len(bodies.get("/allowed/upload", b"")), 100)
+
+    def test_a_response_the_origin_may_have_cut_never_ends_its_stream_cleanly(self):
+        # Over HTTP/1.1 such a response reaches the box with its connection ended without
+        # close_notify (the box can tell it may be cut). Over HTTP/2 the same must hold: the stream
+        # is never ended with END_STREAM, or the box would take a cut body for a whole one.
+        origin = CutOrigin(self.cert, self.key)
+        self.addCleanup(origin.close)
+        target = f"origin.test:{origin.port}"
+        config = os.path.join(self.dir, "cut.json")
+        import json
+        with open(config, "w") as f:
+            json.dump({"inspect": [{"host": target}]}, f)
+        p = self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--ca-out", self.ca,
+                       "--upstream-ca", self.cert, "--config", config)
+        client = H2Client(h2_tls(p, target, self.ca), target)
+        sid = client.request("/anything")
+        try:
+            record = client.collect([sid], timeout=10)[sid]
+        except AssertionError as closed:  # the connection ended with the stream still open: right
+            record = client.streams[sid]
+            self.assertIn("the connection closed", str(closed))
+        self.assertFalse(record["ended"], record)
+        self.assertEqual(record["status"], 200, record)  # its head and what came of it did arrive
 
     def test_a_stream_flood_is_refused_past_the_bound_and_others_go_on(self):
         p = self.start()

@@ -7,17 +7,20 @@ inspector, with TLS origins of the test's own on 127.0.0.2:
 - an origin whose certificate is signed by the trusted test CA but for another name is
   `upstream tls` (502), while one of the same CA for the right name is reached;
 - a host or port not named for inspection stays an opaque tunnel in the same session: the client
-  sees the origin's own certificate (the test CA's issuer, its very bytes), not a session-CA leaf."""
+  sees the origin's own certificate (the test CA's issuer, its very bytes), not a session-CA leaf;
+- a body framed by the origin's close that ends without close_notify (cut short, for all anyone can
+  tell) reaches the box with its own connection ended the same way, never with close_notify."""
 
 import os
 import shutil
+import ssl
 import tempfile
 import unittest
 
 from box_support import TlsOrigin
 from harness import ProxyTestCase, read_http_response
-from inspect_support import (INSPECTOR, InspectRig, connect_tls, curl, der_of, issuer_cn, make_signed_certificate,
-                             make_test_ca)
+from inspect_support import (INSPECTOR, CutOrigin, InspectRig, connect_tls, curl, der_of, issuer_cn,
+                             make_signed_certificate, make_test_ca)
 
 CURL = shutil.which("curl")
 
@@ -132,6 +135,35 @@ class OriginCertificateTest(ProxyTestCase):
         (line,) = p.wait_log(kind="request")
         self.assertEqual(line.obj["port"], inspected.port)
         self.assertEqual(len(p.wait_log(kind="connect", cls="ok", count=3)), 3)
+
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class CutBodyTest(InspectRig, ProxyTestCase):
+
+    def test_a_body_the_origin_may_have_cut_reaches_the_box_without_a_clean_end(self):
+        origin = CutOrigin(self.cert, self.key)
+        self.addCleanup(origin.close)
+        target = f"origin.test:{origin.port}"
+        p = self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--ca-out", self.ca,
+                       "--upstream-ca", self.cert, "--inspect", target)
+        tls = connect_tls(p, target, self.ca, suppress_ragged_eofs=False)
+        self.addCleanup(tls.close)
+        tls.settimeout(10)
+        tls.sendall(f"GET /cut HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        got, clean = b"", None
+        for _ in range(100):  # bounded: each recv waits at most 10 s
+            try:
+                chunk = tls.recv(65536)
+            except ssl.SSLEOFError:
+                clean = False
+                break
+            if not chunk:
+                clean = True  # close_notify: the box would take the body for whole
+                break
+            got += chunk
+        self.assertTrue(got.endswith(b"part of a body"), got)
+        self.assertIs(clean, False, "the box's connection ended with close_notify after a body that may be cut")
 
 
 if __name__ == "__main__":
