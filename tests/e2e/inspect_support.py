@@ -120,14 +120,15 @@ def connect_tls(p, target, cafile, server_hostname="origin.test", suppress_ragge
         raise
 
 
-def pss_kib(pid):
-    """The proportional set size of `pid` in KiB (/proc/PID/smaps_rollup): its private pages, and
-    its share of the pages it shares with other processes."""
+def anonymous_kib(pid):
+    """The anonymous memory of `pid` in KiB (/proc/PID/smaps_rollup Anonymous: its heap, stacks and
+    written data). Unlike its PSS, it does not move as other processes that share its binary's pages
+    start and stop (a parallel test run), so growth per connection reads true."""
     with open(f"/proc/{pid}/smaps_rollup") as f:
         for line in f:
-            if line.startswith("Pss:"):
+            if line.startswith("Anonymous:"):
                 return int(line.split()[1])
-    raise AssertionError(f"no Pss for {pid}")
+    raise AssertionError(f"no Anonymous for {pid}")
 
 
 # --------------------------------------------------------------------------------------------
