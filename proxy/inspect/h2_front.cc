@@ -4,6 +4,7 @@
 // h2_front_serve.cc.
 #include "proxy/inspect/h2_front.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <new>
@@ -295,6 +296,18 @@ bool H2Front::flushed() const noexcept {
     if (stream.out && evbuffer_get_length(stream.out.get()) > 0) return false;
   }
   return evbuffer_get_length(answers_.get()) == 0;
+}
+
+H2Front::Held H2Front::held() const noexcept {
+  Held held;
+  held.streams = streams_.size();
+  for (const auto& [id, stream] : streams_) {
+    for (const H2Field& field : stream.fields) held.head_bytes += field.name.size() + field.value.size();
+    if (stream.request) held.head_bytes += stream.request->head.size();
+    if (stream.body) held.max_body = std::max(held.max_body, evbuffer_get_length(stream.body.get()));
+    if (stream.out) held.max_answer = std::max(held.max_answer, evbuffer_get_length(stream.out.get()));
+  }
+  return held;
 }
 
 }  // namespace boxproxy

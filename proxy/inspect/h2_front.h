@@ -15,8 +15,9 @@
 //   open streams         kMaxStreams (SETTINGS_MAX_CONCURRENT_STREAMS; more are refused with
 //                        RST_STREAM REFUSED_STREAM, before and after the box acknowledges it);
 //   header bytes held    kHeldHeadFactor x max_head_bytes over every stream not yet served (a
-//                        stream that would pass it is refused, REFUSED_STREAM); one stream's list
-//                        over max_head_bytes is answered 431;
+//                        stream that would pass it, by its list or by the head translated from it,
+//                        is refused, REFUSED_STREAM); one stream's list over max_head_bytes is
+//                        answered 431;
 //   request body held    kStreamWindow per stream (SETTINGS_INITIAL_WINDOW_SIZE; a stream's
 //                        window is opened only as its bytes go to the origin), so at most
 //                        kMaxStreams x kStreamWindow over the connection;
@@ -108,6 +109,15 @@ class H2Front {
   [[nodiscard]] bool wants_read() const noexcept;
   // Nothing left to write to the box: no frame queued, no answer byte held.
   [[nodiscard]] bool flushed() const noexcept;
+  // What the front holds now, counted from its streams themselves (not from its running totals),
+  // so that a test can hold it to the bounds above whatever the box sends (tests/fuzz).
+  struct Held {
+    std::size_t streams = 0;     // streams kept (waiting, being served, or their lists coming)
+    std::size_t head_bytes = 0;  // their header lists' bytes and translated heads not yet fed
+    std::size_t max_body = 0;    // the most DATA one stream holds that has not gone on
+    std::size_t max_answer = 0;  // the most answer bytes one stream holds for the box
+  };
+  [[nodiscard]] Held held() const noexcept;
 
  private:
   struct Stream {

@@ -60,7 +60,7 @@ struct H2Request {
 //     plain digits, or a non-zero one with END_STREAM on HEADERS;
 //   head_too_large: the head built is longer than `max_head_bytes`.
 // Dropped (never forwarded): te (hop-by-hop) and expect (no interim response goes back to an
-// HTTP/2 client). Several cookie fields are joined into one with "; " (RFC 9113 §8.2.3).
+// HTTP/2 client). Several cookie fields are joined into one with "; " (RFC 9113 §8.2.3); an empty one is dropped.
 [[nodiscard]] std::variant<H2Request, InspectRefusal> translate_h2_request(const std::vector<H2Field>& fields,
                                                                           bool end_stream,
                                                                           std::size_t max_head_bytes);
