@@ -256,11 +256,12 @@ void InspectedConnection::finish_exchange() {
   // A response the client must not take for whole (read to an origin close that came without
   // close_notify: anyone on the path may have cut it). Over HTTP/1.1 the box's connection ends
   // without close_notify after it; over HTTP/2 ending the stream would tell the box the body is
-  // complete, so the stream is never ended: the connection goes now, the same unclean way.
+  // complete, so the stream is never ended: what came of it is passed on, then the connection goes
+  // the same unclean way (abort_client_: no close_notify).
   if (h2_ && abort_client_) {
     drop_origin();
     origin_state_ = Origin::gone;
-    end_now(TunnelEnd::upstream_closed);
+    close_after_flush(TunnelEnd::upstream_closed);
     return;
   }
   if (h2_) h2_->exchange_ended();

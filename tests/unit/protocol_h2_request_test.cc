@@ -10,6 +10,7 @@
 
 #include "proxy/wire/h2_request.h"
 #include "proxy/wire/header_inject.h"
+#include "map_secrets.h"
 #include "proxy/wire/http_head.h"
 
 using namespace boxproxy;
@@ -165,10 +166,7 @@ TEST_CASE("a head longer than --max-head-bytes is head too large") {
 }
 
 // A session with no secrets set (the endpoint here injects nothing).
-struct NoSecrets final : SecretLookup {
-  [[nodiscard]] std::optional<std::string_view> secret(std::string_view) const override { return std::nullopt; }
-};
-const NoSecrets kNoSecrets;
+const testing::MapSecrets kNoSecrets;
 
 TEST_CASE("what is let through is judged like HTTP/1.1: host mismatch and bad path come from the judge") {
   auto parsed = parse_host("api.example", 443);

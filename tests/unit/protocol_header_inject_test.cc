@@ -9,20 +9,14 @@
 #include <string>
 
 #include "proxy/wire/header_inject.h"
+#include "map_secrets.h"
 #include "table/secret_value.h"
 
 using namespace boxproxy;
 
 namespace {
 
-struct MapSecrets final : SecretLookup {
-  std::map<std::string, std::string, std::less<>> values;
-  std::optional<std::string_view> secret(std::string_view name) const override {
-    const auto it = values.find(name);
-    if (it == values.end()) return std::nullopt;
-    return std::string_view(it->second);
-  }
-};
+using testing::MapSecrets;
 
 }  // namespace
 

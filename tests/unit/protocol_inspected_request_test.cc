@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "proxy/wire/inspected_request.h"
+#include "map_secrets.h"
 #include "table/reason.h"
 
 using namespace boxproxy;
@@ -42,15 +43,7 @@ DecidedOrigin origin_of(std::string_view host, std::uint16_t port, std::uint16_t
   return DecidedOrigin{std::get<Target>(parsed), default_port};
 }
 
-// The secrets "inject" templates name, from a map.
-struct MapSecrets final : SecretLookup {
-  std::map<std::string, std::string, std::less<>> values;
-  std::optional<std::string_view> secret(std::string_view name) const override {
-    const auto it = values.find(name);
-    if (it == values.end()) return std::nullopt;
-    return std::string_view(it->second);
-  }
-};
+using testing::MapSecrets;
 
 // Judges `text` (a whole head) for api.example:443 by `endpoint`.
 InspectedRequest judge(const std::string& text, const InspectEndpoint& endpoint = acme_endpoint(),
