@@ -323,18 +323,17 @@ std::string make_placeholders(Daemon& daemon, const ServeOptions& options) {
   return lines;
 }
 
-// A session that may hold secrets (SPEC §19: --secret, or an endpoint that injects or takes
-// placeholders, whose values the control channel may send) is made non-dumpable before it sends
-// one on: no core file, and no ptrace or /proc/PID/mem by another process of the same user, could
-// show a value on its way through serve (a control line, a file's buffer, a channel message; each
-// scrubbed once used, but a crash may come first). Parsing read each --secret file before this
-// (to refuse a bad one with exit 2), and scrubbed what it read. Other sessions keep the usual
-// flag, so their memory and descriptors stay readable to the operator's tools.
+// A session that may hold secrets (SPEC §19) is made non-dumpable before it sends one on: no core
+// file, and no ptrace or /proc/PID/mem by another process of the same user, could show a value on
+// its way through serve (a control line, a file's buffer, a channel message; each scrubbed once
+// used, but a crash may come first). That is every session that inspects at start: it runs an
+// inspector, so the control channel's "secret" is accepted (and a live "inspect" may add an
+// endpoint that injects), whether or not --secret or an endpoint that injects came at start.
+// Parsing read each --secret file before this (to refuse a bad one with exit 2), and scrubbed what
+// it read. Other sessions keep the usual flag, so their memory and descriptors stay readable to
+// the operator's tools.
 void guard_secrets(const ServeOptions& options) {
-  bool may_hold = !options.secrets.empty();
-  for (const InspectEndpoint& endpoint : options.proxy.policy.inspect.endpoints()) {
-    may_hold = may_hold || !endpoint.inject.empty() || !endpoint.secrets.empty();
-  }
+  const bool may_hold = !options.secrets.empty() || !options.proxy.policy.inspect.endpoints().empty();
   if (may_hold) (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 }
 
