@@ -165,8 +165,8 @@ void add_policy_rows(std::vector<ServeRow>& rows) {
   rows.push_back({{.name = "inspect", .kind = OptionKind::endpoints, .value_name = "ENTRY",
                    .help = "judge each request to this host (name[:port] or *.name[:port], port 443 when none) "
                            "inside its TLS session, with no rules; a --config's \"inspect\" array adds endpoints "
-                           "with rules. Not available in this build: serve and run refuse to start with one "
-                           "(check and --check-config read them)",
+                           "with rules. The TLS work runs in boxproxy-inspect, found beside boxproxy or in "
+                           "the libexec directory it was installed with",
                    .default_text = "none"},
                   nullptr});
 }
