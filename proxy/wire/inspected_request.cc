@@ -69,12 +69,17 @@ struct Credentials {
   RequestVerdict verdict;  // the rules' answer to the request as the box sent it
 };
 
+// A request the rules let through, refused by what SPEC §19 adds: as every refusal, it is neither
+// a report-mode pass nor an upgrade (nothing is sent, so no 101 can come to switch on).
+void refuse_after_rules(InspectedRequest& judged, InspectRefusal refusal) {
+  judged.report = false;
+  judged.websocket = false;
+  judged.refusal = refusal;
+}
+
 // Never sent without its credential, whatever the mode: a report-mode denial is not let through,
 // and the line says `secret missing`, not report=1. The secret's name is not logged.
-void refuse_missing(InspectedRequest& judged) {
-  judged.report = false;
-  judged.refusal = InspectRefusal::secret_missing;
-}
+void refuse_missing(InspectedRequest& judged) { refuse_after_rules(judged, InspectRefusal::secret_missing); }
 
 // SPEC §19 on a request the rules let through: its placeholders swapped for their values, the
 // "inject" headers set, the head the origin gets built. Values are read now, from the store in
@@ -89,11 +94,7 @@ void add_credentials(InspectedRequest& judged, const RequestHead& head, const In
   // placeholder did not.
   if (swapped.target_changed()) {
     const RequestJudgement again = judge_request(endpoint, head.method, swapped.head().target);
-    if (again.verdict != with.verdict || again.rule != judged.rule) {
-      judged.report = false;
-      judged.refusal = InspectRefusal::bad_path;
-      return;
-    }
+    if (again.verdict != with.verdict || again.rule != judged.rule) return refuse_after_rules(judged, InspectRefusal::bad_path);
   }
   InjectedFields injected;
   if (!endpoint.inject.empty()) {

@@ -265,6 +265,20 @@ TEST_CASE("inject: a secret not set is secret missing, 403, in report mode too, 
   CHECK(inspect_refusal_info(InspectRefusal::secret_missing).log_class == "secret missing");
 }
 
+TEST_CASE("inject: a websocket upgrade refused as secret missing is no upgrade (fuzz_inspected_request)") {
+  // The judge marked the upgrade before it found the secret missing: a refusal must never say
+  // websocket (nothing is sent, so no 101 may switch the connection to a relay).
+  InspectEndpoint endpoint = acme_endpoint();
+  endpoint.inject = {{"Authorization", "Bearer {github}"}};
+  const auto judged = judge(
+      "GET /repos/acme/ws HTTP/1.1\r\nHost: api.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+      endpoint);
+  CHECK(class_of(judged) == "secret missing");
+  CHECK_FALSE(judged.websocket);
+  CHECK_FALSE(judged.report);
+  CHECK(judged.upstream_head.empty());
+}
+
 TEST_CASE("inject: the framing checks and the rules come first") {
   InspectEndpoint endpoint = acme_endpoint();
   endpoint.inject = {{"x-api-key", "{key}"}};
