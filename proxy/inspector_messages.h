@@ -19,6 +19,10 @@
 //     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
 //     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C]}
 //
+// A request line, one for every request inspected, is written and read by hand in exactly the
+// shape above, keys in that order (no JSON document on either side: inspector_messages.cc says
+// what it saved); a "request" of any other shape is refused.
+//
 // A secret's value goes as hex (table/secret_value.h's secret_hex): no JSON escape can change it.
 // Its message is written and read by hand, into strings that are scrubbed (SecretText, and
 // FdChannel scrubs every message it sends or receives), never through a JSON document whose

@@ -93,17 +93,52 @@ TEST_CASE("serve refuses what an inspector should never say") {
   CHECK(refusal(R"({"op":"dial","id":-1})") == "bad \"id\"");
   CHECK(refusal(R"({"op":"dial","id":"1"})") == "bad \"id\"");
   CHECK(refusal(R"({"op":"ready","ca":"not a certificate"})") == "bad \"ca\"");
-  const std::string request_head = R"({"op":"request","id":1,"rule":"-","class":"ok","status":200,"up":0,"down":0,"ms":0,"report":false,"method":)";
+  // A request line's fields, in its one shape (inspector_messages.cc, request_message).
+  const auto request_with = [](std::string_view method, std::string_view klass, std::string_view status) {
+    return std::string(R"({"op":"request","id":1,"method":)") + std::string(method) + R"(,"rule":"-","class":)" +
+           std::string(klass) + R"(,"status":)" + std::string(status) + R"(,"up":0,"down":0,"ms":0,"report":false})";
+  };
+  CHECK(std::holds_alternative<InspectorReport>(parse_inspector_report(request_with(R"("GET")", R"("ok")", "200"))));
   // A method that would break the line, or stretch it, or split it into two fields.
-  CHECK(refusal(request_head + R"("GET\negress forged"})") == "bad \"method\"");
-  CHECK(refusal(request_head + R"("GET x"})") == "bad \"method\"");
-  CHECK(refusal(request_head + "\"" + std::string(33, 'G') + "\"}") == "bad \"method\"");
-  CHECK(refusal(request_head + R"("G\u00e9T"})") == "bad \"method\"");
-  CHECK(refusal(R"({"op":"request","id":1,"method":"GET","rule":"-","class":" ok","status":200,"up":0,"down":0,"ms":0,"report":false})") ==
-        "bad \"class\"");
-  CHECK(refusal(R"({"op":"request","id":1,"method":"GET","rule":"-","class":"ok","status":1000,"up":0,"down":0,"ms":0,"report":false})") ==
-        "bad \"status\"");
+  CHECK(refusal(request_with("\"GET\negress forged\"", R"("ok")", "200")) == "bad \"method\"");
+  CHECK(refusal(request_with(R"("GET x")", R"("ok")", "200")) == "bad \"method\"");
+  CHECK(refusal(request_with("\"" + std::string(33, 'G') + "\"", R"("ok")", "200")) == "bad \"method\"");
+  CHECK(refusal(request_with(R"("G\u00e9T")", R"("ok")", "200")) == "bad \"method\"");
+  CHECK(refusal(request_with("\"G\xc3\xa9T\"", R"("ok")", "200")) == "bad \"method\"");
+  CHECK_FALSE(refusal(request_with(R"("GET)", R"("ok")", "200")).empty());  // its end quote missing
+  CHECK(refusal(request_with(R"(GET)", R"("ok")", "200")) == "bad \"method\"");
+  CHECK(refusal(request_with(R"("GET")", R"(" ok")", "200")) == "bad \"class\"");
+  CHECK(refusal(request_with(R"("GET")", R"("ok")", "1000")) == "bad \"status\"");
+  CHECK(refusal(request_with(R"("GET")", R"("ok")", "0200")) == "bad \"status\"");
+  CHECK(refusal(request_with(R"("GET")", R"("ok")", "-1")) == "bad \"status\"");
+  CHECK(refusal(request_with(R"("GET")", R"("ok")", "2e2")) == "bad \"up\"");  // 2, then "e2" where ,"up": is
   CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"x","class":"a\u0000b"})") == "bad \"class\"");
+}
+
+TEST_CASE("a request line is read in its one shape only, each field checked as the general path checks it") {
+  InspectorRequest request{18446744073709551615ULL, "GET", "rules[3]", "ok", 200, 1, 2, 3, true,
+                           R"(/a"quoted\path)"};
+  const std::string written = inspector_message(request);
+  CHECK(written == R"({"op":"request","id":18446744073709551615,"method":"GET","rule":"rules[3]","class":"ok",)"
+                   R"("status":200,"up":1,"down":2,"ms":3,"report":true,"path":"/a\"quoted\\path"})");
+  const auto back = report_back<InspectorRequest>(request);
+  CHECK(back.id == 18446744073709551615ULL);
+  CHECK(back.report);
+  CHECK(back.path == std::optional<std::string>(R"(/a"quoted\path)"));
+  // Every cut of it is refused (never read as a shorter request), and so is anything after it.
+  for (std::size_t n = 0; n < written.size(); ++n) CHECK_FALSE(refusal(written.substr(0, n)).empty());
+  CHECK(refusal(written + " ") == "not in its shape");
+  CHECK(refusal(written.substr(0, written.size() - 1) + R"(,"extra":1})") == "not in its shape");
+  // A number past 64 bits, JSON's other escapes, keys in another order (the general writer's sorted
+  // ones): refused, not read another way.
+  CHECK(refusal(R"({"op":"request","id":18446744073709551616,"method":"GET"})") == "bad \"id\"");
+  request.path = "/x";
+  std::string escaped = inspector_message(request);
+  escaped.replace(escaped.find("/x"), 2, R"(\/x)");
+  CHECK(refusal(escaped) == "bad \"path\"");
+  CHECK(refusal(R"({"class":"ok","down":0,"id":1,"method":"GET","ms":0,"op":"request","report":false,"rule":"-",)"
+                R"("status":200,"up":0})") == "request not in its shape");
+  CHECK(refusal(R"({"op": "request","id":1})") == "request not in its shape");
 }
 
 TEST_CASE("a start message's bounds are serve's options' ranges") {
