@@ -15,11 +15,10 @@ this system cannot make a box (or capture), or lacks node or go."""
 import json
 import os
 import shutil
-import subprocess
 import textwrap
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxTestCase
+from box_support import RUN_TIMEOUT, BoxTestCase, build_go
 from inspect_support import INSPECTOR, InspectRig
 from test_transparent import capture_usable
 
@@ -123,18 +122,7 @@ class RunInspectClientsTest(InspectRig, BoxTestCase):
         self.assertIn("connect", self.log_kinds())
 
     def test_go_net_http_through_the_proxy_variables(self):
-        go = shutil.which("go")
-        if go is None:
-            self.skipTest("golang-go is not installed")
-        client = os.path.join(self.dir, "client")
-        source = os.path.join(self.dir, "main.go")
-        with open(source, "w") as f:
-            f.write(GO_CLIENT)
-        env = dict(os.environ, GOCACHE=os.path.join(self.dir, "go-cache"), GOPATH=os.path.join(self.dir, "gopath"),
-                   GOFLAGS="-mod=mod", GOPROXY="off", GO111MODULE="off", CGO_ENABLED="0")
-        built = subprocess.run([go, "build", "-o", client, source], capture_output=True, timeout=300, env=env,
-                               cwd=self.dir)
-        self.assertEqual(built.returncode, 0, built.stderr.decode(errors="replace"))
+        client = build_go(GO_CLIENT, self.dir)
         r = self.box.run(self.serve_args, [client, f"{self.url}/allowed/go", f"{self.url}/denied/go"], cwd=self.dir,
                          timeout=RUN_TIMEOUT)
         self.check(r, "go")
