@@ -31,7 +31,7 @@ import unittest
 from box_support import RUN_TIMEOUT, BoxRun, BoxTestCase, TlsOrigin, build_go, make_certificate
 from inspect_support import INSPECTOR
 from test_run_env import NODE24
-from test_transparent import capture_usable
+from test_transparent import CaptureTestCase
 
 SECRET = "sk-clients-5e1f0a9d2c7b4e38"  # no other byte of a session holds this by chance
 BODY = "x" * 511 + "\n"  # what the harness's origin answers GET with
@@ -143,7 +143,7 @@ class InspectedClients(BoxTestCase):
         with open(config, "w") as f:
             json.dump({"inspect": [{"host": cls.target, "inject": {"Authorization": "Bearer {api}"},
                                     "deny": [{"method": "*", "path": "/denied/**"}]}]}, f)
-        cls.log = os.path.join(d, "decisions.log")
+        cls.decisions = os.path.join(d, "decisions.log")
         cls.missing = {}
         script = ["cd \"$1\"", "env > out/env"]
         for name, argv in cls.CLIENTS.items():
@@ -166,7 +166,7 @@ class InspectedClients(BoxTestCase):
         box = BoxRun(types.SimpleNamespace(addCleanup=cls.addClassCleanup))
         cls.leftovers = box.leftovers
         serve = ["--resolve", "origin.test=127.0.0.2", "--upstream-ca", cert, "--config", config,
-                 "--secret", f"api={secret_file}", "--log", "json", "--log-file", cls.log, "--log-paths"]
+                 "--secret", f"api={secret_file}", "--log", "json", "--log-file", cls.decisions, "--log-paths"]
         cls.ran = box.run((["--transparent"] if cls.TRANSPARENT else []) + serve, ["sh", driver, d], cwd=d,
                           timeout=RUN_TIMEOUT + CLIENT_TIMEOUT * len(cls.CLIENTS))
 
@@ -211,7 +211,7 @@ class InspectedClients(BoxTestCase):
                          [(f"/allowed/{name}", "ok", 200), (f"/denied/{name}", "request denied", 403)])
 
     def log_lines(self, **fields):
-        with open(self.log) as f:
+        with open(self.decisions) as f:
             lines = [json.loads(line) for line in f if line.startswith("{")]
         return [l for l in lines if all(l.get(k) == v for k, v in fields.items())]
 
@@ -225,7 +225,7 @@ class InspectedClients(BoxTestCase):
         self.assertIn(b"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", everything)  # the environment is in it
         self.assertIn(BODY.strip().encode(), everything)  # and the responses
         self.assertNotIn(SECRET.encode(), everything)
-        with open(self.log, "rb") as f:
+        with open(self.decisions, "rb") as f:
             self.assertNotIn(SECRET.encode(), f.read())
         self.assertFalse([q for q in self.origin.requests if q["path"].startswith("/denied/")])
 
@@ -280,19 +280,12 @@ class ThroughTheProxyVariablesTest(InspectedClients):
         self.check("node24", None)  # fetch tells no protocol; undici speaks HTTP/1.1 unless told
 
 
-class UnderCaptureTest(InspectedClients):
+class UnderCaptureTest(InspectedClients, CaptureTestCase):
     """Node before 24 reads no proxy variable: under `run --transparent` its connection is captured
-    and inspected like any other."""
+    and inspected like any other (CaptureTestCase: skipped where this system cannot capture)."""
 
     CLIENTS = {"node": "node node.js {urls}"}
     TRANSPARENT = True
-
-    @classmethod
-    def setUpClass(cls):
-        why = capture_usable()
-        if why:
-            raise unittest.SkipTest(why)
-        super().setUpClass()
 
     @classmethod
     def missing_client(cls, name):

@@ -106,24 +106,37 @@ class InspectedConnectionsMemoryTest(ProxyTestCase):
         self.assertIsNotNone(self.inspector, "no boxproxy-inspect child of serve")
         self.context = ssl.create_default_context(cafile=self.session_ca)
 
-    def open(self, count, deadline):
-        """`count` inspected connections, each with one request served: the TLS sockets."""
+    def open_many(self, count, deadline, connect, begin):
+        """`count` inspected connections, each made by `connect()` and then given to `begin(tls)`:
+        their TLS sockets (every one closed when one fails)."""
         held = []
         try:
             for _ in range(count):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"only {len(held)} of {count} connections opened in time")
-                tls = connect_tls(self.p, self.target, self.session_ca)
+                tls = connect()
                 held.append(tls)
-                tls.sendall(f"GET /idle HTTP/1.1\r\nHost: {self.target}\r\n\r\n".encode())
-                response = read_http_response(tls, timeout=10)
-                if (response.status, response.body) != (200, b"ok\n"):
-                    raise AssertionError(f"connection {len(held)}: {response}")
+                begin(tls)
         except BaseException:
             for tls in held:
                 tls.close()
             raise
         return held
+
+    def open(self, count, deadline):
+        """`count` inspected connections, each with one request served: the TLS sockets."""
+        def served(tls):
+            tls.sendall(f"GET /idle HTTP/1.1\r\nHost: {self.target}\r\n\r\n".encode())
+            response = read_http_response(tls, timeout=10)
+            if (response.status, response.body) != (200, b"ok\n"):
+                raise AssertionError(f"a connection: {response}")
+        return self.open_many(count, deadline, lambda: connect_tls(self.p, self.target, self.session_ca), served)
+
+    def flooded_readings(self, deadline):
+        """Once the origin has stopped writing its endless bodies (every flooded connection at what
+        the proxy holds for a box that reads none): (the readings, the bytes the origin wrote)."""
+        wait_settled(lambda: self.origin.flooded, timeout=max(1, deadline - time.monotonic()), still=1.0)
+        return self.readings(), self.origin.flooded
 
     def readings(self):
         """(serve's, the inspector's) anonymous memory in KiB, each once it has stopped moving."""
@@ -159,9 +172,7 @@ class InspectedConnectionsMemoryTest(ProxyTestCase):
             idle_again = self.readings()
             for tls in held[:FLOODED]:
                 tls.sendall(f"GET /flood HTTP/1.1\r\nHost: {self.target}\r\n\r\n".encode())
-            wait_settled(lambda: self.origin.flooded, timeout=max(1, deadline - time.monotonic()), still=1.0)
-            flooding = self.readings()
-            flooded = self.origin.flooded
+            flooding, flooded = self.flooded_readings(deadline)
         finally:
             for tls in held:
                 tls.close()
@@ -180,40 +191,34 @@ class InspectedConnectionsMemoryTest(ProxyTestCase):
               + ", ".join(f"{name} {kib:.1f} KiB" for name, kib in figures.items())
               + f"; the manual: serve under {serve_bound} KiB, inspector at most {idle_bound} KiB idle, "
               f"{busy_bound} KiB busy", file=sys.stderr)
+        self.assert_within(elapsed, flooded, FLOODED, figures,
+                           {"serve idle": serve_bound, "serve waiting": serve_bound, "inspector idle": idle_bound,
+                            "inspector waiting": busy_bound, "inspector passing": busy_bound})
+
+    def assert_within(self, elapsed, flooded, floods, figures, bounds):
+        """The test took less than TIME_BOUND; the `floods` connections asked for an endless body
+        were given at least 64 KiB each (what the inspector holds for a box that reads none: the
+        flood was real); each of `figures` (name: KiB a connection) is within its bound (name: KiB)."""
         self.assertLess(elapsed, TIME_BOUND)
-        # Each flooded connection held at least its queue's worth somewhere: the flood was real.
-        self.assertGreater(flooded, FLOODED * 64 * 1024)
+        self.assertGreater(flooded, floods * 64 * 1024)
         if sanitized():
             return  # redzones, shadow memory and the quarantine: the figures mean nothing here
-        self.assertLessEqual(figures["serve idle"], serve_bound)
-        self.assertLessEqual(figures["serve waiting"], serve_bound)
-        self.assertLessEqual(figures["inspector idle"], idle_bound)
-        self.assertLessEqual(figures["inspector waiting"], busy_bound)
-        self.assertLessEqual(figures["inspector passing"], busy_bound)
+        for name, bound in bounds.items():
+            self.assertLessEqual(figures[name], bound, name)
 
     def open_h2(self, path, count, deadline):
         """`count` inspected connections that chose h2, each telling the proxy its windows are 0
         (SETTINGS_INITIAL_WINDOW_SIZE, never opened: no DATA can reach the box), then GET `path` on
         its first stream and H2_WAITING POSTs of H2_WINDOW bytes behind it: their TLS sockets."""
-        held = []
-        try:
-            for _ in range(count):
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"only {len(held)} of {count} HTTP/2 connections opened in time")
-                tls = h2_tls(self.p, self.target, self.session_ca)
-                held.append(tls)
-                if tls.selected_alpn_protocol() != "h2":
-                    raise AssertionError(f"ALPN chose {tls.selected_alpn_protocol()!r}, not h2")
-                client = H2Client(tls, self.target)
-                client.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
-                client.request(path)
-                for n in range(H2_WAITING):
-                    client.request(f"/upload/{n}", method="POST", body=b"u" * H2_WINDOW)
-        except BaseException:
-            for tls in held:
-                tls.close()
-            raise
-        return held
+        def begin(tls):
+            if tls.selected_alpn_protocol() != "h2":
+                raise AssertionError(f"ALPN chose {tls.selected_alpn_protocol()!r}, not h2")
+            client = H2Client(tls, self.target)
+            client.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+            client.request(path)
+            for n in range(H2_WAITING):
+                client.request(f"/upload/{n}", method="POST", body=b"u" * H2_WINDOW)
+        return self.open_many(count, deadline, lambda: h2_tls(self.p, self.target, self.session_ca), begin)
 
     def test_held_http2_connections_stay_within_the_manuals_bound(self):
         bound = manual_h2_bound()
@@ -234,9 +239,7 @@ class InspectedConnectionsMemoryTest(ProxyTestCase):
                             f"only {self.origin.holding - warm} of {HELD_H2} first streams reached the origin")
             waiting = self.readings()
             held += self.open_h2("/flood", FLOODED_H2, deadline)
-            wait_settled(lambda: self.origin.flooded, timeout=max(1, deadline - time.monotonic()), still=1.0)
-            flooding = self.readings()
-            flooded = self.origin.flooded
+            flooding, flooded = self.flooded_readings(deadline)
         finally:
             for tls in held:
                 tls.close()
@@ -249,13 +252,7 @@ class InspectedConnectionsMemoryTest(ProxyTestCase):
               f"the origin) -> {flooding[1]} KiB ({FLOODED_H2} passing a response, {flooded >> 10} KiB of it written "
               f"by the origin); per connection waiting {figures['waiting']:.1f} KiB, passing {figures['passing']:.1f} "
               f"KiB; the manual: at most {bound} KiB", file=sys.stderr)
-        self.assertLess(elapsed, TIME_BOUND)
-        # Each flooded connection's answer filled what the inspector holds for a shut window: the flood was real.
-        self.assertGreater(flooded, FLOODED_H2 * 64 * 1024)
-        if sanitized():
-            return  # redzones, shadow memory and the quarantine: the figures mean nothing here
-        self.assertLessEqual(figures["waiting"], bound)
-        self.assertLessEqual(figures["passing"], bound)
+        self.assert_within(elapsed, flooded, FLOODED_H2, figures, {"waiting": bound, "passing": bound})
 
 
 if __name__ == "__main__":
