@@ -64,8 +64,8 @@ class RunInspectClientsTest(InspectRig, BoxTestCase):
         why = capture_usable()
         if why:
             self.skipTest(why)
-        r = self.box.run(["--transparent", *self.serve_args],
-                         [node, self.node_script(), f"{self.url}/allowed/node", f"{self.url}/denied/node"], cwd=self.dir)
+        urls = [f"{self.url}/allowed/node", f"{self.url}/denied/node"]
+        r = self.box.run(["--transparent", *self.serve_args], [node, self.node_script(), *urls], cwd=self.dir)
         self.check(r, "node")
 
     def test_node24_fetch_through_the_proxy_variables(self):
