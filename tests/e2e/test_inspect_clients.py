@@ -118,8 +118,9 @@ def curl_records(text):
 
 
 class InspectedClients(BoxTestCase):
-    """One `boxproxy run` for the class, each of CLIENTS in its box: name -> argv (formatted with
-    {urls}, the two URLs, {dir}, {go}); a name whose client is missing is left out, with why."""
+    """One `boxproxy run` for the class, each of CLIENTS in its box: name -> its command line
+    (formatted with {urls}, its two URLs, and {dir}, the class's directory and the box's working
+    one); a client missing here is left out, and its test skips saying why."""
 
     CLIENTS = {}
     TRANSPARENT = False
