@@ -205,6 +205,27 @@ class TlsOrigin(HttpOrigin):
         super().__init__(host=host, tls_context=context)
 
 
+def build_go(source, directory, timeout=300):
+    """A Go program (`source`: package main, the standard library only) built by Debian's golang-go
+    into `directory`/client, offline (GOPATH mode, no module proxy, its cache in `directory`): the
+    binary's path. unittest.SkipTest where go is not installed; AssertionError with go's words when
+    the build fails."""
+    go = shutil.which("go")
+    if go is None:
+        raise unittest.SkipTest("golang-go is not installed")
+    main = os.path.join(directory, "main.go")
+    with open(main, "w") as f:
+        f.write(source)
+    client = os.path.join(directory, "client")
+    env = dict(os.environ, GOCACHE=os.path.join(directory, "go-cache"), GOPATH=os.path.join(directory, "gopath"),
+               GOFLAGS="-mod=mod", GOPROXY="off", GO111MODULE="off", CGO_ENABLED="0")
+    built = subprocess.run([go, "build", "-o", client, main], stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=timeout, env=env, cwd=directory)
+    if built.returncode != 0:
+        raise AssertionError(f"go build: {built.stderr.decode(errors='replace')}")
+    return client
+
+
 # --------------------------------------------------------------------------------------------
 # A git repository over dumb HTTP
 

@@ -15,61 +15,15 @@ this system cannot make a box (or capture), or lacks node or go."""
 import json
 import os
 import shutil
-import subprocess
-import textwrap
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxTestCase
+from box_support import RUN_TIMEOUT, BoxTestCase, build_go
 from inspect_support import INSPECTOR, InspectRig
+from test_inspect_clients import GO_CLIENT, NODE_CLIENT
 from test_transparent import capture_usable
 
 BODY_LENGTH = 512  # what the harness's HTTP origin answers GET with
 NODE24 = "/opt/boxproxy-test/node24/bin/node"  # scripts/install-deps puts it there, off PATH
-
-# Each URL fetched in turn: "<status> <x-egress-refused or -> <body length>", or "error <why>".
-NODE_CLIENT = textwrap.dedent("""
-    (async () => {
-      for (const url of process.argv.slice(1)) {
-        try {
-          const r = await fetch(url);
-          const body = await r.text();
-          console.log(r.status, r.headers.get('x-egress-refused') || '-', body.length);
-        } catch (e) {
-          console.log('error', e.cause ? (e.cause.code || e.cause.message) : e.message);
-          process.exitCode = 1;
-        }
-      }
-    })();
-""")
-
-GO_CLIENT = textwrap.dedent("""
-    package main
-
-    import (
-    \t"fmt"
-    \t"io"
-    \t"net/http"
-    \t"os"
-    )
-
-    func main() {
-    \tfor _, url := range os.Args[1:] {
-    \t\tresp, err := http.Get(url)
-    \t\tif err != nil {
-    \t\t\tfmt.Println("error", err)
-    \t\t\tos.Exit(1)
-    \t\t}
-    \t\tbody, _ := io.ReadAll(resp.Body)
-    \t\tresp.Body.Close()
-    \t\trefused := resp.Header.Get("X-Egress-Refused")
-    \t\tif refused == "" {
-    \t\t\trefused = "-"
-    \t\t}
-    \t\tfmt.Println(resp.StatusCode, refused, len(body))
-    \t}
-    }
-""")
-
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
 class RunInspectClientsTest(InspectRig, BoxTestCase):
@@ -90,7 +44,9 @@ class RunInspectClientsTest(InspectRig, BoxTestCase):
         self.assertEqual(self.box.leftovers(), [], "run left its private directory behind")
         out = r.stdout.decode(errors="replace")
         self.assertEqual(r.returncode, 0, f"{client}: stdout={out[-2000:]!r} stderr={r.stderr[-3000:]!r}")
-        lines = out.splitlines()
+        records = [json.loads(line) for line in out.splitlines()]  # each response whole, a JSON line
+        lines = [f"{q['status']} {dict((k.lower(), v) for k, v in q['headers'].items()).get('x-egress-refused', '-')} "
+                 f"{len(q['body'])}" for q in records]
         self.assertEqual(len(lines), 2, r.stderr[-3000:])
         self.assertEqual(lines[0], f"200 - {BODY_LENGTH}", r.stderr[-3000:])
         self.assertEqual(lines[1].rsplit(" ", 1)[0], "403 request denied", r.stderr[-3000:])  # then its one-line body
@@ -108,9 +64,8 @@ class RunInspectClientsTest(InspectRig, BoxTestCase):
         why = capture_usable()
         if why:
             self.skipTest(why)
-        r = self.box.run(["--transparent", *self.serve_args],
-                         [node, "-e", NODE_CLIENT, f"{self.url}/allowed/node", f"{self.url}/denied/node"],
-                         cwd=self.dir)
+        urls = [f"{self.url}/allowed/node", f"{self.url}/denied/node"]
+        r = self.box.run(["--transparent", *self.serve_args], [node, self.node_script(), *urls], cwd=self.dir)
         self.check(r, "node")
 
     def test_node24_fetch_through_the_proxy_variables(self):
@@ -118,27 +73,22 @@ class RunInspectClientsTest(InspectRig, BoxTestCase):
         if not os.access(NODE24, os.X_OK):
             self.skipTest(f"no Node 24 at {NODE24} (scripts/install-deps)")
         urls = [f"{self.url}/allowed/node", f"{self.url}/denied/node"]
-        r = self.box.run(self.serve_args, [NODE24, "-e", NODE_CLIENT, *urls], cwd=self.dir)
+        r = self.box.run(self.serve_args, [NODE24, self.node_script(), *urls], cwd=self.dir)
         self.check(r, "node")
         self.assertIn("connect", self.log_kinds())
 
     def test_go_net_http_through_the_proxy_variables(self):
-        go = shutil.which("go")
-        if go is None:
-            self.skipTest("golang-go is not installed")
-        client = os.path.join(self.dir, "client")
-        source = os.path.join(self.dir, "main.go")
-        with open(source, "w") as f:
-            f.write(GO_CLIENT)
-        env = dict(os.environ, GOCACHE=os.path.join(self.dir, "go-cache"), GOPATH=os.path.join(self.dir, "gopath"),
-                   GOFLAGS="-mod=mod", GOPROXY="off", GO111MODULE="off", CGO_ENABLED="0")
-        built = subprocess.run([go, "build", "-o", client, source], capture_output=True, timeout=300, env=env,
-                               cwd=self.dir)
-        self.assertEqual(built.returncode, 0, built.stderr.decode(errors="replace"))
+        client = build_go(GO_CLIENT, self.dir)
         r = self.box.run(self.serve_args, [client, f"{self.url}/allowed/go", f"{self.url}/denied/go"], cwd=self.dir,
                          timeout=RUN_TIMEOUT)
         self.check(r, "go")
         self.assertIn("connect", self.log_kinds())
+
+    def node_script(self):
+        path = os.path.join(self.dir, "client.js")
+        with open(path, "w") as f:
+            f.write(NODE_CLIENT)
+        return path
 
     def log_kinds(self):
         """The kinds of the log's lines: "connect" when the client came through the proxy variables

@@ -9,14 +9,13 @@ The origin is the test's own on 127.0.0.2, named with --resolve; the tests skip,
 this system cannot make a box or lacks libnftables, and the Node and Go ones where those are not
 installed."""
 
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
 import unittest
 
+from box_support import build_go
 from test_transparent import CaptureTestCase
 
 PY_CLIENT = textwrap.dedent("""
@@ -137,18 +136,8 @@ class TransparentNamesTest(CaptureTestCase):
         self.assertIn("get 200", r.stdout.decode())
 
     def test_go_net_http(self):
-        go = shutil.which("go")
-        if not go:
-            self.skipTest("golang-go is not installed")
         with tempfile.TemporaryDirectory(prefix="boxproxy-go-") as d:
-            with open(os.path.join(d, "main.go"), "w") as f:
-                f.write(GO_CLIENT)
-            env = dict(os.environ, GOCACHE=os.path.join(d, "cache"), GOPATH=os.path.join(d, "gopath"),
-                       GOFLAGS="-mod=mod", GOPROXY="off", GO111MODULE="off", CGO_ENABLED="0")
-            built = subprocess.run([go, "build", "-o", os.path.join(d, "client"), os.path.join(d, "main.go")],
-                                   capture_output=True, timeout=300, env=env, cwd=d)
-            self.assertEqual(built.returncode, 0, built.stderr.decode(errors="replace"))
-            r = self.run_box([os.path.join(d, "client"), str(self.origin.port)])
+            r = self.run_box([build_go(GO_CLIENT, d), str(self.origin.port)])
         self.assertEqual(r.returncode, 0, r.stdout.decode() + r.stderr.decode(errors="replace")[-2000:])
         self.assertIn("go 200", r.stdout.decode())
 
