@@ -99,10 +99,10 @@ std::string userinfo_encoded(std::string_view text) {
   return out;
 }
 
-// "SCHEME://127.0.0.1:3128", with box:TOKEN@ when the proxy wants a token.
-std::string proxy_url(std::string_view scheme, const std::optional<std::string>& token) {
-  if (!token) return fmt::format("{}://{}:{}", scheme, kProxyHost, kProxyPort);
-  return fmt::format("{}://{}:{}@{}:{}", scheme, kTokenUser, userinfo_encoded(*token), kProxyHost, kProxyPort);
+// "http://127.0.0.1:3128", with box:TOKEN@ when the proxy wants a token.
+std::string proxy_url(const std::optional<std::string>& token) {
+  if (!token) return fmt::format("http://{}:{}", kProxyHost, kProxyPort);
+  return fmt::format("http://{}:{}@{}:{}", kTokenUser, userinfo_encoded(*token), kProxyHost, kProxyPort);
 }
 
 // JAVA_TOOL_OPTIONS for the box: Java reads no proxy variable, only its http(s).proxyHost and
@@ -134,10 +134,15 @@ struct BoxEnvironment {
 
 [[noreturn]] void exec_command(const RunOptions& options, const BoxEnvironment& environment) {
   default_signals();
-  const std::string http = proxy_url("http", environment.token);
-  const std::string all = proxy_url("socks5h", environment.token);  // socks5h: the proxy resolves names
-  for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) ::setenv(name, http.c_str(), 1);
-  for (const char* name : {"ALL_PROXY", "all_proxy"}) ::setenv(name, all.c_str(), 1);
+  // ALL_PROXY is the HTTP proxy too, not socks5h://: Python's httpx (the client of the OpenAI and
+  // Anthropic SDKs, among others) reads every proxy variable when a client is made and fails at
+  // once on a SOCKS one unless the optional socksio is installed (0.23, Debian 12's, knows no
+  // socks5h:// at all), even for https URLs HTTPS_PROXY covers. An HTTP proxy resolves names as
+  // socks5h does; a client that wants SOCKS is given the same port explicitly (it speaks both).
+  const std::string http = proxy_url(environment.token);
+  for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}) {
+    ::setenv(name, http.c_str(), 1);
+  }
   for (const char* name : {"NO_PROXY", "no_proxy"}) ::setenv(name, kNoProxy, 1);
   std::optional<std::string> java_store;
   if (environment.trust) {

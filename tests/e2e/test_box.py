@@ -312,14 +312,16 @@ class BoxTest(unittest.TestCase):
 
     def test_curl_socks5h_on_the_bridge_and_all_proxy(self):
         url = f"http://origin.test:{self.http.port}/"
-        # Explicitly, and through ALL_PROXY alone (run sets it to socks5h://127.0.0.1:3128).
+        # SOCKS5 on the bridge's port, explicitly; and ALL_PROXY alone (run sets it to the HTTP proxy).
         script = (f"curl -sS --max-time 20 --proxy socks5h://127.0.0.1:3128 {url} && "
                   f"env -u http_proxy -u HTTP_PROXY curl -sS --max-time 20 {url}")
         r = self.run_box(["sh", "-c", script])
         self.assert_ok(r)
         self.assertEqual(r.stdout, BODY + BODY)
         self.assertEqual(r.stderr.count(f'egress socks host="origin.test" port={self.http.port} '
-                                        f'ip=127.0.0.2 class=ok'.encode()), 2, r.stderr)
+                                        f'ip=127.0.0.2 class=ok'.encode()), 1, r.stderr)
+        self.assertEqual(r.stderr.count(f'egress http host="origin.test" port={self.http.port} '
+                                        f'ip=127.0.0.2 class=ok'.encode()), 1, r.stderr)
 
     def test_python_urllib_inside_the_box(self):
         code = ("import urllib.request, sys; "
@@ -400,10 +402,9 @@ class BoxTest(unittest.TestCase):
         r = self.run_box(["env"])
         self.assert_ok(r)
         env = dict(line.split("=", 1) for line in r.stdout.decode().splitlines() if "=" in line)
-        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        # ALL_PROXY too: Python's httpx fails at once on a SOCKS one (test_inspect_clients).
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
             self.assertEqual(env.get(name), "http://127.0.0.1:3128")
-        for name in ("ALL_PROXY", "all_proxy"):
-            self.assertEqual(env.get(name), "socks5h://127.0.0.1:3128")
         for name in ("NO_PROXY", "no_proxy"):
             self.assertEqual(env.get(name), "localhost,127.0.0.1,::1")
         self.assertTrue(env.get("BOXPROXY_SOCKET", "").endswith("/egress.sock"))
@@ -428,13 +429,13 @@ class BoxTest(unittest.TestCase):
     def assert_token_carried(self, r):
         self.assert_ok(r)
         self.assertEqual(r.stdout, f"http://box:{self.TOKEN_IN_URL}@127.0.0.1:3128 "
-                                   f"socks5h://box:{self.TOKEN_IN_URL}@127.0.0.1:3128\n".encode() + BODY + BODY)
+                                   f"http://box:{self.TOKEN_IN_URL}@127.0.0.1:3128\n".encode() + BODY + BODY)
 
     def test_the_variables_carry_the_token_of_the_proxy_run_starts(self):
         r = self.run_box(self.curl_through_http_proxy_and_all_proxy(), "--auth-token-file", self.token_file())
         self.assert_token_carried(r)
-        self.assertIn(f'egress http host="origin.test" port={self.http.port} ip=127.0.0.2 class=ok'.encode(), r.stderr)
-        self.assertIn(f'egress socks host="origin.test" port={self.http.port} ip=127.0.0.2 class=ok'.encode(), r.stderr)
+        self.assertEqual(r.stderr.count(f'egress http host="origin.test" port={self.http.port} ip=127.0.0.2 '
+                                        f'class=ok'.encode()), 2, r.stderr)
         self.assertNotIn(b"auth required", r.stderr)
 
     def test_the_variables_carry_a_token_file_named_in_the_config(self):
@@ -453,8 +454,7 @@ class BoxTest(unittest.TestCase):
                             *self.curl_through_http_proxy_and_all_proxy()], capture_output=True, timeout=RUN_TIMEOUT,
                            env=self.box.env(), stdin=subprocess.DEVNULL)
         self.assert_token_carried(r)
-        p.wait_log(kind="http", cls="ok", host="origin.test")
-        p.wait_log(kind="socks", cls="ok", host="origin.test")
+        p.wait_log(kind="http", cls="ok", host="origin.test", count=2)
         self.assertEqual(p.find_logs(cls="auth required"), [])
         # run reads the file by serve's rules, and names only the file.
         r = subprocess.run([binary(), "run", "--socket", p.socket_path, "--auth-token-file", "/nonexistent/token",

@@ -133,7 +133,8 @@ EVERY_BLOCK = (
     (MANUAL, "package main", "run by test_manual_go"),
     (MANUAL, "curl --proxy socks4a://localhost/run/egress.sock", "not run: example.com needs the Internet; "
      "test_curl runs curl through the socket"),
-    (MANUAL, "export ALL_PROXY=socks5h://127.0.0.1:3128", "not run: what run sets (test_run_env)"),
+    (MANUAL, "export HTTP_PROXY=$http_proxy HTTPS_PROXY=$http_proxy ALL_PROXY=$http_proxy",
+     "not run: what run sets (test_run_env)"),
     (MANUAL, "boxproxy check --allow \"$(sed", "not run: reads /etc/boxproxy/s1.allow"),
     (README, "scripts/demo        # installs", "not run: the whole build and test run (scripts/test-all is CI)"),
     (README, "podman run -d --rm --name egress --network host", "not run: the manual's recipe, the same with "
