@@ -140,6 +140,7 @@ class H2Front {
     bool answered = false;        // HEADERS submitted
     bool answer_done = false;     // every DATA byte is in `out`
     std::string method;           // for the answer's framing (HEAD)
+    std::vector<H2Field> trailers;  // a chunked answer's trailers (filtered), sent as trailing HEADERS
   };
   H2Front(std::size_t max_head_bytes, Hooks hooks) noexcept : max_head_bytes_(max_head_bytes), hooks_(hooks) {}
   [[nodiscard]] bool init() noexcept;
