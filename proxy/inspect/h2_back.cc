@@ -271,6 +271,7 @@ bool H2Back::start_request() {
   fields_.clear();
   field_bytes_ = 0;
   head_written_ = false;
+  interim_ = 0;
   response_left_ = 0;
   cut_ = false;
   not_processed_ = false;
@@ -333,8 +334,21 @@ void H2Back::head_ended(bool end_stream) {
     write_bad_gateway();
     return;
   }
+  if (translated->interim) {
+    // HEADERS have no flow control, and HPACK makes a few bytes a long head: interim heads are
+    // bounded in number (past kMaxInterim the stream is reset and answered 502) and written only
+    // while the connection has taken what came before (else dropped: RFC 9110 §15.2 lets a proxy
+    // drop them, and the final answer follows anyway).
+    if (++interim_ > kMaxInterim) {
+      violated_ = true;
+      nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_PROTOCOL_ERROR);
+      write_bad_gateway();
+      return;
+    }
+    if (evbuffer_get_length(responses_.get()) < static_cast<std::size_t>(kH2BackWindow)) add(translated->head);
+    return;  // the final head follows
+  }
   add(translated->head);
-  if (translated->interim) return;  // the final head follows
   head_written_ = true;
   response_framing_ = translated->framing;
   response_left_ = response_framing_.kind == BodyFraming::Kind::length ? response_framing_.length : 0;

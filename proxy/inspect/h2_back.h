@@ -30,9 +30,12 @@
 //                        kH2BackWindow of DATA plus its chunk framing;
 //   response heads       kMaxResponseHeadBytes (inspected_connection.h) of names and values per
 //                        header list (SETTINGS_MAX_HEADER_LIST_SIZE says so; past it the stream is
-//                        reset and answered 502); interim (1xx) heads are written one list at a
-//                        time, and the connection stops reading the origin while responses() holds
-//                        kMaxQueued;
+//                        reset and answered 502); at most kMaxInterim interim (1xx) heads a
+//                        response (past them: reset, 502), each written only while responses()
+//                        holds less than kH2BackWindow (else dropped), and the connection stops
+//                        reading the origin while responses() holds kMaxQueued; so responses()
+//                        holds at most kH2BackWindow of DATA (plus its chunk framing, at most 6
+//                        bytes a frame), one interim head and the final head;
 //   request body held    kH2BackBodyHeld of decoded DATA waiting for the origin's window, besides
 //                        requests() (bounded by the connection at kMaxQueued);
 //   control frames       nghttp2's limits, named as H2Front's: acknowledgements queued for an
@@ -58,6 +61,7 @@ namespace boxproxy {
 
 inline constexpr std::int32_t kH2BackWindow = 64 * 1024;
 inline constexpr std::size_t kH2BackBodyHeld = 64 * 1024;
+inline constexpr unsigned kMaxInterim = 16;  // interim (1xx) heads one response may send
 
 class H2Back {
  public:
@@ -142,6 +146,7 @@ class H2Back {
   std::vector<H2Field> fields_;  // the header list being read (a head, or trailers)
   std::size_t field_bytes_ = 0;
   bool head_written_ = false;
+  unsigned interim_ = 0;  // interim heads received for it
   BodyFraming response_framing_;
   std::uint64_t response_left_ = 0;
   std::size_t unconsumed_ = 0;  // DATA bytes written to responses() whose window is not opened yet
