@@ -29,6 +29,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -63,6 +65,10 @@ bool read_response(evbuffer* in, Reader& reader) {
   bool moved = false;
   while (evbuffer_get_length(in) > 0) {
     const std::size_t length = evbuffer_get_length(in);
+    if (reader.done && std::getenv("FUZZ_H2_TRACE") != nullptr) {
+      const auto* d = evbuffer_pullup(in, -1);
+      std::fprintf(stderr, "after the response: %.*s\n", static_cast<int>(length), reinterpret_cast<const char*>(d));
+    }
     FUZZ_CHECK(!reader.done);  // nothing after the response
     if (!reader.final_head) {
       const std::size_t view = std::min<std::size_t>(length, 128 * 1024);
