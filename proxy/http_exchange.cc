@@ -38,7 +38,8 @@ BodyCursor::Take BodyCursor::feed(std::string_view bytes) noexcept {
         break;
       }
       t.take = step.consumed;
-      // Trailers are not passed on (SPEC §8): `passed` stops before them and `ending` closes the body.
+      // Trailers are not passed on (SPEC §8): `passed` stops before them and `ending` closes the body
+      // (with the allowed trailers in it, for an inspected response: ChunkedScanner::Trailers).
       t.pass = std::min(step.passed, step.consumed);
       t.ending = step.ending;
       t.done = step.finished;

@@ -32,6 +32,10 @@ class BodyCursor {
 
   BodyCursor() noexcept = default;
   explicit BodyCursor(BodyFraming framing) noexcept : framing_(framing) {}
+  // With Trailers::filtered, a chunked body's trailer section is passed on filtered as `ending`
+  // (ChunkedScanner): for an inspected connection's responses only.
+  BodyCursor(BodyFraming framing, ChunkedScanner::Trailers trailers) noexcept
+      : framing_(framing), chunks_(trailers) {}
 
   // The next bytes after the head. until_close takes everything and never ends by itself.
   [[nodiscard]] Take feed(std::string_view bytes) noexcept;

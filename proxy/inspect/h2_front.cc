@@ -118,8 +118,8 @@ int H2Front::on_header(nghttp2_session* session, const nghttp2_frame* frame, con
                        void* self) noexcept {
   auto* f = static_cast<H2Front*>(self);
   Stream* stream = f->find(frame->hd.stream_id);
-  // Unknown (refused above) or trailers (after the head: dropped, as the HTTP/1.1 side drops them,
-  // since they would arrive after the head was judged).
+  // Unknown (refused above) or trailers (after the head: dropped, as the HTTP/1.1 side drops a
+  // request's, since they would arrive after the head was judged and injected).
   if (stream == nullptr || stream->head_done || stream->dropped) return 0;
   const std::size_t bytes = name_length + value_length;
   stream->head_bytes += bytes;
@@ -207,7 +207,7 @@ int H2Front::on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t, v
 }
 
 // The answer's DATA, as nghttp2 asks for it within the box's window.
-ssize_t H2Front::read_answer(nghttp2_session*, std::int32_t id, std::uint8_t* buffer, std::size_t length,
+ssize_t H2Front::read_answer(nghttp2_session* session, std::int32_t id, std::uint8_t* buffer, std::size_t length,
                              std::uint32_t* flags, nghttp2_data_source*, void* self) noexcept {
   auto* f = static_cast<H2Front*>(self);
   Stream* stream = f->find(id);
@@ -216,6 +216,22 @@ ssize_t H2Front::read_answer(nghttp2_session*, std::int32_t id, std::uint8_t* bu
   if (n < 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (evbuffer_get_length(stream->out.get()) == 0 && stream->answer_done) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (!stream->trailers.empty()) {
+      // The answer's trailers (gRPC's status) end the stream as trailing HEADERS instead of the
+      // last DATA frame. nghttp2 copies the fields (NGHTTP2_NV_FLAG_NONE).
+      std::vector<nghttp2_nv> nva;
+      try {
+        nva.reserve(stream->trailers.size());
+      } catch (...) {
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+      }
+      for (const H2Field& t : stream->trailers) {
+        nva.push_back({reinterpret_cast<std::uint8_t*>(const_cast<char*>(t.name.data())),
+                       reinterpret_cast<std::uint8_t*>(const_cast<char*>(t.value.data())), t.name.size(),
+                       t.value.size(), NGHTTP2_NV_FLAG_NONE});
+      }
+      if (nghttp2_submit_trailer(session, id, nva.data(), nva.size()) == 0) *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
     return n;
   }
   if (n == 0) return NGHTTP2_ERR_DEFERRED;  // resumed when more of the answer comes

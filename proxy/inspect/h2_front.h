@@ -5,8 +5,9 @@
 // and hands the requests, one at a time, to its InspectedConnection as if the box had sent them
 // over HTTP/1.1: the connection reads them from requests() and writes its answers to answers()
 // instead of the TLS stream's plaintext, so each stream is judged, refused, forwarded and logged by
-// the one HTTP/1.1 path, over the one origin connection (which stays HTTP/1.1). Each answer is
-// turned back into HEADERS and DATA on its stream. A stream the translation refuses is answered
+// the one HTTP/1.1 path, over the one origin connection (HTTP/1.1, or HTTP/2 through an H2Back:
+// h2_back.h). Each answer is turned back into HEADERS and DATA on its stream, and a chunked
+// answer's trailers (filtered on the way, http_body.h) into trailing HEADERS. A stream the translation refuses is answered
 // here (400 or 431 with x-egress-refused) and reported through Hooks; the others wait their turn.
 //
 // Bounds (every one a constant here, or the connection's --max-head-bytes), so that neither a
@@ -140,6 +141,7 @@ class H2Front {
     bool answered = false;        // HEADERS submitted
     bool answer_done = false;     // every DATA byte is in `out`
     std::string method;           // for the answer's framing (HEAD)
+    std::vector<H2Field> trailers;  // a chunked answer's trailers (filtered), sent as trailing HEADERS
   };
   H2Front(std::size_t max_head_bytes, Hooks hooks) noexcept : max_head_bytes_(max_head_bytes), hooks_(hooks) {}
   [[nodiscard]] bool init() noexcept;

@@ -8,6 +8,7 @@
 #include <array>
 #include <new>
 
+#include "proxy/wire/h2_upstream.h"
 #include "proxy/wire/http_head.h"
 #include "table/ascii.h"
 
@@ -297,6 +298,7 @@ bool H2Front::read_answer_body(Stream& stream) {
       if (answer_chunks_.malformed()) broken_ = true;
       if (!decoded.empty() && evbuffer_add(out, decoded.data(), decoded.size()) == -1) throw std::bad_alloc();
       stream.answer_done = answer_chunks_.done();
+      if (stream.answer_done) stream.trailers = h2_trailers_from_section(answer_chunks_.trailer_section());
       break;
     }
   }

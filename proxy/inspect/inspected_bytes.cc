@@ -52,8 +52,8 @@ InspectedConnection::Moved InspectedConnection::move_body(evbuffer* from, evbuff
 
 InspectedConnection::Moved InspectedConnection::move_toward(Toward toward, BodyCursor& cursor) {
   const bool up = toward == Toward::origin;
-  evbuffer* from = up ? client_in() : origin_side_->input();
-  evbuffer* to = up ? origin_side_->output() : client_out();
+  evbuffer* from = up ? client_in() : origin_in();
+  evbuffer* to = up ? origin_out() : client_out();
   std::uint64_t count = 0;
   const Moved moved = move_body(from, to, cursor, count);
   (up ? up_ : down_) += count;
@@ -68,7 +68,7 @@ void InspectedConnection::queue_to_client(std::string_view bytes) {
 }
 
 void InspectedConnection::queue_to_origin(std::string_view bytes) {
-  add_or_throw(origin_side_->output(), bytes);
+  add_or_throw(origin_out(), bytes);
   up_ += bytes.size();
   exchange_.record.up += bytes.size();
 }

@@ -180,6 +180,7 @@ void InspectedConnection::settle() noexcept {
 void InspectedConnection::update_reading() noexcept {
   if (phase_ == Phase::ended) return;
   const auto room = [](const std::unique_ptr<TlsStream>& side) { return side && side->output_length() < kMaxQueued; };
+  const bool origin_room = origin_side_ && room(origin_side_) && evbuffer_get_length(origin_out()) < kMaxQueued;
   const bool client_room = client_ && evbuffer_get_length(client_out()) < kMaxQueued;
   if (client_ && h2_) {
     // Over HTTP/2 the front takes every byte read at once; what they may add is bounded by the
@@ -195,10 +196,10 @@ void InspectedConnection::update_reading() noexcept {
         want = want && room(client_);  // its answers go out before another head is read
         break;
       case Phase::exchanging:
-        want = want && (exchange_.request_done || room(origin_side_));
+        want = want && (exchange_.request_done || origin_room);
         break;
       case Phase::relaying:
-        want = want && room(origin_side_);
+        want = want && origin_room;
         break;
       case Phase::closing:
         want = false;
@@ -210,6 +211,12 @@ void InspectedConnection::update_reading() noexcept {
   }
   if (origin_side_) {
     bool want = origin_side_->input_length() <= kMaxResponseHeadBytes;
+    // Over HTTP/2 the back takes every byte read at once; DATA is bounded by its window, and
+    // nothing is read while the responses it wrote wait or its frames to the origin have no room.
+    if (h2_back_) {
+      want = origin_side_->output_length() < kMaxQueued && evbuffer_get_length(origin_in()) < kMaxQueued &&
+             h2_back_->wants_read();
+    }
     if (phase_ == Phase::exchanging || phase_ == Phase::relaying) want = want && client_room;
     if (phase_ == Phase::closing) want = false;
     origin_side_->set_reading(want);  // between requests it reads, to see the origin close
@@ -333,7 +340,8 @@ bool InspectedConnection::step() {
   if (phase_ == Phase::ended) return false;
   const bool pumped = h2_ && pump_h2();
   if (phase_ == Phase::ended) return false;
-  return step_phase() || pumped;
+  const bool pumped_back = h2_back_ && pump_h2_back();
+  return step_phase() || pumped || pumped_back;
 }
 
 bool InspectedConnection::pump_h2() {
@@ -350,6 +358,11 @@ bool InspectedConnection::pump_h2() {
     return true;
   }
   return pumped.progress;
+}
+
+bool InspectedConnection::pump_h2_back() {
+  if (!origin_side_) return false;
+  return h2_back_->pump(origin_side_->input(), origin_side_->output(), kMaxQueued);
 }
 
 void InspectedConnection::abandon_h2_exchange() {
@@ -372,7 +385,7 @@ bool InspectedConnection::step_phase() {
   // turn (what it sends unasked must never be taken for the next answer); the next request asks
   // for another.
   if (origin_state_ == Origin::ready && phase_ != Phase::exchanging && phase_ != Phase::relaying &&
-      (origin_eof_ || origin_side_->input_length() > 0)) {
+      (origin_eof_ || evbuffer_get_length(origin_in()) > 0 || (h2_back_ && !h2_back_->reusable()))) {
     drop_origin();
     origin_state_ = Origin::gone;
     return true;

@@ -18,7 +18,9 @@
 // between the box's TLS stream and everything above: the state machine reads each stream as an
 // HTTP/1.1 request from the front (client_in) and writes its answer to it (client_out), so a stream
 // is judged, refused, forwarded and recorded exactly as an HTTP/1.1 request is. The front adds its
-// own bounds (h2_front.h) to those below.
+// own bounds (h2_front.h) to those below. When the origin chose "h2" by ALPN, an H2Back
+// (proxy/inspect/h2_back.h) stands likewise between the origin's TLS stream and the state
+// machine's origin-facing reads and writes (origin_in, origin_out), in any pairing with the front.
 //
 // Memory, whatever either side does (every bound is a constant here or a setup value):
 //   box-facing input   <= max(max_head_bytes + 1, 16 KiB), plus one read (a TLS record of 16 KiB
@@ -58,6 +60,7 @@
 #include "proxy/clock.h"
 #include "proxy/event_owners.h"
 #include "proxy/http_exchange.h"
+#include "proxy/inspect/h2_back.h"
 #include "proxy/inspect/h2_front.h"
 #include "proxy/inspect/leaf_cert.h"
 #include "proxy/inspect/openssl_owners.h"
@@ -247,6 +250,7 @@ class InspectedConnection {
   [[nodiscard]] bool step();
   [[nodiscard]] bool step_phase();
   [[nodiscard]] bool pump_h2();  // the box's frames in, streams served, frames out
+  [[nodiscard]] bool pump_h2_back();  // the origin's frames in, the request out as a stream
   void abandon_h2_exchange();    // the box reset the stream whose request was going up
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
@@ -295,6 +299,13 @@ class InspectedConnection {
   [[nodiscard]] evbuffer* client_in() const noexcept { return h2_ ? h2_->requests() : client_->input(); }
   [[nodiscard]] evbuffer* client_out() const noexcept { return h2_ ? h2_->answers() : client_->output(); }
 
+  // The origin-facing plaintext: the TLS stream's, or over HTTP/2 the back's HTTP/1.1 side.
+  [[nodiscard]] evbuffer* origin_in() const noexcept { return h2_back_ ? h2_back_->responses() : origin_side_->input(); }
+  [[nodiscard]] evbuffer* origin_out() const noexcept { return h2_back_ ? h2_back_->requests() : origin_side_->output(); }
+  // Nothing more of the current response will come: the origin closed (or over HTTP/2, its stream
+  // ended short).
+  [[nodiscard]] bool origin_over() const noexcept { return origin_eof_ || (h2_back_ && h2_back_->ended()); }
+
   [[nodiscard]] bool exchange_open() const noexcept {
     return phase_ == Phase::waiting_upstream || phase_ == Phase::exchanging || phase_ == Phase::relaying;
   }
@@ -313,6 +324,7 @@ class InspectedConnection {
   std::unique_ptr<TlsStream> client_;
   std::unique_ptr<TlsStream> origin_side_;
   std::unique_ptr<H2Front> h2_;  // set once the box chose "h2"
+  std::unique_ptr<H2Back> h2_back_;  // set while the origin connection speaks "h2"
 
   Phase phase_ = Phase::sniffing;
   Origin origin_state_ = Origin::handshaking;

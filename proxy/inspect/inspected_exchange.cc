@@ -174,19 +174,19 @@ bool InspectedConnection::pass_request_body() {
 }
 
 bool InspectedConnection::read_response_head() {
-  evbuffer* in = origin_side_->input();
+  evbuffer* in = origin_in();
   bool progress = false;
   for (;;) {
     // Interim responses are passed one at a time, each once the client has room: an origin sending
     // them without end never makes the client's output grow past its bound.
     if (evbuffer_get_length(client_out()) >= kMaxQueued) return progress;
     const std::size_t length = evbuffer_get_length(in);
-    if (length == 0) return origin_eof_ ? origin_ended_early() : progress;
+    if (length == 0) return origin_over() ? origin_ended_early() : progress;
     const auto parsed = parse_response_head(front_of(in, std::min(length, kMaxResponseHeadBytes + 1)),
                                             kMaxResponseHeadBytes);
     if (parsed.status == ParseResult<ResponseHead>::Status::need_more) {
       if (length > kMaxResponseHeadBytes) return origin_broke();
-      return origin_eof_ ? origin_ended_early() : progress;
+      return origin_over() ? origin_ended_early() : progress;
     }
     if (parsed.status == ParseResult<ResponseHead>::Status::refused) return origin_broke();
     const ResponseHead& head = *parsed.value;
@@ -221,7 +221,8 @@ bool InspectedConnection::read_response_head() {
     queue_to_client(answer);
     exchange_.response_started = true;
     exchange_.response_head_done = true;
-    exchange_.response_body = BodyCursor(body);
+    // Its trailers pass, filtered (ChunkedScanner::Trailers): gRPC's status travels in them (SPEC §19).
+    exchange_.response_body = BodyCursor(body, ChunkedScanner::Trailers::filtered);
     exchange_.response_done = body_done_at_start(body);
     return true;
   }
@@ -234,11 +235,11 @@ bool InspectedConnection::pass_response_body() {
     exchange_.response_done = true;
     return true;
   }
-  if (origin_eof_ && origin_side_->input_length() == 0) {
+  if (origin_over() && evbuffer_get_length(origin_in()) == 0) {
     if (exchange_.response_body.framing().kind == BodyFraming::Kind::until_close) {
       // The close ends the body. One without close_notify may have been cut by anyone on the path:
       // the client then sees its own connection end the same way, never a clean end.
-      if (origin_error_ || !origin_side_->received_close_notify()) abort_client_ = true;
+      if (h2_back_ || origin_error_ || !origin_side_->received_close_notify()) abort_client_ = true;
       exchange_.response_done = true;
       return true;
     }
@@ -265,8 +266,9 @@ void InspectedConnection::finish_exchange() {
     return;
   }
   if (h2_) h2_->exchange_ended();
-  const bool reusable = exchange_.origin_reusable && exchange_.request_done && origin_side_ && !origin_eof_ &&
-                        origin_side_->input_length() == 0;  // bytes past the response: never a next answer
+  const bool reusable = exchange_.origin_reusable && exchange_.request_done && origin_side_ && !origin_over() &&
+                        evbuffer_get_length(origin_in()) == 0 &&  // bytes past the response: never a next answer
+                        (!h2_back_ || h2_back_->reusable());
   if (!reusable) {
     drop_origin();
     origin_state_ = Origin::gone;

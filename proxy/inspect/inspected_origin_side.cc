@@ -43,8 +43,9 @@ bool InspectedConnection::open_origin_tls(UniqueFd fd) {
     // the site that was judged, and a certificate for any other name is refused.
     named = SSL_set_tlsext_host_name(s, decided.host.c_str()) == 1 && SSL_set1_host(s, decided.host.c_str()) == 1;
   }
-  const bool alpn = SSL_set_alpn_protos(s, reinterpret_cast<const unsigned char*>(kAlpnHttp11.data()),
-                                        static_cast<unsigned int>(kAlpnHttp11.size())) == 0;  // 0: success
+  // "h2" and "http/1.1" (SPEC §19: what the origin offers, in any pairing with the box's side).
+  const bool alpn = SSL_set_alpn_protos(s, reinterpret_cast<const unsigned char*>(kAlpnOrigin.data()),
+                                        static_cast<unsigned int>(kAlpnOrigin.size())) == 0;  // 0: success
   if (!named || !alpn) {
     ERR_clear_error();
     return false;
@@ -70,6 +71,18 @@ void InspectedConnection::origin_event(short what) {
       origin_state_ = Origin::tls_failed;
       return;
     }
+    // The origin chose "h2": the back stands between its stream and the state machine.
+    const unsigned char* chosen = nullptr;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(ssl, &chosen, &length);
+    if (chosen != nullptr && std::string_view(reinterpret_cast<const char*>(chosen), length) == kAlpnH2) {
+      h2_back_ = H2Back::open(kMaxResponseHeadBytes);
+      if (!h2_back_) {
+        drop_origin();  // out of memory: the next request asks for another
+        origin_state_ = Origin::gone;
+        return;
+      }
+    }
     origin_state_ = Origin::ready;
     return;
   }
@@ -83,6 +96,7 @@ void InspectedConnection::origin_event(short what) {
     return;
   }
   origin_eof_ = true;  // EOF or error alike: this origin connection is over
+  if (h2_back_) h2_back_->origin_closed();
 }
 
 bool InspectedConnection::wait_for_origin() {
@@ -123,9 +137,12 @@ bool InspectedConnection::wait_for_origin() {
 bool InspectedConnection::origin_ended_early() {
   drop_origin();
   origin_state_ = Origin::gone;
-  const bool repeatable = exchange_.reused_origin && !exchange_.response_started && !exchange_.retried &&
-                          exchange_.judged.framing.kind == BodyFraming::Kind::none &&
-                          safe_to_repeat(exchange_.method);
+  // Over HTTP/2 a stream the origin refused unprocessed (REFUSED_STREAM, or above a GOAWAY's
+  // last-stream-id) may be sent again whatever its method (RFC 9113 §8.7).
+  const bool not_processed = h2_back_ && h2_back_->not_processed();
+  const bool repeatable = (not_processed || (exchange_.reused_origin && safe_to_repeat(exchange_.method))) &&
+                          !exchange_.response_started && !exchange_.retried &&
+                          exchange_.judged.framing.kind == BodyFraming::Kind::none;
   if (repeatable) {
     exchange_.retried = true;
     phase_ = Phase::waiting_upstream;
@@ -148,6 +165,7 @@ bool InspectedConnection::origin_broke() {
 }
 
 void InspectedConnection::drop_origin() {
+  h2_back_.reset();
   if (!origin_side_) return;
   if (!origin_error_) origin_side_->send_close_notify();
   origin_side_.reset();

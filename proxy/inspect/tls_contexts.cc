@@ -99,8 +99,8 @@ SslCtxPtr make_origin_context(X509StorePtr store) {
   SSL_CTX_set_cert_store(ctx, store.release());  // the context owns it from here
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   // 0 is success here (OpenSSL's one inverted return).
-  if (SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(kAlpnHttp11.data()),
-                              static_cast<unsigned int>(kAlpnHttp11.size())) != 0) {
+  if (SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(kAlpnOrigin.data()),
+                              static_cast<unsigned int>(kAlpnOrigin.size())) != 0) {
     fail("cannot set its ALPN");
   }
   return context;

@@ -3,7 +3,7 @@
 // every inspected connection: the box-facing one (the proxy as a TLS server, presenting a leaf of
 // the session's CA) and the origin-facing one (the proxy as a TLS client, verifying the origin).
 //
-// Both: TLS 1.2 and up, ALPN "http/1.1" towards the origin and "h2" or "http/1.1" towards the box
+// Both: TLS 1.2 and up, ALPN "h2" or "http/1.1" each way
 // (SPEC §19), no renegotiation, buffers released while idle (SSL_MODE_RELEASE_BUFFERS: an idle
 // connection holds no record buffers). A connection's own settings (its leaf, the name it checks)
 // are made on its SSL object (proxy/inspect/inspected_client_side.cc, inspected_origin_side.cc),
@@ -20,9 +20,12 @@ namespace boxproxy {
 // The protocol both sides name in ALPN, in its wire form (a length byte, then the name).
 inline constexpr std::string_view kAlpnHttp11{"\x08http/1.1", 9};
 // What the box-facing side offers (SPEC §19): h2 first, so a box that offers both speaks HTTP/2
-// (proxy/inspect/h2_front.h); the origin side stays HTTP/1.1 in this stage.
+// (proxy/inspect/h2_front.h).
 inline constexpr std::string_view kAlpnBoxFacing{"\x02h2\x08http/1.1", 12};
 inline constexpr std::string_view kAlpnH2{"h2", 2};
+// What the origin-facing side offers (SPEC §19, stage 2): h2 first; an origin that picks it is
+// spoken to through an H2Back (proxy/inspect/h2_back.h).
+inline constexpr std::string_view kAlpnOrigin{"\x02h2\x08http/1.1", 12};
 
 // What a box-facing connection's ClientHello is checked against (SPEC §18: an SNI that names
 // another host is `sni mismatch`). The connection owns it; the context's callback reads it.

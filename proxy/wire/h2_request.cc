@@ -251,6 +251,13 @@ std::size_t ChunkedDecoder::feed(std::string_view in, std::string& out) {
       if (size_ == 0) state_ = State::data_cr;
       continue;
     }
+    if (state_ == State::line_start || state_ == State::line || state_ == State::line_lf) {
+      if (trailers_.size() >= kMaxTrailerSection) {
+        state_ = State::malformed;
+        break;
+      }
+      trailers_ += in[i];
+    }
     state_ = after(state_, in[i]);
     ++i;
   }

@@ -71,8 +71,10 @@ struct H2Request {
 inline constexpr std::string_view kH2ChunkSuffix = "\r\n";
 inline constexpr std::string_view kH2LastChunk = "0\r\n\r\n";
 
-// An origin's chunked answer (as the connection passes it: ChunkedScanner checked it and dropped
-// its trailers) decoded back to its bytes, for DATA frames. Extensions are skipped.
+// An origin's chunked answer (as the connection passes it: ChunkedScanner checked it and filtered
+// its trailers) decoded back to its bytes, for DATA frames. Extensions are skipped; the trailer
+// section is kept (at most kMaxTrailerSection bytes, past which the body is malformed) for the
+// trailing HEADERS (h2_trailers_from_section).
 class ChunkedDecoder {
  public:
   // Takes bytes of `in` and appends the body bytes they carry to `out`; returns how many it took
@@ -80,6 +82,9 @@ class ChunkedDecoder {
   std::size_t feed(std::string_view in, std::string& out);
   [[nodiscard]] bool done() const noexcept { return state_ == State::done; }
   [[nodiscard]] bool malformed() const noexcept { return state_ == State::malformed; }
+  // The trailer section read so far ("name: value\r\n" lines), complete once done().
+  [[nodiscard]] const std::string& trailer_section() const noexcept { return trailers_; }
+  static constexpr std::size_t kMaxTrailerSection = 32 * 1024;  // as ChunkedScanner's kMaxTrailerBytes
 
  private:
   enum class State : std::uint8_t { size, extension, size_lf, data, data_cr, data_lf, line_start, line, line_lf,
@@ -89,6 +94,7 @@ class ChunkedDecoder {
   State state_ = State::size;
   std::uint64_t size_ = 0;
   unsigned digits_ = 0;
+  std::string trailers_;
 };
 
 }  // namespace boxproxy

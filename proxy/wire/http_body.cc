@@ -92,6 +92,20 @@ std::variant<BodyFraming, Reason> response_framing(std::string_view request_meth
   return framing_from_headers(head.headers, head.version, false);
 }
 
+bool trailer_field_passes(std::string_view name) noexcept {
+  static constexpr std::string_view kRefused[] = {
+      "connection",    "keep-alive",          "proxy-connection",   "transfer-encoding", "upgrade",
+      "te",            "trailer",             "content-length",     "host",              "authorization",
+      "proxy-authorization", "proxy-authenticate", "www-authenticate", "cookie",         "set-cookie",
+      "content-encoding", "content-type",     "content-range",      "location",          "cache-control",
+      "x-egress-refused"};
+  if (name.empty()) return false;
+  for (const std::string_view refused : kRefused) {
+    if (iequals(name, refused)) return false;
+  }
+  return true;
+}
+
 bool ChunkedScanner::in_trailer_section() const noexcept {
   switch (state_) {
     case State::trailer_start:
@@ -135,6 +149,30 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
   }
   step.passed = std::min(i, trailers_from);
   step.finished = state_ == State::done;
+  if (keep_trailers_ && !ended_before) {
+    try {
+      if (trailers_from < i) trailers_.append(data.substr(trailers_from, i - trailers_from));
+      if (step.finished) {
+        // The section (bounded by kMaxTrailerBytes as it was read) with only the fields allowed.
+        std::string passed;
+        std::string_view section = trailers_;
+        while (!section.empty()) {
+          const std::size_t end = section.find("\r\n");
+          const std::string_view line = section.substr(0, end);
+          section.remove_prefix(end == std::string_view::npos ? section.size() : end + 2);
+          if (!line.empty() && trailer_field_passes(line.substr(0, line.find(':')))) passed.append(line).append("\r\n");
+        }
+        passed += "\r\n";
+        trailers_ = std::move(passed);
+        step.ending = trailers_;
+      }
+    } catch (...) {  // std::bad_alloc: the body cannot be passed whole
+      state_ = State::malformed;
+      step = Step{};
+      step.malformed = true;
+    }
+    return step;
+  }
   // The closing CRLF once, in the feed that ends the body (the section's own end is dropped with it).
   if (step.finished && !ended_before) step.ending = "\r\n";
   return step;

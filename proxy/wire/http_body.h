@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -39,6 +40,17 @@ struct BodyFraming {
 [[nodiscard]] std::variant<BodyFraming, Reason> response_framing(std::string_view request_method,
                                                                  const ResponseHead& head);
 
+// Whether a trailer field named `name` may pass from an origin to the box (an inspected
+// connection's responses, SPEC §19: gRPC's status travels in trailers). Refused, without regard to
+// case: what frames, routes or ends a message (Connection, Keep-Alive, Proxy-Connection,
+// Transfer-Encoding, Upgrade, TE, Trailer, Content-Length, Host), what the box would take for
+// authentication or state (Authorization, Proxy-Authorization, Proxy-Authenticate,
+// WWW-Authenticate, Cookie, Set-Cookie), how the content is to be read (Content-Encoding,
+// Content-Type, Content-Range), where to go (Location, Cache-Control), and x-egress-refused (only
+// this proxy says that). RFC 9110 §6.5.1 forbids a sender most of these; a recipient that merged
+// them into the head would be fooled, so they never reach it.
+[[nodiscard]] bool trailer_field_passes(std::string_view name) noexcept;
+
 // Follows a chunked body as its bytes go by, and says which of them to pass on.
 //
 // Every byte is passed on unchanged except the trailer section (the field lines after the last
@@ -47,8 +59,17 @@ struct BodyFraming {
 // `Connection` or `Proxy-Authenticate` to the client, and a client carry `Proxy-Authorization` or
 // `Host` upstream (RFC 9112 §7.1.2 lets a recipient discard trailers). The body is then closed with
 // the empty line that ends a trailer section with no fields.
+//
+// With Trailers::filtered (an inspected connection's responses only), the trailer section is kept
+// instead, at most kMaxTrailerBytes of it, and passed on as `ending` with only the fields
+// trailer_field_passes allows: the head was filtered, so the trailers are too. Requests never
+// keep theirs: a trailer would carry a credential or a placeholder past injection's checks.
 class ChunkedScanner {
  public:
+  enum class Trailers : std::uint8_t { dropped, filtered };
+  ChunkedScanner() noexcept = default;
+  explicit ChunkedScanner(Trailers trailers) noexcept : keep_trailers_(trailers == Trailers::filtered) {}
+
   struct Step {
     std::size_t consumed = 0;  // bytes of `data` that belong to the body
     std::size_t passed = 0;    // of those, how many to pass on: a prefix, stopping before trailers
@@ -88,6 +109,8 @@ class ChunkedScanner {
   // line, whether its ':' has been seen (the name before it must be a token).
   char previous_ = 0;
   bool in_value_ = false;
+  bool keep_trailers_ = false;
+  std::string trailers_;  // with Trailers::filtered: the section as read, then as passed on
 };
 
 }  // namespace boxproxy

@@ -430,3 +430,142 @@ class CutOrigin:
         self.stopped.set()
         self.thread.join(timeout=5)
         self.listener.close()
+
+
+# --------------------------------------------------------------------------------------------
+# An HTTP/2 origin (SPEC §19, HTTP/2 toward the origin): Debian's python3-h2, server side
+
+
+class H2Origin:
+    """A TLS origin on ORIGIN_HOST that offers only "h2" by ALPN and answers with python3-h2, one
+    thread per connection. It records every request it receives ({"method", "path", "headers"
+    [(name, value)], "body", "connection"}) in `requests` and, one JSON line each, in `record_file`
+    (where the box cannot read it). `connections` counts the TLS connections it accepted.
+
+    What it answers, by path:
+      /trailers...  200, DATA, then trailing HEADERS: grpc-status 0, x-trailer yes, and two a
+                    proxy must not pass (set-cookie, x-egress-refused);
+      /goaway...    200 with its body, then GOAWAY naming this stream, and the connection closed;
+      /push...      a PUSH_PROMISE before any answer (forbidden by the client's ENABLE_PUSH 0);
+      /bighead...   a header list of 80 KiB (past the proxy's 64 KiB bound);
+      anything else 200, content-length, body "h2 origin: <path>" (HEAD: no body)."""
+
+    def __init__(self, cert, key, record_file, host=ORIGIN_HOST):
+        import h2.config  # noqa: F401 (checked here, so that a test without it skips early)
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        self.context.set_alpn_protocols(["h2"])
+        self.record_file = record_file
+        self.requests = []
+        self.connections = 0
+        self.lock = threading.Lock()
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((host, 0))
+        self.listener.listen(16)
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.stopping = False
+        self.threads = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.stopping = True
+        self.thread.join(5)
+        self.listener.close()
+        for t in list(self.threads):
+            t.join(5)
+
+    def _accept(self):
+        while not self.stopping:
+            try:
+                raw, _ = self.listener.accept()
+            except (socket.timeout, OSError):
+                continue
+            with self.lock:
+                self.connections += 1
+                number = self.connections
+            t = threading.Thread(target=self._serve, args=(raw, number), daemon=True)
+            self.threads.append(t)
+            t.start()
+
+    def _record(self, request):
+        import json
+        with self.lock:
+            self.requests.append(request)
+            with open(self.record_file, "a") as f:
+                f.write(json.dumps({**request, "body": request["body"].decode("latin-1")}) + "\n")
+
+    def _serve(self, raw, number):
+        import h2.config
+        import h2.connection
+        import h2.events
+        raw.settimeout(10)
+        try:
+            tls = self.context.wrap_socket(raw, server_side=True)
+        except (ssl.SSLError, OSError):
+            raw.close()
+            return
+        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
+        conn = h2.connection.H2Connection(config=config)
+        conn.initiate_connection()
+        streams = {}
+        try:
+            tls.sendall(conn.data_to_send())
+            while not self.stopping:
+                try:
+                    data = tls.recv(65536)
+                except socket.timeout:
+                    break
+                if not data:
+                    break
+                for event in conn.receive_data(data):
+                    if isinstance(event, h2.events.RequestReceived):
+                        streams[event.stream_id] = {"headers": list(event.headers), "body": b""}
+                    elif isinstance(event, h2.events.DataReceived):
+                        streams[event.stream_id]["body"] += event.data
+                        conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    elif isinstance(event, h2.events.StreamEnded):
+                        if self._answer(tls, conn, event.stream_id, streams.pop(event.stream_id), number):
+                            return
+                tls.sendall(conn.data_to_send())
+        except Exception:  # a peer gone, or a protocol error the proxy caused: the test reads the effects
+            pass
+        finally:
+            tls.close()
+
+    def _answer(self, tls, conn, sid, stream, number):
+        """Answers one request; True when the connection is to end."""
+        headers = dict(stream["headers"])
+        path, method = headers.get(":path", ""), headers.get(":method", "")
+        self._record({"method": method, "path": path, "headers": [[k, v] for k, v in stream["headers"]],
+                      "body": stream["body"], "connection": number})
+        body = f"h2 origin: {path}".encode()
+        if path.startswith("/push"):
+            import hpack
+            block = hpack.Encoder().encode([(":method", "GET"), (":scheme", "https"), (":path", "/pushed"),
+                                            (":authority", headers.get(":authority", "x"))])
+            payload = (2).to_bytes(4, "big") + block
+            tls.sendall(conn.data_to_send() + len(payload).to_bytes(3, "big") + bytes([0x5, 0x4]) +
+                        sid.to_bytes(4, "big") + payload)
+            return False
+        if path.startswith("/bighead"):
+            big = [(f"x-big-{i}", "b" * 8192) for i in range(10)]
+            conn.send_headers(sid, [(":status", "200"), *big], end_stream=True)
+            return False
+        if path.startswith("/trailers"):
+            conn.send_headers(sid, [(":status", "200"), ("content-type", "text/plain")])
+            conn.send_data(sid, body)
+            conn.send_headers(sid, [("grpc-status", "0"), ("x-trailer", "yes"), ("set-cookie", "evil=1"),
+                                    ("x-egress-refused", "forged")], end_stream=True)
+            return False
+        conn.send_headers(sid, [(":status", "200"), ("content-type", "text/plain"),
+                                ("content-length", str(len(body)))], end_stream=method == "HEAD")
+        if method != "HEAD":
+            conn.send_data(sid, body, end_stream=True)
+        if path.startswith("/goaway"):
+            conn.close_connection(last_stream_id=sid)
+            tls.sendall(conn.data_to_send())
+            return True
+        return False

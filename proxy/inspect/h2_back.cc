@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: Apache-2.0
+// The origin-facing HTTP/2 session (proxy/inspect/h2_back.h): set-up and bounds, nghttp2's
+// callbacks, the requests sent and the responses written back as HTTP/1.1.
+#include "proxy/inspect/h2_back.h"
+
+#include <algorithm>
+#include <array>
+#include <new>
+
+#include "proxy/wire/h2_upstream.h"
+#include "proxy/wire/http_head.h"
+
+namespace boxproxy {
+namespace {
+
+// As H2Front's (h2_front.cc): nghttp2's defaults, named so that the manual can state them.
+constexpr std::size_t kMaxOutboundAcks = 1000;
+constexpr std::size_t kMaxSettings = 32;
+constexpr std::size_t kMaxContinuations = 8;
+constexpr std::size_t kDeflateTable = 4096;
+// The longest request head the connection writes: its --max-head-bytes (at most 1 MiB) with the
+// injected fields. Past it, nothing could be sent (the connection never writes one).
+constexpr std::size_t kMaxRequestHead = 2 * 1024 * 1024;
+
+constexpr std::string_view kBadGatewayBody = "egress: the origin broke HTTP/2\n";
+
+struct OptionDeleter {
+  void operator()(nghttp2_option* o) const noexcept { nghttp2_option_del(o); }
+};
+struct CallbacksDeleter {
+  void operator()(nghttp2_session_callbacks* c) const noexcept { nghttp2_session_callbacks_del(c); }
+};
+
+nghttp2_nv field(const H2Field& f) noexcept {
+  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
+          reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(), f.value.size(),
+          NGHTTP2_NV_FLAG_NONE};
+}
+
+}  // namespace
+
+std::unique_ptr<H2Back> H2Back::open(std::size_t max_response_head) noexcept {
+  std::unique_ptr<H2Back> back(new (std::nothrow) H2Back(max_response_head));
+  if (!back || !back->init()) return nullptr;
+  return back;
+}
+
+H2Back::~H2Back() = default;
+
+bool H2Back::init() noexcept {
+  requests_.reset(evbuffer_new());
+  responses_.reset(evbuffer_new());
+  body_.reset(evbuffer_new());
+  if (!requests_ || !responses_ || !body_) return false;
+  nghttp2_option* raw_option = nullptr;
+  nghttp2_session_callbacks* raw_callbacks = nullptr;
+  if (nghttp2_option_new(&raw_option) != 0) return false;
+  std::unique_ptr<nghttp2_option, OptionDeleter> option(raw_option);
+  if (nghttp2_session_callbacks_new(&raw_callbacks) != 0) return false;
+  std::unique_ptr<nghttp2_session_callbacks, CallbacksDeleter> callbacks(raw_callbacks);
+  // The window opens only as the connection takes the response out: a fast origin is held to it.
+  nghttp2_option_set_no_auto_window_update(option.get(), 1);
+  nghttp2_option_set_max_outbound_ack(option.get(), kMaxOutboundAcks);
+  nghttp2_option_set_max_settings(option.get(), kMaxSettings);
+  nghttp2_option_set_max_continuations(option.get(), kMaxContinuations);
+  nghttp2_option_set_max_deflate_dynamic_table_size(option.get(), kDeflateTable);
+  nghttp2_option_set_max_reserved_remote_streams(option.get(), 0);  // no pushed stream is kept
+  nghttp2_option_set_no_closed_streams(option.get(), 1);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks.get(), &on_begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(callbacks.get(), &on_header);
+  nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks.get(), &on_invalid_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks.get(), &on_frame_recv);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks.get(), &on_invalid_frame_recv);
+  nghttp2_session_callbacks_set_on_frame_send_callback(callbacks.get(), &on_frame_send);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks.get(), &on_data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks.get(), &on_stream_close);
+  nghttp2_session* raw = nullptr;
+  if (nghttp2_session_client_new2(&raw, callbacks.get(), this, option.get()) != 0) return false;
+  session_.reset(raw);
+  const std::array<nghttp2_settings_entry, 4> settings{{
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 0},  // the streams the origin may open: none
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, static_cast<std::uint32_t>(kH2BackWindow)},
+      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, static_cast<std::uint32_t>(max_response_head_)},
+  }};
+  // The connection's window is the default 64 KiB - 1: below the stream's, so one stream's DATA is
+  // bounded by it as well.
+  return nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings.data(), settings.size()) == 0;
+}
+
+void H2Back::add(std::string_view bytes) {
+  if (!bytes.empty() && evbuffer_add(responses_.get(), bytes.data(), bytes.size()) == -1) throw std::bad_alloc();
+}
+
+// ---------------------------------------------------------------------------------------------
+// nghttp2's callbacks, from inside nghttp2_session_mem_recv (pump).
+
+int H2Back::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* self) noexcept {
+  auto* b = static_cast<H2Back*>(self);
+  if (frame->hd.stream_id == b->current_) {
+    b->fields_.clear();
+    b->field_bytes_ = 0;
+  }
+  return 0;
+}
+
+int H2Back::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t name_length,
+                      const std::uint8_t* value, std::size_t value_length, std::uint8_t, void* self) noexcept {
+  auto* b = static_cast<H2Back*>(self);
+  if (frame->hd.stream_id != b->current_ || b->current_ == 0) return 0;
+  b->field_bytes_ += name_length + value_length;
+  // Past the bound the stream is reset (nghttp2: RST_STREAM INTERNAL_ERROR) and answered 502.
+  if (b->field_bytes_ > b->max_response_head_) {
+    b->violated_ = true;
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+  try {
+    b->fields_.push_back({std::string(reinterpret_cast<const char*>(name), name_length),
+                          std::string(reinterpret_cast<const char*>(value), value_length)});
+  } catch (...) {
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+// A field nghttp2 found invalid: the stream is reset rather than the field dropped (the response
+// would not be the origin's), and answered 502.
+int H2Back::on_invalid_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t*, std::size_t,
+                              const std::uint8_t*, std::size_t, std::uint8_t, void* self) noexcept {
+  auto* b = static_cast<H2Back*>(self);
+  if (frame->hd.stream_id != b->current_ || b->current_ == 0) return 0;
+  b->violated_ = true;
+  return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+}
+
+int H2Back::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* self) noexcept {
+  auto* b = static_cast<H2Back*>(self);
+  try {
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+      // No new stream from now on; one above its last-stream-id nghttp2 closes as REFUSED_STREAM.
+      b->goaway_ = true;
+      return 0;
+    }
+    if (frame->hd.stream_id != b->current_ || b->current_ == 0) return 0;
+    const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (frame->hd.type == NGHTTP2_HEADERS) {
+      b->head_ended(end);
+    } else if (frame->hd.type == NGHTTP2_DATA && end) {
+      b->response_ended();
+    }
+  } catch (...) {
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+int H2Back::on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int, void* self) noexcept {
+  static_cast<H2Back*>(self)->violated_ = true;
+  return 0;
+}
+
+int H2Back::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* self) noexcept {
+  auto* b = static_cast<H2Back*>(self);
+  // We never say GOAWAY but when nghttp2 ends the session for the origin's fault (a PUSH_PROMISE,
+  // a flood, a bad frame).
+  if (frame->hd.type == NGHTTP2_GOAWAY) {
+    b->violated_ = true;
+    b->failed_ = true;
+  }
+  return 0;
+}
+
+int H2Back::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id, const std::uint8_t* data,
+                          std::size_t length, void* self) noexcept {
+  auto* b = static_cast<H2Back*>(self);
+  if (id != b->current_ || b->current_ == 0 || !b->head_written_) {
+    nghttp2_session_consume(session, id, length);  // nothing of it is kept
+    return 0;
+  }
+  b->unconsumed_ += length;
+  try {
+    const std::string_view bytes(reinterpret_cast<const char*>(data), length);
+    switch (b->response_framing_.kind) {
+      case BodyFraming::Kind::chunked:
+        if (length > 0) {
+          b->add(h2_chunk_prefix(length));
+          b->add(bytes);
+          b->add(kH2ChunkSuffix);
+        }
+        break;
+      case BodyFraming::Kind::length: {
+        // Never a byte past the length (nghttp2 resets such a stream too): what follows in
+        // responses() would be taken for the next answer.
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(length, b->response_left_));
+        b->add(bytes.substr(0, n));
+        b->response_left_ -= n;
+        break;
+      }
+      default:
+        break;  // no body (HEAD, 204, 304): DATA is dropped
+    }
+  } catch (...) {
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+int H2Back::on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t error_code, void* self) noexcept {
+  auto* b = static_cast<H2Back*>(self);
+  if (id != b->current_ || b->current_ == 0) return 0;
+  try {
+    b->stream_failed(error_code);
+  } catch (...) {
+    return NGHTTP2_ERR_CALLBACK_FAILURE;
+  }
+  return 0;
+}
+
+ssize_t H2Back::read_request_body(nghttp2_session*, std::int32_t, std::uint8_t* buffer, std::size_t length,
+                                  std::uint32_t* flags, nghttp2_data_source*, void* self) noexcept {
+  auto* b = static_cast<H2Back*>(self);
+  const int n = evbuffer_remove(b->body_.get(), buffer, length);
+  if (n < 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  if (evbuffer_get_length(b->body_.get()) == 0 && b->request_done_) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return n;
+  }
+  if (n == 0) return NGHTTP2_ERR_DEFERRED;  // resumed as more of the body comes (feed_body)
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The current request and its response.
+
+bool H2Back::start_request() {
+  if (current_ != 0 || request_orphaned_) return false;
+  const std::size_t length = evbuffer_get_length(requests_.get());
+  if (length == 0) return false;
+  const std::size_t view = std::min(length, kMaxRequestHead + 1);
+  const unsigned char* data = evbuffer_pullup(requests_.get(), static_cast<ev_ssize_t>(view));
+  if (data == nullptr) throw std::bad_alloc();
+  const auto parsed = parse_request_head({reinterpret_cast<const char*>(data), view}, kMaxRequestHead);
+  if (parsed.status == ParseResult<RequestHead>::Status::need_more && length <= kMaxRequestHead) return false;
+  std::optional<H2UpstreamRequest> request;
+  if (parsed.status == ParseResult<RequestHead>::Status::complete) request = h2_upstream_request(*parsed.value);
+  // Our own head that cannot be sent (cannot happen), or no stream may be opened: the request is
+  // dropped unsent, and the connection sends it again elsewhere when it can (not_processed).
+  if (!request || over_ || goaway_ || failed_) {
+    evbuffer_drain(requests_.get(), length);
+    request_orphaned_ = true;
+    cut_ = true;
+    not_processed_ = true;
+    failed_ = true;
+    return true;
+  }
+  const std::size_t head_bytes = parsed.consumed;
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(request->fields.size());
+  for (const H2Field& f : request->fields) nva.push_back(field(f));
+  method_ = request->method;
+  request_framing_ = request->framing;
+  request_left_ = request_framing_.kind == BodyFraming::Kind::length ? request_framing_.length : 0;
+  request_chunks_ = ChunkedDecoder{};
+  request_done_ = request_framing_.kind == BodyFraming::Kind::none ||
+                  (request_framing_.kind == BodyFraming::Kind::length && request_left_ == 0);
+  nghttp2_data_provider provider{};
+  provider.read_callback = &read_request_body;
+  const std::int32_t id = nghttp2_submit_request(session_.get(), nullptr, nva.data(), nva.size(),
+                                                 request_done_ ? nullptr : &provider, nullptr);
+  evbuffer_drain(requests_.get(), head_bytes);  // `parsed` pointed into it: not used after
+  fields_.clear();
+  field_bytes_ = 0;
+  head_written_ = false;
+  interim_ = 0;
+  response_left_ = 0;
+  cut_ = false;
+  not_processed_ = false;
+  if (id <= 0) {  // no stream id left, or nghttp2 out of memory: never sent
+    request_orphaned_ = true;
+    cut_ = true;
+    not_processed_ = true;
+    failed_ = true;
+    return true;
+  }
+  current_ = id;
+  return true;
+}
+
+bool H2Back::feed_body() {
+  if (request_done_) return false;
+  evbuffer* in = requests_.get();
+  bool moved = false;
+  while (!request_done_ && evbuffer_get_length(in) > 0 && evbuffer_get_length(body_.get()) < kH2BackBodyHeld) {
+    const std::size_t room = kH2BackBodyHeld - evbuffer_get_length(body_.get());
+    if (request_framing_.kind == BodyFraming::Kind::length) {
+      const auto n = static_cast<std::size_t>(
+          std::min<std::uint64_t>({evbuffer_get_length(in), request_left_, static_cast<std::uint64_t>(room)}));
+      if (evbuffer_remove_buffer(in, body_.get(), n) != static_cast<int>(n)) throw std::bad_alloc();
+      request_left_ -= n;
+      request_done_ = request_left_ == 0;
+    } else {
+      const std::size_t n = std::min(evbuffer_get_length(in), room);
+      const unsigned char* data = evbuffer_pullup(in, static_cast<ev_ssize_t>(n));
+      if (data == nullptr) throw std::bad_alloc();
+      std::string decoded;
+      const std::size_t taken = request_chunks_.feed({reinterpret_cast<const char*>(data), n}, decoded);
+      evbuffer_drain(in, taken);
+      if (request_chunks_.malformed()) {  // the connection checked it: cannot happen
+        failed_ = true;
+        nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_INTERNAL_ERROR);
+        return true;
+      }
+      if (!decoded.empty() && evbuffer_add(body_.get(), decoded.data(), decoded.size()) == -1) throw std::bad_alloc();
+      request_done_ = request_chunks_.done();  // request trailers are dropped (h2_back.h)
+      if (taken == 0) break;
+    }
+    moved = true;
+  }
+  if (moved) nghttp2_session_resume_data(session_.get(), current_);
+  return moved;
+}
+
+void H2Back::head_ended(bool end_stream) {
+  if (head_written_) {  // trailers: the response ends with them
+    response_ended();
+    return;
+  }
+  auto translated = h1_response_head(fields_, method_, end_stream);
+  fields_.clear();
+  field_bytes_ = 0;
+  if (!translated) {
+    violated_ = true;
+    nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_PROTOCOL_ERROR);
+    write_bad_gateway();
+    return;
+  }
+  if (translated->interim) {
+    // HEADERS have no flow control, and HPACK makes a few bytes a long head: interim heads are
+    // bounded in number (past kMaxInterim the stream is reset and answered 502) and written only
+    // while the connection has taken what came before (else dropped: RFC 9110 §15.2 lets a proxy
+    // drop them, and the final answer follows anyway).
+    if (++interim_ > kMaxInterim) {
+      violated_ = true;
+      nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_PROTOCOL_ERROR);
+      write_bad_gateway();
+      return;
+    }
+    if (evbuffer_get_length(responses_.get()) < static_cast<std::size_t>(kH2BackWindow)) add(translated->head);
+    return;  // the final head follows
+  }
+  add(translated->head);
+  head_written_ = true;
+  response_framing_ = translated->framing;
+  response_left_ = response_framing_.kind == BodyFraming::Kind::length ? response_framing_.length : 0;
+  if (end_stream) response_ended();
+}
+
+void H2Back::response_ended() {
+  if (response_framing_.kind == BodyFraming::Kind::chunked) {
+    add(h1_last_chunk_with_trailers(fields_));
+  } else if (response_framing_.kind == BodyFraming::Kind::length && response_left_ != 0) {
+    cut_ = true;  // shorter than its length (nghttp2 resets such a stream): never taken for whole
+    failed_ = true;
+  }
+  fields_.clear();
+  field_bytes_ = 0;
+  current_ = 0;  // whatever else comes on it is dropped
+}
+
+// The current stream closed before its response ended: reset by either side, refused, or closed
+// with the session.
+void H2Back::stream_failed(std::uint32_t error_code) {
+  failed_ = true;
+  if (error_code == NGHTTP2_REFUSED_STREAM && !head_written_) {
+    not_processed_ = true;  // RFC 9113 §8.7: the origin did nothing with it
+    cut_ = true;
+  } else if (!head_written_) {
+    violated_ = true;
+    write_bad_gateway();
+    return;
+  } else {
+    cut_ = true;
+  }
+  fields_.clear();
+  current_ = 0;
+}
+
+// The origin broke HTTP/2 before the response's head: the box gets a 502 for this request, and its
+// connection goes on (this session is not used again).
+void H2Back::write_bad_gateway() {
+  failed_ = true;
+  std::string head = "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\ncontent-length: ";
+  head += std::to_string(kBadGatewayBody.size());
+  head += "\r\n\r\n";
+  add(head);
+  // A HEAD's answer has no body, whatever its length says (found by fuzz_h2_back: the body would
+  // have been read as the next answer).
+  if (method_ != "HEAD") add(kBadGatewayBody);
+  fields_.clear();
+  field_bytes_ = 0;
+  head_written_ = true;
+  current_ = 0;
+}
+
+// When the session can say nothing more, the request in flight ends here.
+void H2Back::settle_current() {
+  if (current_ == 0) return;
+  if (!over_ && nghttp2_session_want_read(session_.get()) != 0) return;
+  if (!head_written_ && violated_) {
+    write_bad_gateway();
+    return;
+  }
+  failed_ = true;
+  cut_ = true;
+  current_ = 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+bool H2Back::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
+  bool progress = false;
+  const std::size_t length = evbuffer_get_length(from);
+  if (over_) {
+    evbuffer_drain(from, length);
+  } else if (length > 0) {
+    const unsigned char* data = evbuffer_pullup(from, static_cast<ev_ssize_t>(length));
+    if (data == nullptr) throw std::bad_alloc();
+    const ssize_t taken = nghttp2_session_mem_recv(session_.get(), data, length);
+    if (taken < 0) {
+      // The origin broke the protocol, or flooded us: GOAWAY says which, if it can still be sent.
+      nghttp2_session_terminate_session(session_.get(), taken == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
+                                                                                    : NGHTTP2_PROTOCOL_ERROR);
+      violated_ = true;
+      failed_ = true;
+      over_ = true;
+      evbuffer_drain(from, length);
+    } else {
+      evbuffer_drain(from, static_cast<std::size_t>(taken));
+    }
+    progress = true;
+  }
+  if (request_orphaned_) {
+    // A request that was never sent: its bytes (the rest of its body) are dropped; the connection
+    // writes no other here (reusable() is false).
+    const std::size_t n = evbuffer_get_length(requests_.get());
+    if (n > 0) {
+      evbuffer_drain(requests_.get(), n);
+      progress = true;
+    }
+  } else {
+    if (current_ == 0 && !request_done_) {
+      // The stream ended before its request did (an early answer, a reset): the rest of the body
+      // has nowhere to go.
+      const std::size_t n = evbuffer_get_length(requests_.get());
+      evbuffer_drain(requests_.get(), n);
+      evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
+      if (n > 0) failed_ = true;
+    }
+    if (start_request()) progress = true;
+    if (current_ != 0 && feed_body()) progress = true;
+  }
+  // The window opens as the connection takes the response out.
+  if (unconsumed_ > 0 && evbuffer_get_length(responses_.get()) <= static_cast<std::size_t>(kH2BackWindow) / 2) {
+    nghttp2_session_consume_connection(session_.get(), unconsumed_);
+    if (current_ != 0) nghttp2_session_consume_stream(session_.get(), current_, unconsumed_);
+    unconsumed_ = 0;
+    progress = true;
+  }
+  while (evbuffer_get_length(to) < to_bound) {
+    const std::uint8_t* frames = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session_.get(), &frames);
+    if (n < 0) {
+      over_ = true;
+      failed_ = true;
+      break;
+    }
+    if (n == 0) break;
+    if (evbuffer_add(to, frames, static_cast<std::size_t>(n)) == -1) throw std::bad_alloc();
+    progress = true;
+  }
+  if (nghttp2_session_want_read(session_.get()) == 0 && nghttp2_session_want_write(session_.get()) == 0) over_ = true;
+  const std::int32_t before = current_;
+  settle_current();
+  return progress || before != current_;
+}
+
+void H2Back::origin_closed() noexcept {
+  over_ = true;
+  failed_ = true;
+  if (current_ != 0) {
+    // As an HTTP/1.1 origin closing before or during its answer: ended, never a 502 of ours.
+    cut_ = true;
+    current_ = 0;
+  }
+}
+
+bool H2Back::reusable() const noexcept { return !over_ && !goaway_ && !failed_ && !violated_ && !request_orphaned_; }
+
+bool H2Back::wants_read() const noexcept { return !over_ && nghttp2_session_want_read(session_.get()) != 0; }
+
+H2Back::Held H2Back::held() const noexcept {
+  Held held;
+  for (const H2Field& f : fields_) held.head_bytes += f.name.size() + f.value.size();
+  held.body = evbuffer_get_length(body_.get());
+  held.responses = evbuffer_get_length(responses_.get());
+  return held;
+}
+
+}  // namespace boxproxy

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+// The origin-facing HTTP/2 side of an inspected connection (SPEC §19, HTTP/2 "in any pairing";
+// issue 25 item 4, stage 2): the mirror of H2Front (h2_front.h). When the origin picks "h2" by
+// ALPN, an nghttp2 client session over the plaintext of the origin's TLS stream stands between it
+// and the connection's origin-facing HTTP/1.1 reads and writes: the connection writes each request
+// (judged, injected, its head rewritten, exactly as for an HTTP/1.1 origin) to requests() and reads
+// an HTTP/1.1 response from responses(). Each request head is parsed (proxy/wire/http_head.h) and
+// translated (proxy/wire/h2_upstream.h) into a new stream, its body sent as DATA (a chunked one
+// decoded); the response's HEADERS, DATA and trailing HEADERS come back as an HTTP/1.1 head and a
+// body framed by the origin's content-length, else chunked with the trailers in its trailer
+// section. One request at a time: the connection serves one exchange at a time. The HTTP/2
+// connection is kept across requests until the origin sends GOAWAY or closes, or misbehaves.
+//
+// What the connection sees when things go wrong:
+//   - the origin broke the protocol before the response's head (a PUSH_PROMISE, which our
+//     SETTINGS_ENABLE_PUSH 0 forbids; a header list past kMaxResponseHeadBytes; an invalid field;
+//     a stream reset; a flood): a 502 written here, so the box's connection goes on; the session is
+//     not used again (reusable() false: the next request dials again);
+//   - the stream refused unprocessed (REFUSED_STREAM, or a GOAWAY whose last-stream-id is below
+//     it): ended() and not_processed(), nothing written, so the connection sends it again on a new
+//     origin connection (need_upstream) when its body allows;
+//   - the origin closed, or broke the protocol after the head: ended(), as an HTTP/1.1 origin
+//     closing early (a body cut short ends the box's connection uncleanly).
+//
+// Bounds (each a constant here or the connection's), so that a hostile origin neither grows
+// memory without end nor holds the loop:
+//   response body held   kH2BackWindow (SETTINGS_INITIAL_WINDOW_SIZE, and the connection's window
+//                        likewise): the window is opened only as the connection takes the bytes
+//                        out of responses() (to at most half of it), so responses() holds at most
+//                        kH2BackWindow of DATA plus its chunk framing;
+//   response heads       kMaxResponseHeadBytes (inspected_connection.h) of names and values per
+//                        header list (SETTINGS_MAX_HEADER_LIST_SIZE says so; past it the stream is
+//                        reset and answered 502); at most kMaxInterim interim (1xx) heads a
+//                        response (past them: reset, 502), each written only while responses()
+//                        holds less than kH2BackWindow (else dropped), and the connection stops
+//                        reading the origin while responses() holds kMaxQueued; so responses()
+//                        holds at most kH2BackWindow of DATA (plus its chunk framing, at most 6
+//                        bytes a frame), one interim head and the final head;
+//   request body held    kH2BackBodyHeld of decoded DATA waiting for the origin's window, besides
+//                        requests() (bounded by the connection at kMaxQueued);
+//   control frames       nghttp2's limits, named as H2Front's: acknowledgements queued for an
+//                        origin that does not read (kMaxOutboundAcks), entries per SETTINGS,
+//                        CONTINUATION frames per header block; past them the session ends (502 for
+//                        a request whose head has not come); no pushed stream is ever reserved.
+#pragma once
+
+#include <event2/buffer.h>
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proxy/inspect/h2_front.h"
+#include "proxy/wire/h2_request.h"
+#include "proxy/wire/http_body.h"
+
+namespace boxproxy {
+
+inline constexpr std::int32_t kH2BackWindow = 64 * 1024;
+inline constexpr std::size_t kH2BackBodyHeld = 64 * 1024;
+inline constexpr unsigned kMaxInterim = 16;  // interim (1xx) heads one response may send
+
+class H2Back {
+ public:
+  using EvBufferPtr = H2Front::EvBufferPtr;
+
+  // A client session that has queued its preface and SETTINGS; null when nghttp2 or libevent
+  // cannot allocate. `max_response_head`: kMaxResponseHeadBytes (a parameter for the fuzz target).
+  [[nodiscard]] static std::unique_ptr<H2Back> open(std::size_t max_response_head) noexcept;
+  ~H2Back();
+  H2Back(const H2Back&) = delete;
+  H2Back& operator=(const H2Back&) = delete;
+
+  // The HTTP/1.1 side: requests in, responses out.
+  [[nodiscard]] evbuffer* requests() const noexcept { return requests_.get(); }
+  [[nodiscard]] evbuffer* responses() const noexcept { return responses_.get(); }
+
+  // Takes everything in `from` (the origin's plaintext), moves the requests and the responses,
+  // and writes frames to `to` while it holds less than `to_bound` bytes. True when anything moved.
+  [[nodiscard]] bool pump(evbuffer* from, evbuffer* to, std::size_t to_bound);
+  // The origin's TLS stream ended (or failed): nothing more will come.
+  void origin_closed() noexcept;
+  // Another request may be written: the session is alive, the origin has not said GOAWAY, and
+  // nothing on it has failed.
+  [[nodiscard]] bool reusable() const noexcept;
+  // No more bytes of the current response will come to responses(), and it is not whole.
+  [[nodiscard]] bool ended() const noexcept { return cut_; }
+  // ... and the origin did not process the request (it may be sent again).
+  [[nodiscard]] bool not_processed() const noexcept { return not_processed_; }
+  // Whether the origin's bytes are wanted.
+  [[nodiscard]] bool wants_read() const noexcept;
+
+  // What it holds, counted from its buffers (tests/fuzz holds it to the bounds above).
+  struct Held {
+    std::size_t head_bytes = 0;  // the response header list being read
+    std::size_t body = 0;        // request DATA waiting
+    std::size_t responses = 0;   // responses() bytes
+  };
+  [[nodiscard]] Held held() const noexcept;
+
+ private:
+  explicit H2Back(std::size_t max_response_head) noexcept : max_response_head_(max_response_head) {}
+  [[nodiscard]] bool init() noexcept;
+
+  static int on_begin_headers(nghttp2_session*, const nghttp2_frame*, void*) noexcept;
+  static int on_header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t, const std::uint8_t*,
+                       std::size_t, std::uint8_t, void*) noexcept;
+  static int on_invalid_header(nghttp2_session*, const nghttp2_frame*, const std::uint8_t*, std::size_t,
+                               const std::uint8_t*, std::size_t, std::uint8_t, void*) noexcept;
+  static int on_frame_recv(nghttp2_session*, const nghttp2_frame*, void*) noexcept;
+  static int on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int, void*) noexcept;
+  static int on_frame_send(nghttp2_session*, const nghttp2_frame*, void*) noexcept;
+  static int on_data_chunk(nghttp2_session*, std::uint8_t, std::int32_t, const std::uint8_t*, std::size_t,
+                           void*) noexcept;
+  static int on_stream_close(nghttp2_session*, std::int32_t, std::uint32_t, void*) noexcept;
+  static ssize_t read_request_body(nghttp2_session*, std::int32_t, std::uint8_t*, std::size_t, std::uint32_t*,
+                                   nghttp2_data_source*, void*) noexcept;
+
+  [[nodiscard]] bool start_request();
+  [[nodiscard]] bool feed_body();
+  void head_ended(bool end_stream);
+  void response_ended();
+  void stream_failed(std::uint32_t error_code);
+  void settle_current();
+  void write_bad_gateway();
+  void add(std::string_view bytes);
+
+  std::size_t max_response_head_;
+  std::unique_ptr<nghttp2_session, H2SessionDeleter> session_;
+  EvBufferPtr requests_;
+  EvBufferPtr responses_;
+  EvBufferPtr body_;  // the current request's DATA, decoded, waiting for the origin's window
+
+  // The current request (current_ 0: none).
+  std::int32_t current_ = 0;
+  std::string method_;
+  BodyFraming request_framing_;
+  std::uint64_t request_left_ = 0;  // a content-length body's bytes still to come from requests()
+  ChunkedDecoder request_chunks_;
+  bool request_done_ = true;       // every body byte is in body_
+  bool request_orphaned_ = false;  // a request came that could not be sent: its bytes are dropped
+  // Its response.
+  std::vector<H2Field> fields_;  // the header list being read (a head, or trailers)
+  std::size_t field_bytes_ = 0;
+  bool head_written_ = false;
+  unsigned interim_ = 0;  // interim heads received for it
+  BodyFraming response_framing_;
+  std::uint64_t response_left_ = 0;
+  std::size_t unconsumed_ = 0;  // DATA bytes written to responses() whose window is not opened yet
+
+  bool cut_ = false;
+  bool not_processed_ = false;
+  bool over_ = false;      // the session is over: nothing more is read or sent
+  bool goaway_ = false;    // the origin said GOAWAY: no new stream
+  bool failed_ = false;    // something on the session failed: it is not used for another request
+  bool violated_ = false;  // the origin broke the protocol (our GOAWAY, or a stream we reset)
+};
+
+}  // namespace boxproxy
