@@ -119,6 +119,12 @@ void InspectedConnection::client_event(short what) {
   }
   if ((what & BEV_EVENT_EOF) != 0) {
     client_eof_ = true;  // what it sent before is still served; advance() decides when to close
+    // HTTP/2 has no half-close (a stream ends with END_STREAM, not the connection): a box that
+    // closes has left with every stream on it, and waiting on the origin's answers for no one would
+    // hold the tunnel's slot as long as the origin takes (without --idle-timeout, for ever). Over
+    // HTTP/1.1 a box's end after a whole request may be a half-close, and its answer is still sent.
+    // A lingering close (closing_end_ set) keeps its own end.
+    if (h2_ && timer_role_ != TimerRole::linger) end_now(TunnelEnd::client_closed);
     return;
   }
   abort_client_ = true;

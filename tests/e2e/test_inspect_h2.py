@@ -28,8 +28,8 @@ except ImportError:  # an interpreter of its own (pyenv): Debian's packages are 
     import hpack
 
 from control_support import rss_kib
-from harness import ProxyTestCase, recv_exact
-from inspect_support import CURL, INSPECTOR, CutOrigin, InspectRig, curl, inspector_of
+from harness import ProxyTestCase, recv_exact, wait_until
+from inspect_support import CURL, INSPECTOR, CutOrigin, InspectRig, ManyOrigin, curl, inspector_of
 
 RULES = {"rules": [{"method": "GET", "path": "/allowed/**"}, {"method": "POST", "path": "/allowed/**"}]}
 
@@ -324,6 +324,23 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         self.assertTrue(goaway, f"no GOAWAY: {frames}")
         # NO_ERROR, naming the one stream served as the last one acted on.
         self.assertEqual((int.from_bytes(goaway[0][:4], "big"), int.from_bytes(goaway[0][4:8], "big")), (sid, 0))
+
+    def test_a_box_that_closes_while_its_stream_waits_on_the_origin_ends_its_connection(self):
+        # HTTP/2 has no half-close: the box that closes has left, and its connection (and the
+        # tunnel's slot) must not wait on the origin's answer for no one.
+        origin = ManyOrigin(self.cert, self.key)
+        self.addCleanup(origin.close)
+        self.addCleanup(origin.release)
+        self.target = f"origin.test:{origin.port}"
+        p = self.start({"rules": [{"method": "GET", "path": "/hold"}]})
+        tls = h2_tls(p, self.target, self.ca)
+        client = H2Client(tls, self.target)
+        client.request("/hold")
+        self.assertTrue(wait_until(lambda: origin.holding == 1, timeout=5), "the request never reached the origin")
+        tls.close()
+        (done,) = p.wait_log(kind="connect", cls="done", timeout=5)
+        self.assertEqual(done.end, "client-closed")
+        self.assertEqual(origin.holding, 1)  # ended before the origin answered
 
     def test_heads_held_past_their_bound_are_refused_never_served_cut_short(self):
         # --max-head-bytes 1024: at most 4 KiB of heads held for streams waiting their turn. The
