@@ -7,29 +7,19 @@
 #include <array>
 #include <new>
 
+#include "proxy/inspect/h2_session_bounds.h"
+
 #include "proxy/wire/h2_upstream.h"
 #include "proxy/wire/http_head.h"
 
 namespace boxproxy {
 namespace {
 
-// As H2Front's (h2_front.cc): nghttp2's defaults, named so that the manual can state them.
-constexpr std::size_t kMaxOutboundAcks = 1000;
-constexpr std::size_t kMaxSettings = 32;
-constexpr std::size_t kMaxContinuations = 8;
-constexpr std::size_t kDeflateTable = 4096;
 // The longest request head the connection writes: its --max-head-bytes (at most 1 MiB) with the
 // injected fields. Past it, nothing could be sent (the connection never writes one).
 constexpr std::size_t kMaxRequestHead = 2 * 1024 * 1024;
 
 constexpr std::string_view kBadGatewayBody = "egress: the origin broke HTTP/2\n";
-
-struct OptionDeleter {
-  void operator()(nghttp2_option* o) const noexcept { nghttp2_option_del(o); }
-};
-struct CallbacksDeleter {
-  void operator()(nghttp2_session_callbacks* c) const noexcept { nghttp2_session_callbacks_del(c); }
-};
 
 nghttp2_nv field(const H2Field& f) noexcept {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
@@ -52,20 +42,12 @@ bool H2Back::init() noexcept {
   responses_.reset(evbuffer_new());
   body_.reset(evbuffer_new());
   if (!requests_ || !responses_ || !body_) return false;
-  nghttp2_option* raw_option = nullptr;
-  nghttp2_session_callbacks* raw_callbacks = nullptr;
-  if (nghttp2_option_new(&raw_option) != 0) return false;
-  std::unique_ptr<nghttp2_option, OptionDeleter> option(raw_option);
-  if (nghttp2_session_callbacks_new(&raw_callbacks) != 0) return false;
-  std::unique_ptr<nghttp2_session_callbacks, CallbacksDeleter> callbacks(raw_callbacks);
-  // The window opens only as the connection takes the response out: a fast origin is held to it.
-  nghttp2_option_set_no_auto_window_update(option.get(), 1);
-  nghttp2_option_set_max_outbound_ack(option.get(), kMaxOutboundAcks);
-  nghttp2_option_set_max_settings(option.get(), kMaxSettings);
-  nghttp2_option_set_max_continuations(option.get(), kMaxContinuations);
-  nghttp2_option_set_max_deflate_dynamic_table_size(option.get(), kDeflateTable);
+  // The window opens only as the connection takes the response out: a fast origin is held to it
+  // (bounded_h2_option).
+  const H2OptionPtr option = bounded_h2_option();
+  const H2CallbacksPtr callbacks = new_h2_callbacks();
+  if (!option || !callbacks) return false;
   nghttp2_option_set_max_reserved_remote_streams(option.get(), 0);  // no pushed stream is kept
-  nghttp2_option_set_no_closed_streams(option.get(), 1);
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks.get(), &on_begin_headers);
   nghttp2_session_callbacks_set_on_header_callback(callbacks.get(), &on_header);
   nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks.get(), &on_invalid_header);

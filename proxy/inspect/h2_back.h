@@ -39,7 +39,7 @@
 //   request body held    kH2BackBodyHeld of decoded DATA waiting for the origin's window, besides
 //                        requests() (bounded by the connection at kMaxQueued);
 //   control frames       nghttp2's limits, named as H2Front's: acknowledgements queued for an
-//                        origin that does not read (kMaxOutboundAcks), entries per SETTINGS,
+//                        origin that does not read (kH2MaxOutboundAcks: h2_session_bounds.h), entries per SETTINGS,
 //                        CONTINUATION frames per header block; past them the session ends (502 for
 //                        a request whose head has not come); no pushed stream is ever reserved.
 #pragma once

@@ -9,28 +9,16 @@
 #include <cstring>
 #include <new>
 
+#include "proxy/inspect/h2_session_bounds.h"
+
 namespace boxproxy {
 namespace {
 
-// nghttp2's defaults, named so that the manual can state them: acknowledgements (SETTINGS, PING)
-// it queues for a box that does not read before it ends the session; entries in one SETTINGS
-// frame; CONTINUATION frames after one HEADERS; stream resets per second (the "rapid reset"
-// attack: a burst of kResetBurst, then kResetRate a second).
-constexpr std::size_t kMaxOutboundAcks = 1000;
-constexpr std::size_t kMaxSettings = 32;
-constexpr std::size_t kMaxContinuations = 8;
+// Besides the bounds both sessions share (h2_session_bounds.h), nghttp2's default for stream
+// resets a box may send a second (the "rapid reset" attack: a burst of kResetBurst, then kResetRate
+// a second), named so that the manual can state it.
 constexpr std::uint64_t kResetBurst = 1000;
 constexpr std::uint64_t kResetRate = 33;
-// The HPACK table the box's encoder may use (its SETTINGS_HEADER_TABLE_SIZE stays the default) and
-// the one ours uses for answers: 4 KiB each.
-constexpr std::size_t kDeflateTable = 4096;
-
-struct OptionDeleter {
-  void operator()(nghttp2_option* o) const noexcept { nghttp2_option_del(o); }
-};
-struct CallbacksDeleter {
-  void operator()(nghttp2_session_callbacks* c) const noexcept { nghttp2_session_callbacks_del(c); }
-};
 
 }  // namespace
 
@@ -46,22 +34,11 @@ bool H2Front::init() noexcept {
   requests_.reset(evbuffer_new());
   answers_.reset(evbuffer_new());
   if (!requests_ || !answers_) return false;
-  nghttp2_option* raw_option = nullptr;
-  nghttp2_session_callbacks* raw_callbacks = nullptr;
-  if (nghttp2_option_new(&raw_option) != 0) return false;
-  std::unique_ptr<nghttp2_option, OptionDeleter> option(raw_option);
-  if (nghttp2_session_callbacks_new(&raw_callbacks) != 0) return false;
-  std::unique_ptr<nghttp2_session_callbacks, CallbacksDeleter> callbacks(raw_callbacks);
-  // A stream's window opens only as its bytes go on to the origin: what the box sends ahead of
-  // that is held, so nghttp2 must not open it by itself.
-  nghttp2_option_set_no_auto_window_update(option.get(), 1);
-  nghttp2_option_set_max_outbound_ack(option.get(), kMaxOutboundAcks);
-  nghttp2_option_set_max_settings(option.get(), kMaxSettings);
-  nghttp2_option_set_max_continuations(option.get(), kMaxContinuations);
+  // A stream's window opens only as its bytes go on to the origin (bounded_h2_option).
+  const H2OptionPtr option = bounded_h2_option();
+  const H2CallbacksPtr callbacks = new_h2_callbacks();
+  if (!option || !callbacks) return false;
   nghttp2_option_set_stream_reset_rate_limit(option.get(), kResetBurst, kResetRate);
-  nghttp2_option_set_max_deflate_dynamic_table_size(option.get(), kDeflateTable);
-  // Closed streams are not kept for priority: a flood of opened-and-closed streams leaves nothing.
-  nghttp2_option_set_no_closed_streams(option.get(), 1);
   nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks.get(), &on_begin_headers);
   nghttp2_session_callbacks_set_on_header_callback(callbacks.get(), &on_header);
   nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks.get(), &on_invalid_header);
@@ -252,7 +229,7 @@ H2Front::Pumped H2Front::pump(evbuffer* from, evbuffer* to, std::size_t to_bound
     const ssize_t taken = nghttp2_session_mem_recv(session_.get(), data, length);
     if (taken < 0) {
       // The box broke the protocol, or flooded us with frames that each want an answer (SETTINGS,
-      // PING: past kMaxOutboundAcks unread). The GOAWAY says which; it is sent below if it can be.
+      // PING: past kH2MaxOutboundAcks unread). The GOAWAY says which; it is sent below if it can be.
       nghttp2_session_terminate_session(session_.get(), taken == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
                                                                                     : NGHTTP2_PROTOCOL_ERROR);
       evbuffer_drain(from, length);

@@ -25,9 +25,10 @@
 //   answer held          kMaxAnswerHeld for the stream being answered; answers() is bounded by
 //                        the connection (kMaxQueued), which stops reading the origin when full;
 //   frames to the box    written only while the TLS output holds less than kMaxQueued;
-//                        nghttp2's own queue of acknowledgements is capped (kMaxOutboundAcks) and
-//                        so are a SETTINGS frame's entries (kMaxSettings), CONTINUATION frames
-//                        and stream resets per second (nghttp2's defaults, named here): past them
+//                        nghttp2's own queue of acknowledgements is capped (kH2MaxOutboundAcks)
+//                        and so are a SETTINGS frame's entries (kH2MaxSettings), CONTINUATION
+//                        frames (h2_session_bounds.h) and stream resets per second (nghttp2's
+//                        defaults, named there and in h2_front.cc): past them
 //                        the session ends with GOAWAY.
 #pragma once
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 
+#include "proxy/wire/h2_fields.h"
 #include "proxy/wire/http_head.h"
 #include "table/ascii.h"
 
@@ -17,30 +18,6 @@ namespace {
 // transfer-encoding a second body framing, connection and the rest which headers are hop-by-hop.
 constexpr std::array<std::string_view, 5> kConnectionSpecific = {"connection", "keep-alive", "proxy-connection",
                                                                  "transfer-encoding", "upgrade"};
-
-bool is_lower_token(std::string_view name) noexcept {
-  if (name.empty()) return false;
-  for (const char ch : name) {
-    const auto c = static_cast<unsigned char>(ch);
-    // Uppercase is malformed in HTTP/2 (RFC 9113 §8.2.1); ':' only starts a pseudo-header.
-    if (!is_token_char(c) || (c >= 'A' && c <= 'Z')) return false;
-  }
-  return true;
-}
-
-// What an HTTP/1.1 field value can carry exactly (http_head.cc reads it the same way): no CR, LF or
-// NUL (each would end the line, or a parser, early: the rest becomes a header of the box's
-// choosing), no other control character but HTAB, and no white space at either end (an HTTP/1.1
-// parser trims it: the origin would read another value than the one judged).
-bool is_carriable_value(std::string_view value) noexcept {
-  for (const char ch : value) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
-  }
-  if (value.empty()) return true;
-  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
-  return !blank(value.front()) && !blank(value.back());
-}
 
 // A request target for the request line: visible ASCII only (a space would end it; the judge
 // then decides whether it is an origin-form path at all).

@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "proxy/wire/h2_fields.h"
 #include "table/ascii.h"
 
 namespace boxproxy {
@@ -42,26 +43,6 @@ bool listed_by_connection(const RequestHead& head, std::string_view name) noexce
     }
   }
   return false;
-}
-
-bool is_lower_token(std::string_view name) noexcept {
-  if (name.empty()) return false;
-  for (const char ch : name) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (!is_token_char(c) || (c >= 'A' && c <= 'Z')) return false;
-  }
-  return true;
-}
-
-// What an HTTP/1.1 field line carries exactly (as h2_request.cc reads it): no control character
-// but HTAB, no white space at either end.
-bool carriable(std::string_view value) noexcept {
-  for (const char ch : value) {
-    const auto c = static_cast<unsigned char>(ch);
-    if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
-  }
-  return value.empty() || (value.front() != ' ' && value.front() != '\t' && value.back() != ' ' &&
-                           value.back() != '\t');
 }
 
 bool plain_digits(std::string_view text) noexcept {
@@ -150,7 +131,7 @@ std::optional<H1Response> h1_response_head(const std::vector<H2Field>& fields, s
       continue;
     }
     regular_seen = true;
-    if (!is_lower_token(f.name) || !carriable(f.value)) return std::nullopt;
+    if (!is_lower_token(f.name) || !is_carriable_value(f.value)) return std::nullopt;
     if (f.name == "content-length") {
       if (!plain_digits(f.value) || (content_length != nullptr && *content_length != f.value)) return std::nullopt;
       content_length = &f.value;
@@ -197,7 +178,7 @@ std::optional<H1Response> h1_response_head(const std::vector<H2Field>& fields, s
 std::string h1_last_chunk_with_trailers(const std::vector<H2Field>& trailers) {
   std::string out = "0\r\n";
   for (const H2Field& f : trailers) {
-    if (!is_lower_token(f.name) || !carriable(f.value) || !trailer_field_passes(f.name)) continue;
+    if (!is_lower_token(f.name) || !is_carriable_value(f.value) || !trailer_field_passes(f.name)) continue;
     out.append(f.name).append(": ").append(f.value).append("\r\n");
   }
   out.append("\r\n");
@@ -216,7 +197,7 @@ std::vector<H2Field> h2_trailers_from_section(std::string_view section) {
     bool token = true;
     for (const char c : name) token = token && is_token_char(static_cast<unsigned char>(c));
     const std::string_view value = trim_ows(line.substr(colon + 1));
-    if (!token || !carriable(value) || !trailer_field_passes(name)) continue;
+    if (!token || !is_carriable_value(value) || !trailer_field_passes(name)) continue;
     out.push_back({lowercase(name), std::string(value)});
   }
   return out;

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// What both of an inspected connection's nghttp2 sessions are bounded by, whichever side they face
+// (H2Front toward the box, h2_front.h; H2Back toward the origin, h2_back.h): a peer of either is
+// hostile, and neither may grow memory with acknowledgements it never reads, SETTINGS entries,
+// CONTINUATION frames, HPACK tables or closed streams kept for priority.
+#pragma once
+
+#include <nghttp2/nghttp2.h>
+
+#include <cstddef>
+#include <memory>
+
+namespace boxproxy {
+
+// nghttp2's defaults, named so that the manual can state them: acknowledgements (SETTINGS, PING)
+// queued for a peer that does not read before the session ends; entries in one SETTINGS frame;
+// CONTINUATION frames after one HEADERS.
+inline constexpr std::size_t kH2MaxOutboundAcks = 1000;
+inline constexpr std::size_t kH2MaxSettings = 32;
+inline constexpr std::size_t kH2MaxContinuations = 8;
+// The HPACK table the peer's encoder may use (its SETTINGS_HEADER_TABLE_SIZE stays the default)
+// and the one ours uses: 4 KiB each.
+inline constexpr std::size_t kH2DeflateTable = 4096;
+
+struct H2OptionDeleter {
+  void operator()(nghttp2_option* o) const noexcept { nghttp2_option_del(o); }
+};
+struct H2CallbacksDeleter {
+  void operator()(nghttp2_session_callbacks* c) const noexcept { nghttp2_session_callbacks_del(c); }
+};
+using H2OptionPtr = std::unique_ptr<nghttp2_option, H2OptionDeleter>;
+using H2CallbacksPtr = std::unique_ptr<nghttp2_session_callbacks, H2CallbacksDeleter>;
+
+// Options with the bounds above, closed streams not kept, and no window opened by nghttp2 itself
+// (each side opens its windows only as the bytes go on: what a peer sends ahead is held, and
+// bounded by the window); null when nghttp2 cannot allocate.
+[[nodiscard]] H2OptionPtr bounded_h2_option() noexcept;
+
+// An empty callback table; null when nghttp2 cannot allocate.
+[[nodiscard]] H2CallbacksPtr new_h2_callbacks() noexcept;
+
+}  // namespace boxproxy
