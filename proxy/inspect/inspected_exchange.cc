@@ -212,7 +212,10 @@ bool InspectedConnection::read_response_head() {
     const bool until_close = body.kind == BodyFraming::Kind::until_close && !h2_;
     // The client's connection goes on only while it asks to, the body ends by its framing, its own
     // request was read whole (else where its next one starts is unknown) and the endpoint stands.
-    exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && exchange_.request_done &&
+    // Over HTTP/2 the stream's end says where the request ends, so an answer that begins before it
+    // (a gRPC stream, an early 100-less answer to an upload) need not cost the connection: whether
+    // the request is whole is asked again when the answer ends (finish_exchange).
+    exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && (exchange_.request_done || h2_) &&
                             !client_eof_ && setup_.endpoint != nullptr;
     exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close;
     const std::string answer = rewrite_response_head(head, exchange_.keep_client);
@@ -273,7 +276,7 @@ void InspectedConnection::finish_exchange() {
     drop_origin();
     origin_state_ = Origin::gone;
   }
-  if (exchange_.keep_client && !client_eof_) {
+  if (exchange_.keep_client && exchange_.request_done && !client_eof_) {
     phase_ = Phase::reading_head;
     arm(TimerRole::head);
     return;

@@ -10,6 +10,7 @@ import os
 import socket
 import ssl
 import sys
+import threading
 import time
 import unittest
 
@@ -135,6 +136,60 @@ def read_frames(tls, seconds):
             frames.append((buffer[3], buffer[4], int.from_bytes(buffer[5:9], "big") & 0x7FFFFFFF, buffer[9:9 + length]))
             buffer = buffer[9 + length:]
     return frames
+
+
+class EarlyAnswerOrigin:
+    """A TLS origin on 127.0.0.2 that answers a request's head at once ("200", Content-Length: 3)
+    and its body's bytes only once the whole body (Content-Length) has come: an answer that begins
+    before its request ends, as a gRPC stream's does. Keep-alive; a thread a connection, bounded."""
+
+    def __init__(self, cert, key):
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        self.listener = socket.create_server(("127.0.0.2", 0))
+        self.port = self.listener.getsockname()[1]
+        self.paths = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        for _ in range(16):
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        try:
+            tls = self.context.wrap_socket(conn, server_side=True)
+            tls.settimeout(10)
+            buffer = b""
+            for _ in range(16):  # requests on the connection
+                while b"\r\n\r\n" not in buffer:
+                    data = tls.recv(65536)
+                    if not data:
+                        return
+                    buffer += data
+                head, buffer = buffer.split(b"\r\n\r\n", 1)
+                lines = head.decode().split("\r\n")
+                self.paths.append(lines[0].split()[1])
+                length = next((int(line.split(":", 1)[1]) for line in lines[1:]
+                               if line.lower().startswith("content-length:")), 0)
+                tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n")
+                while len(buffer) < length:
+                    data = tls.recv(65536)
+                    if not data:
+                        return
+                    buffer += data
+                buffer = buffer[length:]
+                tls.sendall(b"ok\n")
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self.listener.close()
 
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
@@ -341,6 +396,36 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         (done,) = p.wait_log(kind="connect", cls="done", timeout=5)
         self.assertEqual(done.end, "client-closed")
         self.assertEqual(origin.holding, 1)  # ended before the origin answered
+
+    def test_an_answer_that_begins_before_its_request_ends_keeps_the_connection(self):
+        # A POST whose answer's head comes back while its body is still being sent (a gRPC stream's
+        # way): once the body has ended and then the answer, the next stream is served on the same
+        # connection, not refused by a connection closing behind the first.
+        origin = EarlyAnswerOrigin(self.cert, self.key)
+        self.addCleanup(origin.close)
+        self.target = f"origin.test:{origin.port}"
+        p = self.start()
+        tls = h2_tls(p, self.target, self.ca)
+        self.addCleanup(tls.close)
+        client = H2Client(tls, self.target)
+        sid = client.conn.get_next_available_stream_id()
+        client.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", self.target),
+                                       (":path", "/allowed/upload"), ("content-length", "10")])
+        client.conn.send_data(sid, b"first")
+        client.flush()
+        client.streams[sid] = {"status": None, "headers": {}, "body": b"", "reset": None, "ended": False}
+        deadline = time.monotonic() + 10
+        while client.streams[sid]["status"] is None:  # the answer's head, before the body has ended
+            self.assertLess(time.monotonic(), deadline, "no answer head")
+            for event in client.conn.receive_data(tls.recv(65536)):
+                client._take(event)
+            client.flush()
+        client.conn.send_data(sid, b"_last", end_stream=True)
+        client.flush()
+        self.assertEqual(client.collect([sid])[sid]["body"], b"ok\n")
+        after = client.request("/allowed/after")
+        self.assertEqual(client.collect([after])[after]["status"], 200)
+        self.assertEqual(origin.paths, ["/allowed/upload", "/allowed/after"])
 
     def test_heads_held_past_their_bound_are_refused_never_served_cut_short(self):
         # --max-head-bytes 1024: at most 4 KiB of heads held for streams waiting their turn. The
