@@ -64,6 +64,7 @@
 #include "proxy/inspect/h2_front.h"
 #include "proxy/inspect/leaf_cert.h"
 #include "proxy/inspect/openssl_owners.h"
+#include "proxy/inspect/origin_sessions.h"
 #include "proxy/inspect/tls_contexts.h"
 #include "proxy/inspect/tls_stream.h"
 #include "proxy/timer.h"
@@ -89,6 +90,8 @@ struct InspectedSetup {
   EVP_PKEY* leaf_key = nullptr;                     // the leaf's key (LeafCache::key()); must outlive this
   SSL_CTX* client_ctx = nullptr;  // the box-facing context (make_client_facing_context); must outlive this
   SSL_CTX* origin_ctx = nullptr;  // the origin-facing context (make_origin_context); must outlive this
+  // Origins' TLS sessions, to resume (origin_sessions.h); must outlive this. Null: none kept.
+  OriginSessions* origin_sessions = nullptr;
   bool log_paths = false;
   // The session's secrets, for the endpoint's "inject" (SPEC §19); must outlive this. Null: none
   // set (the unit tests' setups), so an injecting endpoint's every request is `secret missing`.
@@ -315,6 +318,7 @@ class InspectedConnection {
   DecidedOrigin origin_;
   Hooks hooks_;
   ServerNameCheck sni_check_;
+  OriginSessionSlot session_slot_;  // what each origin SSL of this connection carries; outlives them
 
   // Owners in dependency order: the events and the streams go before the socket the sniff watches.
   UniqueFd client_fd_;  // until the sniff passes it to client_

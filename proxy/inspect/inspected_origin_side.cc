@@ -50,6 +50,13 @@ bool InspectedConnection::open_origin_tls(UniqueFd fd) {
     ERR_clear_error();
     return false;
   }
+  // A session this host and port gave an earlier connection, if any (origin_sessions.h says why
+  // that is safe); without one, or where it cannot be attached, a full handshake.
+  if (setup_.origin_sessions != nullptr) {
+    session_slot_.sessions = setup_.origin_sessions;
+    session_slot_.key = OriginSessions::key_of(decided.host, decided.port);
+    (void)offer_origin_session(s, &session_slot_);
+  }
   origin_side_ = TlsStream::open(base_, std::move(fd), std::move(ssl), TlsStream::Role::connect, kMaxQueued / 2,
                                  {&on_origin_io, &on_origin_io, &on_origin_event, this}, setup_.closer);
   if (!origin_side_) return false;

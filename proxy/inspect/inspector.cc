@@ -228,6 +228,7 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.leaf_key = leaves_.key();
   setup.client_ctx = setup_.client_ctx.get();
   setup.origin_ctx = setup_.origin_ctx.get();
+  setup.origin_sessions = &origin_sessions_;
   setup.log_paths = setup_.log_paths;
   setup.max_head_bytes = setup_.max_head_bytes;
   setup.head_timeout = setup_.head_timeout;

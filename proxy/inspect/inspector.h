@@ -17,6 +17,7 @@
 #include "proxy/fd_channel.h"
 #include "proxy/inspect/inspected_connection.h"
 #include "proxy/inspect/leaf_cache.h"
+#include "proxy/inspect/origin_sessions.h"
 #include "proxy/inspect/secret_store.h"
 #include "proxy/inspect/session_ca.h"
 #include "proxy/inspect/tls_contexts.h"
@@ -82,6 +83,7 @@ class Inspector {
   InspectorSetup setup_;
   LeafCache leaves_;
   LoopPassCloser closer_;  // the connections' sockets, one loop pass late; declared before them: outlives them
+  OriginSessions origin_sessions_;  // origins' TLS sessions to resume; declared before the connections
   SecretStore secrets_;  // SPEC §19: read by every request that injects, set and revoked by serve
   Placeholders placeholders_;  // SPEC §19: the session's stand-ins, made by serve at start
   FdChannel channel_;

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 
+#include "proxy/inspect/origin_sessions.h"
 #include "table/ascii.h"
 
 namespace boxproxy {
@@ -98,6 +99,7 @@ SslCtxPtr make_origin_context(X509StorePtr store) {
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
   SSL_CTX_set_cert_store(ctx, store.release());  // the context owns it from here
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  if (!keep_origin_sessions(ctx)) fail("cannot reserve the origin sessions' slot");
   // 0 is success here (OpenSSL's one inverted return).
   if (SSL_CTX_set_alpn_protos(ctx, reinterpret_cast<const unsigned char*>(kAlpnOrigin.data()),
                               static_cast<unsigned int>(kAlpnOrigin.size())) != 0) {

@@ -874,6 +874,8 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
             "path": self.path,
             "headers": list(self.headers.items()),
             "body": body,
+            # Behind TLS: whether this connection resumed an earlier TLS session (else None).
+            "tls_resumed": getattr(self.connection, "session_reused", None),
         })
 
     def _send(self, status, body, headers=()):

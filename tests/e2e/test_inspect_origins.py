@@ -26,6 +26,23 @@ CURL = shutil.which("curl")
 
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class OriginSessionTest(InspectRig, ProxyTestCase):
+
+    def test_a_new_inspected_connection_resumes_the_origins_tls_session(self):
+        # proxy/inspect/origin_sessions.h: what the origin handed out on the first connection is
+        # offered by the next one to the same host and port, so the origin makes no full handshake.
+        p = self.start_inspecting()
+        for path in ("/first", "/second", "/third"):
+            tls = connect_tls(p, f"origin.test:{self.origin.port}", self.ca)
+            tls.sendall(f"GET {path} HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n"
+                        "Connection: close\r\n\r\n".encode())
+            self.assertEqual(read_http_response(tls).status, 200)
+            tls.close()
+        resumed = [(r["path"], r["tls_resumed"]) for r in self.origin.requests]
+        self.assertEqual(resumed, [("/first", False), ("/second", True), ("/third", True)])
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
 class HostMismatchTest(InspectRig, ProxyTestCase):
 
     def test_a_host_naming_another_host_is_refused_and_never_reaches_the_origin(self):
