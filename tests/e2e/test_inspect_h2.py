@@ -6,6 +6,7 @@ on 127.0.0.2) over HTTP/1.1. curl --http2 is one client; a small h2 client over 
 python3-h2) drives several streams on one connection, a malformed one, and the floods the manual's
 bounds are for. Loopback only; every wait bounded."""
 
+import json
 import os
 import socket
 import ssl
@@ -79,6 +80,26 @@ class H2Client:
         self.flush()
         self.streams[sid] = {"status": None, "headers": {}, "body": b"", "reset": None, "ended": False}
         return sid
+
+    def begin_upload(self, path, length, first):
+        """A POST of `length` bytes of which only `first` is sent (the stream left open): its id."""
+        sid = self.conn.get_next_available_stream_id()
+        self.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", self.authority),
+                                     (":path", path), ("content-length", str(length))])
+        self.conn.send_data(sid, first)
+        self.flush()
+        self.streams[sid] = {"status": None, "headers": {}, "body": b"", "reset": None, "ended": False}
+        return sid
+
+    def wait_head(self, sid, timeout=10):
+        """Reads until stream `sid`'s answer head has come."""
+        deadline = time.monotonic() + timeout
+        while self.streams[sid]["status"] is None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no answer head in {timeout}s: {self.streams}")
+            for event in self.conn.receive_data(self.tls.recv(65536)):
+                self._take(event)
+            self.flush()
 
     def collect(self, ids, timeout=10):
         """Reads until every stream of `ids` has ended or been reset: {id: its record}."""
@@ -192,6 +213,16 @@ class EarlyAnswerOrigin:
         self.listener.close()
 
 
+def start_inspecting_endpoint(test, endpoint, *args):
+    """serve for an InspectRig test, with a config inspecting `endpoint` (its "host" set), trusting
+    the origin's certificate and writing its CA to test.ca."""
+    config = os.path.join(test.dir, "config.json")
+    with open(config, "w") as f:
+        json.dump({"inspect": [endpoint]}, f)
+    return test.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--ca-out", test.ca,
+                      "--upstream-ca", test.cert, "--config", config, *args)
+
+
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
 class InspectH2Test(InspectRig, ProxyTestCase):
 
@@ -200,12 +231,7 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         self.target = f"origin.test:{self.origin.port}"
 
     def start(self, endpoint=None, *args):
-        config = os.path.join(self.dir, "config.json")
-        import json
-        with open(config, "w") as f:
-            json.dump({"inspect": [dict(endpoint or RULES, host=self.target)]}, f)
-        return self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--ca-out", self.ca,
-                          "--upstream-ca", self.cert, "--config", config, *args)
+        return start_inspecting_endpoint(self, dict(endpoint or RULES, host=self.target), *args)
 
     def curl_h2(self, p, path):
         return curl("--http2", "--proxy", f"socks5h://localhost{p.socket_path}", "--cacert", self.ca, "-D", "-",
@@ -279,11 +305,7 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         tls = h2_tls(p, self.target, self.ca)
         self.addCleanup(tls.close)
         client = H2Client(tls, self.target)
-        sid = client.conn.get_next_available_stream_id()
-        client.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", self.target),
-                                       (":path", "/allowed/upload"), ("content-length", "100")])
-        client.conn.send_data(sid, b"0123456789")
-        client.flush()
+        sid = client.begin_upload("/allowed/upload", 100, b"0123456789")
         time.sleep(0.3)  # the head and the first bytes reach the origin
         client.conn.reset_stream(sid, error_code=8)  # CANCEL
         client.flush()
@@ -408,18 +430,8 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         tls = h2_tls(p, self.target, self.ca)
         self.addCleanup(tls.close)
         client = H2Client(tls, self.target)
-        sid = client.conn.get_next_available_stream_id()
-        client.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", self.target),
-                                       (":path", "/allowed/upload"), ("content-length", "10")])
-        client.conn.send_data(sid, b"first")
-        client.flush()
-        client.streams[sid] = {"status": None, "headers": {}, "body": b"", "reset": None, "ended": False}
-        deadline = time.monotonic() + 10
-        while client.streams[sid]["status"] is None:  # the answer's head, before the body has ended
-            self.assertLess(time.monotonic(), deadline, "no answer head")
-            for event in client.conn.receive_data(tls.recv(65536)):
-                client._take(event)
-            client.flush()
+        sid = client.begin_upload("/allowed/upload", 10, b"first")
+        client.wait_head(sid)  # the answer's head, before the body has ended
         client.conn.send_data(sid, b"_last", end_stream=True)
         client.flush()
         self.assertEqual(client.collect([sid])[sid]["body"], b"ok\n")

@@ -24,7 +24,7 @@ except ImportError:  # an interpreter of its own (pyenv): Debian's packages are 
 
 from harness import ProxyTestCase, read_http_response, recv_all, recv_exact
 from inspect_support import CURL, INSPECTOR, H2Origin, InspectRig, curl
-from test_inspect_h2 import H2Client, h2_tls
+from test_inspect_h2 import H2Client, h2_tls, start_inspecting_endpoint
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 RULES = {"rules": [{"method": "GET", "path": "/allowed/**"}, {"method": "POST", "path": "/allowed/**"},
@@ -53,11 +53,7 @@ class InspectH2OriginTest(InspectRig, ProxyTestCase):
         self.target = f"origin.test:{self.h2origin.port}"
 
     def start(self, endpoint=None, *args):
-        config = os.path.join(self.dir, "config.json")
-        with open(config, "w") as f:
-            json.dump({"inspect": [dict(endpoint or RULES, host=self.target)]}, f)
-        return self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--ca-out", self.ca,
-                          "--upstream-ca", self.cert, "--config", config, *args)
+        return start_inspecting_endpoint(self, dict(endpoint or RULES, host=self.target), *args)
 
     def curl(self, p, version, path):
         return curl(version, "--proxy", f"socks5h://localhost{p.socket_path}", "--cacert", self.ca, "-D", "-",
