@@ -238,3 +238,27 @@ TEST_CASE("ChunkedScanner with Trailers::filtered passes the allowed trailers as
   }
   CHECK(passed == "3\r\nabc\r\n0\r\ngrpc-status: 0\r\nx-t: 1\r\n\r\n");
 }
+
+TEST_CASE("h2_upstream_request: a head of many fields, Connection naming some of them on two lines") {
+  // The Connection tokens are gathered once (a head of many tiny fields used to rescan every
+  // header for each field); what is dropped must stay exactly what Connection lists, in any case.
+  constexpr int kFields = 50000;
+  std::string text = "POST / HTTP/1.1\r\nHost: h\r\nConnection: X-F7 ,\tx-f123,content-length\r\nContent-Length: 0\r\n";
+  for (int i = 0; i < kFields; ++i) text += "X-F" + std::to_string(i) + ": " + std::to_string(i) + "\r\n";
+  text += "connection: , X-F49999\r\n\r\n";
+  const auto parsed = parse_request_head(text, text.size() + 1);
+  REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+  const auto r = h2_upstream_request(*parsed.value);
+  REQUIRE(r);
+  // Four pseudo-headers, content-length, the fields less the three listed, te.
+  REQUIRE(r->fields.size() == 4 + 1 + (kFields - 3) + 1);
+  CHECK(value_of(r->fields, "content-length") == "0");  // framing: never taken away
+  CHECK(value_of(r->fields, "x-f7") == "<none>");
+  CHECK(value_of(r->fields, "x-f123") == "<none>");
+  CHECK(value_of(r->fields, "x-f49999") == "<none>");
+  CHECK(value_of(r->fields, "x-f0") == "0");
+  CHECK(value_of(r->fields, "x-f12") == "12");
+  CHECK(value_of(r->fields, "x-f1234") == "1234");
+  CHECK(value_of(r->fields, "x-f49998") == "49998");
+  CHECK(value_of(r->fields, "connection") == "<none>");
+}
