@@ -339,7 +339,7 @@ void H2Back::head_ended(bool end_stream) {
 
 void H2Back::response_ended() {
   if (response_framing_.kind == BodyFraming::Kind::chunked) {
-    add(h1_last_chunk_with_trailers(fields_));
+    add(h1_last_chunk_with_trailers(fields_));  // dropped past kMaxTrailerSection
   } else if (response_framing_.kind == BodyFraming::Kind::length && response_left_ != 0) {
     cut_ = true;  // shorter than its length (nghttp2 resets such a stream): never taken for whole
     failed_ = true;

@@ -190,6 +190,8 @@ std::string h1_last_chunk_with_trailers(const std::vector<H2Field>& trailers) {
     out.append(f.name).append(": ").append(f.value).append("\r\n");
   }
   out.append("\r\n");
+  constexpr std::size_t kLastChunkLine = 3;  // "0\r\n"
+  if (out.size() - kLastChunkLine > kMaxTrailerSection) return std::string(kH2LastChunk);
   return out;
 }
 
