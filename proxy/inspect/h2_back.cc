@@ -21,6 +21,10 @@ constexpr std::size_t kMaxRequestHead = 2 * 1024 * 1024;
 
 constexpr std::string_view kBadGatewayBody = "egress: the origin broke HTTP/2\n";
 
+// Empties a header list and gives its memory back: a list of many small fields leaves a large
+// capacity behind, which clear() would keep for the rest of the connection.
+void release(std::vector<H2Field>& fields) noexcept { std::vector<H2Field>().swap(fields); }
+
 nghttp2_nv field(const H2Field& f) noexcept {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(), f.value.size(),
@@ -80,7 +84,7 @@ void H2Back::add(std::string_view bytes) {
 int H2Back::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* self) noexcept {
   auto* b = static_cast<H2Back*>(self);
   if (frame->hd.stream_id == b->current_) {
-    b->fields_.clear();
+    release(b->fields_);
     b->field_bytes_ = 0;
   }
   return 0;
@@ -90,7 +94,9 @@ int H2Back::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::u
                       const std::uint8_t* value, std::size_t value_length, std::uint8_t, void* self) noexcept {
   auto* b = static_cast<H2Back*>(self);
   if (frame->hd.stream_id != b->current_ || b->current_ == 0) return 0;
-  b->field_bytes_ += name_length + value_length;
+  // Each field counts kH2FieldOverhead besides its name and value (its std::vector entry): else
+  // 65,000 empty fields, one HPACK byte each, would count 64 KiB and hold 4 MiB.
+  b->field_bytes_ += name_length + value_length + kH2FieldOverhead;
   // Past the bound the stream is reset (nghttp2: RST_STREAM INTERNAL_ERROR) and answered 502.
   if (b->field_bytes_ > b->max_response_head_) {
     b->violated_ = true;
@@ -250,7 +256,7 @@ bool H2Back::start_request() {
   const std::int32_t id = nghttp2_submit_request(session_.get(), nullptr, nva.data(), nva.size(),
                                                  request_done_ ? nullptr : &provider, nullptr);
   evbuffer_drain(requests_.get(), head_bytes);  // `parsed` pointed into it: not used after
-  fields_.clear();
+  release(fields_);
   field_bytes_ = 0;
   head_written_ = false;
   interim_ = 0;
@@ -308,8 +314,11 @@ void H2Back::head_ended(bool end_stream) {
     return;
   }
   auto translated = h1_response_head(fields_, method_, end_stream);
-  fields_.clear();
+  release(fields_);
   field_bytes_ = 0;
+  // The connection reads no longer head from responses() (kMaxResponseHeadBytes): refused here,
+  // as a list past the bound is, rather than left for it to fail on.
+  if (translated && translated->head.size() > max_response_head_) translated.reset();
   if (!translated) {
     violated_ = true;
     nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_PROTOCOL_ERROR);
@@ -344,7 +353,7 @@ void H2Back::response_ended() {
     cut_ = true;  // shorter than its length (nghttp2 resets such a stream): never taken for whole
     failed_ = true;
   }
-  fields_.clear();
+  release(fields_);
   field_bytes_ = 0;
   current_ = 0;  // whatever else comes on it is dropped
 }
@@ -363,7 +372,8 @@ void H2Back::stream_failed(std::uint32_t error_code) {
   } else {
     cut_ = true;
   }
-  fields_.clear();
+  release(fields_);
+  field_bytes_ = 0;
   current_ = 0;
 }
 
@@ -378,7 +388,7 @@ void H2Back::write_bad_gateway() {
   // A HEAD's answer has no body, whatever its length says (found by fuzz_h2_back: the body would
   // have been read as the next answer).
   if (method_ != "HEAD") add(kBadGatewayBody);
-  fields_.clear();
+  release(fields_);
   field_bytes_ = 0;
   head_written_ = true;
   current_ = 0;
@@ -482,7 +492,7 @@ bool H2Back::wants_read() const noexcept { return !over_ && nghttp2_session_want
 
 H2Back::Held H2Back::held() const noexcept {
   Held held;
-  for (const H2Field& f : fields_) held.head_bytes += f.name.size() + f.value.size();
+  for (const H2Field& f : fields_) held.head_bytes += f.name.size() + f.value.size() + kH2FieldOverhead;
   held.body = evbuffer_get_length(body_.get());
   held.responses = evbuffer_get_length(responses_.get());
   return held;

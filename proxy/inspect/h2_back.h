@@ -28,11 +28,17 @@
 //                        likewise): the window is opened only as the connection takes the bytes
 //                        out of responses() (to at most half of it), so responses() holds at most
 //                        kH2BackWindow of DATA plus its chunk framing;
-//   response heads       kMaxResponseHeadBytes (inspected_connection.h) of names and values per
-//                        header list (SETTINGS_MAX_HEADER_LIST_SIZE says so; past it the stream is
-//                        reset and answered 502); at most kMaxInterim interim (1xx) heads a
-//                        response (past them: reset, 502), each written only while responses()
-//                        holds less than kH2BackWindow (else dropped), and the connection stops
+//   response heads       kMaxResponseHeadBytes (inspected_connection.h) per header list, counted as
+//                        SETTINGS_MAX_HEADER_LIST_SIZE counts it (which says so): names, values
+//                        and kH2FieldOverhead (32, h2_session_bounds.h) a field, so that a list of
+//                        empty fields holds at most about twice its count (the list's memory is
+//                        given back after each); past it the stream is reset and answered 502, as
+//                        is a head whose HTTP/1.1 translation would pass the bound; trailers past
+//                        kMaxTrailerSection (http_body.h) as an HTTP/1.1 section are dropped
+//                        whole, never written for ChunkedScanner to refuse; at most kMaxInterim
+//                        interim (1xx) heads a response (past them: reset, 502), each written
+//                        only while responses() holds less than kH2BackWindow (else dropped),
+//                        and the connection stops
 //                        reading the origin while responses() holds kMaxQueued; so responses()
 //                        holds at most kH2BackWindow of DATA (plus its chunk framing, at most 6
 //                        bytes a frame), one interim head and the final head;
@@ -95,7 +101,7 @@ class H2Back {
 
   // What it holds, counted from its buffers (tests/fuzz holds it to the bounds above).
   struct Held {
-    std::size_t head_bytes = 0;  // the response header list being read
+    std::size_t head_bytes = 0;  // the response header list being read, kH2FieldOverhead a field
     std::size_t body = 0;        // request DATA waiting
     std::size_t responses = 0;   // responses() bytes
   };
@@ -144,7 +150,7 @@ class H2Back {
   bool request_orphaned_ = false;  // a request came that could not be sent: its bytes are dropped
   // Its response.
   std::vector<H2Field> fields_;  // the header list being read (a head, or trailers)
-  std::size_t field_bytes_ = 0;
+  std::size_t field_bytes_ = 0;  // its names and values, and kH2FieldOverhead a field
   bool head_written_ = false;
   unsigned interim_ = 0;  // interim heads received for it
   BodyFraming response_framing_;

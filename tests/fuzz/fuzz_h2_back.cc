@@ -21,7 +21,8 @@
 //     (ChunkedScanner never finds it malformed), with nothing after the response;
 //   - no head carries a connection-specific field, x-egress-refused, or two framings;
 //   - what it holds stays within h2_back.h's bounds: the header list being read within the head
-//     bound, the request body waiting within kH2BackBodyHeld, responses() within the window's
+//     bound (held() counts kH2FieldOverhead a field, as the bound does, so this bounds the number
+//     of fields held too), the request body waiting within kH2BackBodyHeld, responses() within the window's
 //     worth of DATA and its framing, one interim and one final head;
 //   - once ended() no more bytes come to responses(); reusable() is false after any failure.
 #include <event2/buffer.h>
