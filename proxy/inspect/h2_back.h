@@ -43,7 +43,10 @@
 //                        holds at most kH2BackWindow of DATA (plus its chunk framing, at most 6
 //                        bytes a frame), one interim head and the final head;
 //   request body held    kH2BackBodyHeld of decoded DATA waiting for the origin's window, besides
-//                        requests() (bounded by the connection at kMaxQueued);
+//                        requests() (bounded by the connection at kMaxQueued); when the stream
+//                        ends before its body's END_STREAM went (an early answer to an upload, a
+//                        reset), the stream is cancelled, the rest of the body dropped, and the
+//                        session not reused: never sent as the next request's body;
 //   control frames       nghttp2's limits, named as H2Front's: acknowledgements queued for an
 //                        origin that does not read (kH2MaxOutboundAcks: h2_session_bounds.h), entries per SETTINGS,
 //                        CONTINUATION frames per header block; past them the session ends (502 for
@@ -131,6 +134,7 @@ class H2Back {
   void response_ended();
   void stream_failed(std::uint32_t error_code);
   void settle_current();
+  void abandon_request(bool stream_open) noexcept;
   void write_bad_gateway();
   void add(std::string_view bytes);
 
@@ -147,7 +151,10 @@ class H2Back {
   std::uint64_t request_left_ = 0;  // a content-length body's bytes still to come from requests()
   ChunkedDecoder request_chunks_;
   bool request_done_ = true;       // every body byte is in body_
-  bool request_orphaned_ = false;  // a request came that could not be sent: its bytes are dropped
+  bool request_eof_sent_ = true;   // its END_STREAM went to nghttp2 (or nothing of it is held)
+  // A request came that could not be sent, or its stream ended before its body did: its bytes
+  // are dropped, and no other request is sent here.
+  bool request_orphaned_ = false;
   // Its response.
   std::vector<H2Field> fields_;  // the header list being read (a head, or trailers)
   std::size_t field_bytes_ = 0;  // its names and values, and kH2FieldOverhead a field

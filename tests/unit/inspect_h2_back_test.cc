@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // proxy/inspect/h2_back: the origin-facing HTTP/2 session, driven against a real nghttp2 server
-// session playing the origin (no socket, no TLS): header lists counted per field, trailers held
-// to the section bound the connection's ChunkedScanner reads them with.
+// session playing the origin (no socket, no TLS): a request body never outlives its stream (an
+// early answer to an upload), header lists counted per field, trailers held to the section bound
+// the connection's ChunkedScanner reads them with.
 #include <doctest/doctest.h>
 #include <event2/buffer.h>
 #include <malloc.h>
@@ -68,11 +69,12 @@ struct Origin {
     for (const auto& [name, value] : response) nva.push_back(nv(name, value));
     nghttp2_data_provider provider{};
     provider.read_callback = &read_body;
-    REQUIRE(nghttp2_submit_response(session, stream, nva.data(), nva.size(), trailers.empty() ? nullptr : &provider) ==
-            0);
+    nghttp2_data_provider* body = trailers.empty() ? nullptr : &provider;
+    REQUIRE(nghttp2_submit_response(session, stream, nva.data(), nva.size(), body) == 0);
   }
-  static ssize_t read_body(nghttp2_session* s, std::int32_t stream, std::uint8_t* buffer, std::size_t, std::uint32_t* flags,
-                           nghttp2_data_source*, void* self) {
+  // The body: "hi", then the trailers (a stream that ends with trailing HEADERS).
+  static ssize_t read_body(nghttp2_session* s, std::int32_t stream, std::uint8_t* buffer, std::size_t,
+                           std::uint32_t* flags, nghttp2_data_source*, void* self) {
     auto* o = static_cast<Origin*>(self);
     std::memcpy(buffer, "hi", 2);
     *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
@@ -151,7 +153,88 @@ void run(H2Back& back, Origin& origin, evbuffer* from_origin, evbuffer* to_origi
 
 void write(evbuffer* to, const std::string& bytes) { REQUIRE(evbuffer_add(to, bytes.data(), bytes.size()) == 0); }
 
+std::string upload(std::size_t length) {
+  return "POST /upload HTTP/1.1\r\nHost: origin.test\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n" +
+         std::string(length, 'A');
+}
+
+const std::string kSecond =
+    "POST /other HTTP/1.1\r\nHost: origin.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nBBBBB\r\n0\r\n\r\n";
+
 }  // namespace
+
+TEST_CASE("an upload answered early never leaves its tail for the next request: cancelled, not reused") {
+  // The origin reads the first window of a 100,000-byte upload, answers (200, no body) and resets
+  // the stream NO_ERROR, as servers do when they answer before reading an upload (a 413, a 401,
+  // a gRPC call it ends); it never opens its window for the rest.
+  Origin origin(/*auto_window=*/false);
+  origin.reset_after_answer = true;
+  std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
+  REQUIRE(back != nullptr);
+  Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
+  write(back->requests(), upload(100000));
+  run(*back, origin, from_origin.get(), to_origin.get());
+  REQUIRE(origin.data[1].size() == 65535);  // the connection's window
+  REQUIRE(back->held().body > 0);           // the rest waits for a window
+  origin.answer(1);
+  run(*back, origin, from_origin.get(), to_origin.get());
+
+  CHECK(drain_all(back->responses()).starts_with("HTTP/1.1 200 OK\r\n"));
+  CHECK_FALSE(back->ended());            // the answer is whole
+  CHECK(back->held().body == 0);         // the rest of the upload is dropped...
+  CHECK(evbuffer_get_length(back->requests()) == 0);
+  CHECK_FALSE(back->reusable());         // ...and the next request dials a new origin connection
+
+  // Even were a next request written here, nothing of the first body goes out as its body: the
+  // origin opens its windows, and no more DATA and no new stream come.
+  nghttp2_session_consume_connection(origin.session, origin.data[1].size());
+  origin.exchange(to_origin.get(), from_origin.get());
+  write(back->requests(), kSecond);
+  run(*back, origin, from_origin.get(), to_origin.get());
+  CHECK(origin.heads.size() == 1);
+  CHECK(origin.data[1].size() == 65535);
+  CHECK(origin.data.size() == 1);
+}
+
+TEST_CASE("a stream the origin resets mid-upload: 502, the rest of the body dropped, not reused") {
+  Origin origin(/*auto_window=*/false);
+  std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
+  REQUIRE(back != nullptr);
+  Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
+  write(back->requests(), upload(100000));
+  run(*back, origin, from_origin.get(), to_origin.get());
+  REQUIRE(back->held().body > 0);
+  REQUIRE(nghttp2_submit_rst_stream(origin.session, NGHTTP2_FLAG_NONE, 1, NGHTTP2_INTERNAL_ERROR) == 0);
+  run(*back, origin, from_origin.get(), to_origin.get());
+  CHECK(drain_all(back->responses()).starts_with("HTTP/1.1 502 Bad Gateway\r\n"));
+  CHECK(back->held().body == 0);
+  CHECK_FALSE(back->reusable());
+  // The rest of the body, written by the connection after the stream ended, is dropped too.
+  write(back->requests(), std::string(1000, 'A'));
+  run(*back, origin, from_origin.get(), to_origin.get());
+  CHECK(evbuffer_get_length(back->requests()) == 0);
+  CHECK(back->held().body == 0);
+  CHECK(origin.heads.size() == 1);
+}
+
+TEST_CASE("an upload whose END_STREAM went before the answer leaves the session reusable, the next body its own") {
+  Origin origin(/*auto_window=*/true);
+  origin.answer_on_end = true;
+  std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
+  REQUIRE(back != nullptr);
+  Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
+  write(back->requests(), upload(100000));
+  run(*back, origin, from_origin.get(), to_origin.get());
+  CHECK(drain_all(back->responses()).starts_with("HTTP/1.1 200 OK\r\n"));
+  CHECK(origin.data[1].size() == 100000);
+  CHECK_FALSE(back->ended());
+  REQUIRE(back->reusable());
+  write(back->requests(), kSecond);
+  run(*back, origin, from_origin.get(), to_origin.get());
+  REQUIRE(origin.heads.size() == 2);
+  CHECK(origin.data[origin.heads[1]] == "BBBBB");
+  CHECK(drain_all(back->responses()).starts_with("HTTP/1.1 200 OK\r\n"));
+}
 
 TEST_CASE("a header list of empty fields counts kH2FieldOverhead a field: 502, memory near its count") {
   std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
