@@ -21,6 +21,10 @@ constexpr std::size_t kMaxRequestHead = 2 * 1024 * 1024;
 
 constexpr std::string_view kBadGatewayBody = "egress: the origin broke HTTP/2\n";
 
+// Empties a header list and gives its memory back: a list of many small fields leaves a large
+// capacity behind, which clear() would keep for the rest of the connection.
+void release(std::vector<H2Field>& fields) noexcept { std::vector<H2Field>().swap(fields); }
+
 nghttp2_nv field(const H2Field& f) noexcept {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(), f.value.size(),
@@ -80,7 +84,7 @@ void H2Back::add(std::string_view bytes) {
 int H2Back::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* self) noexcept {
   auto* b = static_cast<H2Back*>(self);
   if (frame->hd.stream_id == b->current_) {
-    b->fields_.clear();
+    release(b->fields_);
     b->field_bytes_ = 0;
   }
   return 0;
@@ -90,7 +94,9 @@ int H2Back::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::u
                       const std::uint8_t* value, std::size_t value_length, std::uint8_t, void* self) noexcept {
   auto* b = static_cast<H2Back*>(self);
   if (frame->hd.stream_id != b->current_ || b->current_ == 0) return 0;
-  b->field_bytes_ += name_length + value_length;
+  // Each field counts kH2FieldOverhead besides its name and value (its std::vector entry): else
+  // 65,000 empty fields, one HPACK byte each, would count 64 KiB and hold 4 MiB.
+  b->field_bytes_ += name_length + value_length + kH2FieldOverhead;
   // Past the bound the stream is reset (nghttp2: RST_STREAM INTERNAL_ERROR) and answered 502.
   if (b->field_bytes_ > b->max_response_head_) {
     b->violated_ = true;
@@ -205,6 +211,7 @@ ssize_t H2Back::read_request_body(nghttp2_session*, std::int32_t, std::uint8_t* 
   if (n < 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   if (evbuffer_get_length(b->body_.get()) == 0 && b->request_done_) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
+    b->request_eof_sent_ = true;
     return n;
   }
   if (n == 0) return NGHTTP2_ERR_DEFERRED;  // resumed as more of the body comes (feed_body)
@@ -226,8 +233,10 @@ bool H2Back::start_request() {
   std::optional<H2UpstreamRequest> request;
   if (parsed.status == ParseResult<RequestHead>::Status::complete) request = h2_upstream_request(*parsed.value);
   // Our own head that cannot be sent (cannot happen), or no stream may be opened: the request is
-  // dropped unsent, and the connection sends it again elsewhere when it can (not_processed).
-  if (!request || over_ || goaway_ || failed_) {
+  // dropped unsent, and the connection sends it again elsewhere when it can (not_processed). So is
+  // one that would follow bytes of an earlier body (cannot happen: abandon_request empties body_
+  // and makes the session not reusable): they would be sent as this request's body.
+  if (!request || over_ || goaway_ || failed_ || !request_eof_sent_ || evbuffer_get_length(body_.get()) != 0) {
     evbuffer_drain(requests_.get(), length);
     request_orphaned_ = true;
     cut_ = true;
@@ -245,12 +254,13 @@ bool H2Back::start_request() {
   request_chunks_ = ChunkedDecoder{};
   request_done_ = request_framing_.kind == BodyFraming::Kind::none ||
                   (request_framing_.kind == BodyFraming::Kind::length && request_left_ == 0);
+  request_eof_sent_ = request_done_;  // no body: END_STREAM goes with the HEADERS
   nghttp2_data_provider provider{};
   provider.read_callback = &read_request_body;
   const std::int32_t id = nghttp2_submit_request(session_.get(), nullptr, nva.data(), nva.size(),
                                                  request_done_ ? nullptr : &provider, nullptr);
   evbuffer_drain(requests_.get(), head_bytes);  // `parsed` pointed into it: not used after
-  fields_.clear();
+  release(fields_);
   field_bytes_ = 0;
   head_written_ = false;
   interim_ = 0;
@@ -258,6 +268,7 @@ bool H2Back::start_request() {
   cut_ = false;
   not_processed_ = false;
   if (id <= 0) {  // no stream id left, or nghttp2 out of memory: never sent
+    request_eof_sent_ = true;  // nothing of it is held: its bytes are dropped as they come
     request_orphaned_ = true;
     cut_ = true;
     not_processed_ = true;
@@ -308,8 +319,11 @@ void H2Back::head_ended(bool end_stream) {
     return;
   }
   auto translated = h1_response_head(fields_, method_, end_stream);
-  fields_.clear();
+  release(fields_);
   field_bytes_ = 0;
+  // The connection reads no longer head from responses() (kMaxResponseHeadBytes): refused here,
+  // as a list past the bound is, rather than left for it to fail on.
+  if (translated && translated->head.size() > max_response_head_) translated.reset();
   if (!translated) {
     violated_ = true;
     nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_PROTOCOL_ERROR);
@@ -339,13 +353,14 @@ void H2Back::head_ended(bool end_stream) {
 
 void H2Back::response_ended() {
   if (response_framing_.kind == BodyFraming::Kind::chunked) {
-    add(h1_last_chunk_with_trailers(fields_));
+    add(h1_last_chunk_with_trailers(fields_));  // dropped past kMaxTrailerSection
   } else if (response_framing_.kind == BodyFraming::Kind::length && response_left_ != 0) {
     cut_ = true;  // shorter than its length (nghttp2 resets such a stream): never taken for whole
     failed_ = true;
   }
-  fields_.clear();
+  release(fields_);
   field_bytes_ = 0;
+  abandon_request(/*stream_open=*/true);  // an answer that came before the whole upload went
   current_ = 0;  // whatever else comes on it is dropped
 }
 
@@ -353,6 +368,7 @@ void H2Back::response_ended() {
 // with the session.
 void H2Back::stream_failed(std::uint32_t error_code) {
   failed_ = true;
+  abandon_request(/*stream_open=*/false);
   if (error_code == NGHTTP2_REFUSED_STREAM && !head_written_) {
     not_processed_ = true;  // RFC 9113 §8.7: the origin did nothing with it
     cut_ = true;
@@ -363,7 +379,8 @@ void H2Back::stream_failed(std::uint32_t error_code) {
   } else {
     cut_ = true;
   }
-  fields_.clear();
+  release(fields_);
+  field_bytes_ = 0;
   current_ = 0;
 }
 
@@ -371,6 +388,7 @@ void H2Back::stream_failed(std::uint32_t error_code) {
 // connection goes on (this session is not used again).
 void H2Back::write_bad_gateway() {
   failed_ = true;
+  abandon_request(/*stream_open=*/false);  // every caller reset or closed the stream already
   std::string head = "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\ncontent-length: ";
   head += std::to_string(kBadGatewayBody.size());
   head += "\r\n\r\n";
@@ -378,10 +396,30 @@ void H2Back::write_bad_gateway() {
   // A HEAD's answer has no body, whatever its length says (found by fuzz_h2_back: the body would
   // have been read as the next answer).
   if (method_ != "HEAD") add(kBadGatewayBody);
-  fields_.clear();
+  release(fields_);
   field_bytes_ = 0;
   head_written_ = true;
   current_ = 0;
+}
+
+// The current stream ended (answered, reset, refused, failed) before its request's EOF went to the
+// origin: the rest of that body is in body_ and requests(), or still to come from the connection.
+// Left there it would be sent as the body of the next request on this session (the origin would
+// read one request's upload as another's). So the stream is cancelled (when it is still open: the
+// origin may still be reading it), what is held of the body is dropped, every later byte the
+// connection writes is dropped (request_orphaned_), and the session is not used again: the next
+// request dials a new origin connection.
+void H2Back::abandon_request(bool stream_open) noexcept {
+  if (request_eof_sent_) return;
+  if (stream_open && current_ != 0 && !over_) {
+    nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_CANCEL);
+  }
+  evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
+  evbuffer_drain(requests_.get(), evbuffer_get_length(requests_.get()));
+  request_eof_sent_ = true;  // nothing of it is held any more
+  request_done_ = true;
+  request_orphaned_ = true;
+  failed_ = true;
 }
 
 // When the session can say nothing more, the request in flight ends here.
@@ -394,6 +432,7 @@ void H2Back::settle_current() {
   }
   failed_ = true;
   cut_ = true;
+  abandon_request(/*stream_open=*/false);  // the session is over: nothing can be sent on it
   current_ = 0;
 }
 
@@ -430,14 +469,9 @@ bool H2Back::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
       progress = true;
     }
   } else {
-    if (current_ == 0 && !request_done_) {
-      // The stream ended before its request did (an early answer, a reset): the rest of the body
-      // has nowhere to go.
-      const std::size_t n = evbuffer_get_length(requests_.get());
-      evbuffer_drain(requests_.get(), n);
-      evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
-      if (n > 0) failed_ = true;
-    }
+    // A stream that ended before its request's EOF went out (every such end calls
+    // abandon_request; this catches one that did not).
+    if (current_ == 0) abandon_request(/*stream_open=*/false);
     if (start_request()) progress = true;
     if (current_ != 0 && feed_body()) progress = true;
   }
@@ -472,17 +506,21 @@ void H2Back::origin_closed() noexcept {
   if (current_ != 0) {
     // As an HTTP/1.1 origin closing before or during its answer: ended, never a 502 of ours.
     cut_ = true;
+    abandon_request(/*stream_open=*/false);
     current_ = 0;
   }
 }
 
-bool H2Back::reusable() const noexcept { return !over_ && !goaway_ && !failed_ && !violated_ && !request_orphaned_; }
+bool H2Back::reusable() const noexcept {
+  // request_eof_sent_: nothing of the last request's body is left to be taken for the next one's.
+  return !over_ && !goaway_ && !failed_ && !violated_ && !request_orphaned_ && request_eof_sent_;
+}
 
 bool H2Back::wants_read() const noexcept { return !over_ && nghttp2_session_want_read(session_.get()) != 0; }
 
 H2Back::Held H2Back::held() const noexcept {
   Held held;
-  for (const H2Field& f : fields_) held.head_bytes += f.name.size() + f.value.size();
+  for (const H2Field& f : fields_) held.head_bytes += f.name.size() + f.value.size() + kH2FieldOverhead;
   held.body = evbuffer_get_length(body_.get());
   held.responses = evbuffer_get_length(responses_.get());
   return held;

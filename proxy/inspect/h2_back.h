@@ -28,16 +28,25 @@
 //                        likewise): the window is opened only as the connection takes the bytes
 //                        out of responses() (to at most half of it), so responses() holds at most
 //                        kH2BackWindow of DATA plus its chunk framing;
-//   response heads       kMaxResponseHeadBytes (inspected_connection.h) of names and values per
-//                        header list (SETTINGS_MAX_HEADER_LIST_SIZE says so; past it the stream is
-//                        reset and answered 502); at most kMaxInterim interim (1xx) heads a
-//                        response (past them: reset, 502), each written only while responses()
-//                        holds less than kH2BackWindow (else dropped), and the connection stops
+//   response heads       kMaxResponseHeadBytes (inspected_connection.h) per header list, counted as
+//                        SETTINGS_MAX_HEADER_LIST_SIZE counts it (which says so): names, values
+//                        and kH2FieldOverhead (32, h2_session_bounds.h) a field, so that a list of
+//                        empty fields holds at most about twice its count (the list's memory is
+//                        given back after each); past it the stream is reset and answered 502, as
+//                        is a head whose HTTP/1.1 translation would pass the bound; trailers past
+//                        kMaxTrailerSection (http_body.h) as an HTTP/1.1 section are dropped
+//                        whole, never written for ChunkedScanner to refuse; at most kMaxInterim
+//                        interim (1xx) heads a response (past them: reset, 502), each written
+//                        only while responses() holds less than kH2BackWindow (else dropped),
+//                        and the connection stops
 //                        reading the origin while responses() holds kMaxQueued; so responses()
 //                        holds at most kH2BackWindow of DATA (plus its chunk framing, at most 6
 //                        bytes a frame), one interim head and the final head;
 //   request body held    kH2BackBodyHeld of decoded DATA waiting for the origin's window, besides
-//                        requests() (bounded by the connection at kMaxQueued);
+//                        requests() (bounded by the connection at kMaxQueued); when the stream
+//                        ends before its body's END_STREAM went (an early answer to an upload, a
+//                        reset), the stream is cancelled, the rest of the body dropped, and the
+//                        session not reused: never sent as the next request's body;
 //   control frames       nghttp2's limits, named as H2Front's: acknowledgements queued for an
 //                        origin that does not read (kH2MaxOutboundAcks: h2_session_bounds.h), entries per SETTINGS,
 //                        CONTINUATION frames per header block; past them the session ends (502 for
@@ -95,7 +104,7 @@ class H2Back {
 
   // What it holds, counted from its buffers (tests/fuzz holds it to the bounds above).
   struct Held {
-    std::size_t head_bytes = 0;  // the response header list being read
+    std::size_t head_bytes = 0;  // the response header list being read, kH2FieldOverhead a field
     std::size_t body = 0;        // request DATA waiting
     std::size_t responses = 0;   // responses() bytes
   };
@@ -125,6 +134,7 @@ class H2Back {
   void response_ended();
   void stream_failed(std::uint32_t error_code);
   void settle_current();
+  void abandon_request(bool stream_open) noexcept;
   void write_bad_gateway();
   void add(std::string_view bytes);
 
@@ -141,10 +151,13 @@ class H2Back {
   std::uint64_t request_left_ = 0;  // a content-length body's bytes still to come from requests()
   ChunkedDecoder request_chunks_;
   bool request_done_ = true;       // every body byte is in body_
-  bool request_orphaned_ = false;  // a request came that could not be sent: its bytes are dropped
+  bool request_eof_sent_ = true;   // its END_STREAM went to nghttp2 (or nothing of it is held)
+  // A request came that could not be sent, or its stream ended before its body did: its bytes
+  // are dropped, and no other request is sent here.
+  bool request_orphaned_ = false;
   // Its response.
   std::vector<H2Field> fields_;  // the header list being read (a head, or trailers)
-  std::size_t field_bytes_ = 0;
+  std::size_t field_bytes_ = 0;  // its names and values, and kH2FieldOverhead a field
   bool head_written_ = false;
   unsigned interim_ = 0;  // interim heads received for it
   BodyFraming response_framing_;

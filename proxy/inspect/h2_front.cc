@@ -98,7 +98,10 @@ int H2Front::on_header(nghttp2_session* session, const nghttp2_frame* frame, con
   // Unknown (refused above) or trailers (after the head: dropped, as the HTTP/1.1 side drops a
   // request's, since they would arrive after the head was judged and injected).
   if (stream == nullptr || stream->head_done || stream->dropped) return 0;
-  const std::size_t bytes = name_length + value_length;
+  // Each field counts kH2FieldOverhead besides its name and value, as SETTINGS_MAX_HEADER_LIST_SIZE
+  // does (and its std::vector entry costs): else a list of empty fields, one HPACK byte each,
+  // would hold ~64 bytes for each byte counted.
+  const std::size_t bytes = name_length + value_length + kH2FieldOverhead;
   stream->head_bytes += bytes;
   if (stream->head_bytes > f->max_head_bytes_) stream->too_large = true;
   if (stream->too_large) return 0;  // answered 431 when the head ends; nothing more is kept
@@ -295,7 +298,9 @@ H2Front::Held H2Front::held() const noexcept {
   Held held;
   held.streams = streams_.size();
   for (const auto& [id, stream] : streams_) {
-    for (const H2Field& field : stream.fields) held.head_bytes += field.name.size() + field.value.size();
+    for (const H2Field& field : stream.fields) {
+      held.head_bytes += field.name.size() + field.value.size() + kH2FieldOverhead;
+    }
     if (stream.request) held.head_bytes += stream.request->head.size();
     if (stream.body) held.max_body = std::max(held.max_body, evbuffer_get_length(stream.body.get()));
     if (stream.out) held.max_answer = std::max(held.max_answer, evbuffer_get_length(stream.out.get()));

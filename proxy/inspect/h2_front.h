@@ -18,7 +18,9 @@
 //   header bytes held    kHeldHeadFactor x max_head_bytes over every stream not yet served (a
 //                        stream that would pass it, by its list or by the head translated from it,
 //                        is refused, REFUSED_STREAM); one stream's list over max_head_bytes is
-//                        answered 431;
+//                        answered 431. A list counts as SETTINGS_MAX_HEADER_LIST_SIZE counts it:
+//                        names, values and kH2FieldOverhead (32, h2_session_bounds.h) a field, so
+//                        that a list of empty fields holds at most about twice its count;
 //   request body held    kStreamWindow per stream (SETTINGS_INITIAL_WINDOW_SIZE; a stream's
 //                        window is opened only as its bytes go to the origin), so at most
 //                        kMaxStreams x kStreamWindow over the connection;

@@ -21,6 +21,11 @@ inline constexpr std::size_t kH2MaxContinuations = 8;
 // The HPACK table the peer's encoder may use (its SETTINGS_HEADER_TABLE_SIZE stays the default)
 // and the one ours uses: 4 KiB each.
 inline constexpr std::size_t kH2DeflateTable = 4096;
+// What one header field costs against a header list bound besides its name and value: 32 bytes,
+// as SETTINGS_MAX_HEADER_LIST_SIZE counts it (RFC 9113 §6.5.2, HPACK's entry size). Counting the
+// name and value alone, a list of empty fields (one HPACK byte each) held ~64 bytes of
+// std::vector<H2Field> per counted byte; with it, a field costs at most about twice its count.
+inline constexpr std::size_t kH2FieldOverhead = 32;
 
 struct H2OptionDeleter {
   void operator()(nghttp2_option* o) const noexcept { nghttp2_option_del(o); }

@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "proxy/wire/http_body.h"
 #include "proxy/wire/inspected_request.h"
 
 namespace boxproxy {
@@ -73,8 +74,9 @@ inline constexpr std::string_view kH2LastChunk = "0\r\n\r\n";
 
 // An origin's chunked answer (as the connection passes it: ChunkedScanner checked it and filtered
 // its trailers) decoded back to its bytes, for DATA frames. Extensions are skipped; the trailer
-// section is kept (at most kMaxTrailerSection bytes, past which the body is malformed) for the
-// trailing HEADERS (h2_trailers_from_section).
+// section is kept (at most kMaxTrailerSection bytes, counted as ChunkedScanner counts them
+// (http_body.h), past which the body is malformed) for the trailing HEADERS
+// (h2_trailers_from_section).
 class ChunkedDecoder {
  public:
   // Takes bytes of `in` and appends the body bytes they carry to `out`; returns how many it took
@@ -84,7 +86,6 @@ class ChunkedDecoder {
   [[nodiscard]] bool malformed() const noexcept { return state_ == State::malformed; }
   // The trailer section read so far ("name: value\r\n" lines), complete once done().
   [[nodiscard]] const std::string& trailer_section() const noexcept { return trailers_; }
-  static constexpr std::size_t kMaxTrailerSection = 32 * 1024;  // as ChunkedScanner's kMaxTrailerBytes
 
  private:
   enum class State : std::uint8_t { size, extension, size_lf, data, data_cr, data_lf, line_start, line, line_lf,

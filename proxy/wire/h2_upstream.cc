@@ -3,6 +3,8 @@
 #include "proxy/wire/h2_upstream.h"
 
 #include <array>
+#include <string>
+#include <unordered_set>
 
 #include "proxy/wire/h2_fields.h"
 #include "table/ascii.h"
@@ -30,19 +32,23 @@ std::string lowercase(std::string_view text) {
   return out;
 }
 
-// Whether Connection (any of its lines) lists `name` as a token.
-bool listed_by_connection(const RequestHead& head, std::string_view name) noexcept {
+// The tokens Connection lists (any of its lines), lowercased: gathered once, so that asking for
+// each field is a lookup rather than a scan of every header (a head of many tiny fields would
+// otherwise cost fields x headers).
+std::unordered_set<std::string> connection_tokens(const RequestHead& head) {
+  std::unordered_set<std::string> tokens;
   for (const HeaderField& f : head.headers) {
     if (!iequals(f.name, "connection")) continue;
     std::string_view rest = f.value;
     while (!rest.empty()) {
       const std::size_t comma = rest.find(',');
-      if (iequals(trim_ows(rest.substr(0, comma)), name)) return true;
+      const std::string_view token = trim_ows(rest.substr(0, comma));
+      if (!token.empty()) tokens.insert(lowercase(token));
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }
   }
-  return false;
+  return tokens;
 }
 
 bool plain_digits(std::string_view text) noexcept {
@@ -107,12 +113,14 @@ std::optional<H2UpstreamRequest> h2_upstream_request(const RequestHead& head) {
   out.fields.push_back({":scheme", "https"});
   out.fields.push_back({":authority", std::string(host->value)});
   out.fields.push_back({":path", std::string(head.target)});
+  const std::unordered_set<std::string> listed = connection_tokens(head);
   for (const HeaderField& f : head.headers) {
     if (iequals(f.name, "host") || iequals(f.name, "te") || connection_specific(f.name)) continue;
+    std::string name = lowercase(f.name);
     // A name Connection lists is hop-by-hop for this hop only (RFC 9110 §7.6.1); the framing one
     // (content-length) is never taken away by it.
-    if (!iequals(f.name, "content-length") && listed_by_connection(head, f.name)) continue;
-    out.fields.push_back({lowercase(f.name), std::string(f.value)});
+    if (name != "content-length" && listed.contains(name)) continue;
+    out.fields.push_back({std::move(name), std::string(f.value)});
   }
   out.fields.push_back({"te", "trailers"});
   return out;
@@ -182,6 +190,8 @@ std::string h1_last_chunk_with_trailers(const std::vector<H2Field>& trailers) {
     out.append(f.name).append(": ").append(f.value).append("\r\n");
   }
   out.append("\r\n");
+  constexpr std::size_t kLastChunkLine = 3;  // "0\r\n"
+  if (out.size() - kLastChunkLine > kMaxTrailerSection) return std::string(kH2LastChunk);
   return out;
 }
 

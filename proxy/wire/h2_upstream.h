@@ -58,7 +58,10 @@ struct H1Response {
 
 // The end of a chunked body carrying an HTTP/2 response's trailing HEADERS: "0\r\n", the fields
 // trailer_field_passes lets through ("name: value\r\n", a field whose name or value HTTP/1.1
-// cannot carry dropped), and the blank line.
+// cannot carry dropped), and the blank line. A section (field lines and blank line) longer than
+// kMaxTrailerSection is dropped whole ("0\r\n\r\n"): ChunkedScanner, which the connection reads
+// the answer with, would call the body malformed and cut the box's connection; a part of the
+// trailers would be a different answer (a gRPC status without its message).
 [[nodiscard]] std::string h1_last_chunk_with_trailers(const std::vector<H2Field>& trailers);
 
 // A chunked body's trailer section ("name: value\r\n" lines, its blank line optional) as fields

@@ -22,8 +22,6 @@ constexpr std::size_t kMaxContentLengthDigits = 18;
 // Chunk extensions are legal but nobody needs many: 1 KiB per size line is generous, and a bound
 // keeps a client from streaming an endless size line.
 constexpr std::size_t kMaxChunkExtensionBytes = 1024;
-// All trailer lines of one body together: the same as the default --max-head-bytes.
-constexpr std::size_t kMaxTrailerBytes = 32768;
 // A chunk size of more than sixteen hex digits cannot fit 64 bits (leading zeros count too: a
 // size line is not a place for padding).
 constexpr unsigned kMaxChunkSizeDigits = 16;
@@ -153,7 +151,7 @@ ChunkedScanner::Step ChunkedScanner::feed(std::string_view data) noexcept {
     try {
       if (trailers_from < i) trailers_.append(data.substr(trailers_from, i - trailers_from));
       if (step.finished) {
-        // The section (bounded by kMaxTrailerBytes as it was read) with only the fields allowed.
+        // The section (bounded by kMaxTrailerSection as it was read) with only the fields allowed.
         std::string passed;
         std::string_view section = trailers_;
         while (!section.empty()) {
@@ -199,11 +197,15 @@ bool ChunkedScanner::take_line_byte(unsigned char c) noexcept {
       return c == '\n';
     case State::trailer_start:
     case State::trailer_line:
+      // Every byte of the section counts, its line ends too (as ChunkedDecoder counts them).
+      if (++trailer_bytes_ > kMaxTrailerSection) return false;
       return take_trailer_byte(c);
     case State::trailer_lf:
+      if (++trailer_bytes_ > kMaxTrailerSection) return false;
       state_ = State::trailer_start;
       return c == '\n';
     case State::final_lf:
+      if (++trailer_bytes_ > kMaxTrailerSection) return false;
       state_ = State::done;
       return c == '\n';
     case State::data:
@@ -265,12 +267,11 @@ bool ChunkedScanner::take_trailer_byte(unsigned char c) noexcept {
       return true;
     }
     // A leading SP or HTAB (a fold) or ':' (no name) fails here.
-    if (!is_token_char(c) || ++line_length_ > kMaxTrailerBytes) return false;
+    if (!is_token_char(c)) return false;
     in_value_ = false;
     state_ = State::trailer_line;
     return true;
   }
-  if (++line_length_ > kMaxTrailerBytes) return false;
   if (!in_value_) {
     if (c == ':') in_value_ = true;
     return c == ':' || is_token_char(c);  // white space before ':', a control char, no ':'

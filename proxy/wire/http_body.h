@@ -51,6 +51,14 @@ struct BodyFraming {
 // them into the head would be fooled, so they never reach it.
 [[nodiscard]] bool trailer_field_passes(std::string_view name) noexcept;
 
+// The longest trailer section of a chunked body, counted as every byte after the last chunk's
+// size line: each field line with its CRLF, and the empty line's CRLF that ends the section. One
+// bound, counted the same way, for every place that reads or writes a section: ChunkedScanner
+// refuses a longer one (malformed), ChunkedDecoder (h2_request.h) too, and H2Back never writes one
+// (h1_last_chunk_with_trailers drops trailers that would not fit), so that what one passes the
+// next never refuses. The same as the default --max-head-bytes.
+inline constexpr std::size_t kMaxTrailerSection = 32 * 1024;
+
 // Follows a chunked body as its bytes go by, and says which of them to pass on.
 //
 // Every byte is passed on unchanged except the trailer section (the field lines after the last
@@ -61,7 +69,7 @@ struct BodyFraming {
 // the empty line that ends a trailer section with no fields.
 //
 // With Trailers::filtered (an inspected connection's responses only), the trailer section is kept
-// instead, at most kMaxTrailerBytes of it, and passed on as `ending` with only the fields
+// instead, at most kMaxTrailerSection of it, and passed on as `ending` with only the fields
 // trailer_field_passes allows: the head was filtered, so the trailers are too. Requests never
 // keep theirs: a trailer would carry a credential or a placeholder past injection's checks.
 class ChunkedScanner {
@@ -104,7 +112,8 @@ class ChunkedScanner {
   State state_ = State::size;
   std::uint64_t remaining_ = 0;
   unsigned size_digits_ = 0;
-  std::size_t line_length_ = 0;  // bounds extension and trailer lines
+  std::size_t line_length_ = 0;    // bounds an extension
+  std::size_t trailer_bytes_ = 0;  // of the trailer section so far, every byte: kMaxTrailerSection
   // Within an extension, the byte before this one (its grammar depends on it); within a trailer
   // line, whether its ':' has been seen (the name before it must be a token).
   char previous_ = 0;

@@ -21,9 +21,13 @@
 //     (ChunkedScanner never finds it malformed), with nothing after the response;
 //   - no head carries a connection-specific field, x-egress-refused, or two framings;
 //   - what it holds stays within h2_back.h's bounds: the header list being read within the head
-//     bound, the request body waiting within kH2BackBodyHeld, responses() within the window's
-//     worth of DATA and its framing, one interim and one final head;
-//   - once ended() no more bytes come to responses(); reusable() is false after any failure.
+//     bound (held() counts kH2FieldOverhead a field, as the bound does, so this bounds the number
+//     of fields held too), the request body waiting within kH2BackBodyHeld, responses() within
+//     the window's worth of DATA and its framing, one interim and one final head;
+//   - once ended() no more bytes come to responses(); reusable() is false after any failure;
+//   - once the response is whole, the session is reusable() only with nothing of the request's
+//     body left in it (held().body and requests() empty): a tail left there would go out as the
+//     next request's body.
 #include <event2/buffer.h>
 
 #include <algorithm>
@@ -188,6 +192,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (reads) step = read_response(back->responses(), reader) || step;
       const H2Back::Held held = back->held();
       FUZZ_CHECK(held.head_bytes <= head_bound);
+      if (reader.done && back->reusable()) {
+        FUZZ_CHECK(held.body == 0 && evbuffer_get_length(back->requests()) == 0);
+      }
       FUZZ_CHECK(held.body <= kH2BackBodyHeld);
       // DATA within the window, each frame's chunk framing (a frame carries at least a byte), one
       // interim head below the window, the final head (fields, ": ", CRLF) and the 502's.

@@ -71,11 +71,12 @@ struct EvBufferFree {
 }  // namespace
 
 TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, translated heads included") {
-  // A translated head is longer than its list (the field "ab" with an empty value is two bytes of
-  // list and "ab: \r\n" in the head): heads that each passed the bound as lists must not pass it
-  // once translated (found by fuzz_h2_front). Here each list is 91 bytes and its head 183: the
-  // sixth waiting stream passes as a list (915 + 91) but not as a head (915 + 183 > 1,024).
-  constexpr std::size_t kMaxHead = 256;
+  // A translated head replaces its list in the count, and is checked again (found by
+  // fuzz_h2_front: before a field counted kH2FieldOverhead, "ab" with an empty value was two bytes
+  // of list and "ab: \r\n" in the head). Here each list counts 1,051 bytes (91 of names and
+  // values, 30 fields of 32) and its head 183: the twentieth waiting stream passes the bound while
+  // its list is read (19 x 183 + 1,051 > 4 x 1,100).
+  constexpr std::size_t kMaxHead = 1100;
   std::unique_ptr<H2Front> front = H2Front::open(kMaxHead, {nullptr, [](void*, const H2Front::Refused&) {}});
   REQUIRE(front != nullptr);
   nghttp2_hd_deflater* raw = nullptr;
@@ -92,7 +93,7 @@ TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, tra
   REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
   REQUIRE(evbuffer_get_length(front->requests()) > 0);  // stream 1 went on: it holds no head now
   box.clear();
-  for (std::uint32_t stream = 3; stream <= 13; stream += 2) {
+  for (std::uint32_t stream = 3; stream <= 41; stream += 2) {
     std::vector<std::pair<std::string, std::string>> fields = {
         {":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}};
     for (char c = 'a'; c <= 'z'; ++c) fields.emplace_back(std::string{c, 'x'}, "");
@@ -109,6 +110,37 @@ TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, tra
   evbuffer_copyout(to.get(), out.data(), out.size());
   const auto reset = resets(out);
   REQUIRE_FALSE(reset.empty());
-  CHECK(reset.back().first == 13);
+  CHECK(reset.back().first == 41);
   CHECK(reset.back().second == NGHTTP2_REFUSED_STREAM);
+}
+
+TEST_CASE("a header list of many empty fields counts kH2FieldOverhead a field: 431, not served") {
+  // 2,000 fields "a" with an empty value: 2,000 bytes of names and values, one HPACK byte each,
+  // but 2,000 vector entries held. Counted as SETTINGS_MAX_HEADER_LIST_SIZE counts them (32 a
+  // field), the list passes --max-head-bytes 32 KiB and is answered 431 without being kept.
+  constexpr std::size_t kMaxHead = 32 * 1024;
+  std::vector<InspectRefusal> refused;
+  std::unique_ptr<H2Front> front =
+      H2Front::open(kMaxHead, {&refused, [](void* owner, const H2Front::Refused& r) {
+                                 static_cast<std::vector<InspectRefusal>*>(owner)->push_back(r.refusal);
+                               }});
+  REQUIRE(front != nullptr);
+  nghttp2_hd_deflater* raw = nullptr;
+  REQUIRE(nghttp2_hd_deflate_new(&raw, 4096) == 0);
+  std::unique_ptr<nghttp2_hd_deflater, decltype(&nghttp2_hd_deflate_del)> deflater(raw, &nghttp2_hd_deflate_del);
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}};
+  for (int i = 0; i < 2000; ++i) fields.emplace_back("a", "");
+  std::string box(kPreface);
+  box += frame(NGHTTP2_SETTINGS, 0, 0, "");
+  const std::string list = block(deflater.get(), fields);
+  REQUIRE(list.size() < 16384);
+  box += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1, list);
+  std::unique_ptr<evbuffer, EvBufferFree> from(evbuffer_new()), to(evbuffer_new());
+  REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
+  CHECK(front->pump(from.get(), to.get(), 64 * 1024).alive);
+  CHECK(evbuffer_get_length(front->requests()) == 0);  // not served
+  REQUIRE(refused.size() == 1);
+  CHECK(refused[0] == InspectRefusal::head_too_large);
+  CHECK(front->held().head_bytes == 0);  // nothing of it is kept
 }

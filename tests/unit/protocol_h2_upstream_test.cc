@@ -5,6 +5,7 @@
 // chunked body's trailers kept (filtered) for an inspected response.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -237,4 +238,103 @@ TEST_CASE("ChunkedScanner with Trailers::filtered passes the allowed trailers as
     passed += step.ending;
   }
   CHECK(passed == "3\r\nabc\r\n0\r\ngrpc-status: 0\r\nx-t: 1\r\n\r\n");
+}
+
+TEST_CASE("h2_upstream_request: a head of many fields, Connection naming some of them on two lines") {
+  // The Connection tokens are gathered once (a head of many tiny fields used to rescan every
+  // header for each field); what is dropped must stay exactly what Connection lists, in any case.
+  constexpr int kFields = 50000;
+  std::string text = "POST / HTTP/1.1\r\nHost: h\r\nConnection: X-F7 ,\tx-f123,content-length\r\nContent-Length: 0\r\n";
+  for (int i = 0; i < kFields; ++i) text += "X-F" + std::to_string(i) + ": " + std::to_string(i) + "\r\n";
+  text += "connection: , X-F49999\r\n\r\n";
+  const auto parsed = parse_request_head(text, text.size() + 1);
+  REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+  const auto r = h2_upstream_request(*parsed.value);
+  REQUIRE(r);
+  // Four pseudo-headers, content-length, the fields less the three listed, te.
+  REQUIRE(r->fields.size() == 4 + 1 + (kFields - 3) + 1);
+  CHECK(value_of(r->fields, "content-length") == "0");  // framing: never taken away
+  CHECK(value_of(r->fields, "x-f7") == "<none>");
+  CHECK(value_of(r->fields, "x-f123") == "<none>");
+  CHECK(value_of(r->fields, "x-f49999") == "<none>");
+  CHECK(value_of(r->fields, "x-f0") == "0");
+  CHECK(value_of(r->fields, "x-f12") == "12");
+  CHECK(value_of(r->fields, "x-f1234") == "1234");
+  CHECK(value_of(r->fields, "x-f49998") == "49998");
+  CHECK(value_of(r->fields, "connection") == "<none>");
+}
+
+namespace {
+
+// A trailer section ("name: value\r\n" lines, then "\r\n") of exactly `bytes` bytes, every field
+// one trailer_field_passes lets through, lines of at most 100 bytes.
+std::string section_of(std::size_t bytes) {
+  REQUIRE(bytes >= 2 + 9);
+  std::string out;
+  std::size_t left = bytes - 2;
+  for (int i = 0; left > 0; ++i) {
+    const std::string name = "x-t" + std::to_string(i % 10) + ": ";
+    std::size_t line = std::min<std::size_t>(left, 100);
+    if (left - line != 0 && left - line < name.size() + 3) line -= name.size() + 3;  // room for one more line
+    out += name + std::string(line - name.size() - 2, 'v') + "\r\n";
+    left -= line;
+  }
+  out += "\r\n";
+  REQUIRE(out.size() == bytes);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("trailer section: ChunkedScanner and ChunkedDecoder agree on kMaxTrailerSection, every byte counted") {
+  for (const std::size_t bytes : {kMaxTrailerSection - 1, kMaxTrailerSection, kMaxTrailerSection + 1}) {
+    CAPTURE(bytes);
+    const bool fits = bytes <= kMaxTrailerSection;
+    const std::string body = "3\r\nabc\r\n0\r\n" + section_of(bytes);
+    ChunkedScanner scanner(ChunkedScanner::Trailers::filtered);
+    const auto step = scanner.feed(body);
+    CHECK(step.malformed == !fits);  // LFs and the final CRLF count too
+    ChunkedDecoder decoder;
+    std::string out;
+    (void)decoder.feed(body, out);
+    CHECK(decoder.malformed() == !fits);
+    CHECK(decoder.done() == fits);
+    if (fits) {
+      // What the scanner passes on, the decoder H2Front reads it with takes whole.
+      REQUIRE(step.finished);
+      ChunkedDecoder next;
+      std::string decoded;
+      const std::string passed = body.substr(0, step.passed) + std::string(step.ending);
+      CHECK(next.feed(passed, decoded) == passed.size());
+      CHECK(next.done());
+      CHECK(decoded == "abc");
+    }
+  }
+}
+
+TEST_CASE("h1_last_chunk_with_trailers: a section past kMaxTrailerSection is dropped whole, never refused later") {
+  // Lines of "x-t: <value>\r\n": 7 bytes and the value; the section ends with "\r\n".
+  auto trailers_of = [](std::size_t section) {
+    std::vector<H2Field> out;
+    std::size_t left = section - 2;
+    while (left > 0) {
+      const std::size_t line = left > 1000 + 7 + 8 ? 1000 + 7 : left;
+      out.push_back({"x-t", std::string(line - 7, 'v')});
+      left -= line;
+    }
+    return out;
+  };
+  for (const std::size_t section : {kMaxTrailerSection, kMaxTrailerSection + 1, std::size_t{60 * 1024}}) {
+    CAPTURE(section);
+    const std::string ending = h1_last_chunk_with_trailers(trailers_of(section));
+    if (section <= kMaxTrailerSection) {
+      CHECK(ending.size() == 3 + section);
+    } else {
+      CHECK(ending == kH2LastChunk);
+    }
+    ChunkedScanner scanner(ChunkedScanner::Trailers::filtered);
+    const auto step = scanner.feed(ending);
+    CHECK_FALSE(step.malformed);
+    CHECK(step.finished);
+  }
 }
