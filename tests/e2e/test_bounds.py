@@ -160,12 +160,14 @@ class BoundsTest(ProxyTestCase):
             self.assertGreaterEqual(kept, cap - 8)
             self.assertLessEqual(stats_line(p)["clients"], cap)
             # Man page: a waiting client holds its early data (none here) and the connection object
-            # with its lookup; its head's buffer is given back. Slack: 6 KiB for the object, its
-            # events, the evdns requests (A and AAAA) and malloc's rounding. Under ASan also the
+            # with its lookup; its head's buffer is given back. Slack: 8 KiB for the object, its
+            # events, the evdns requests (A and AAAA) and malloc's rounding (4.5-4.7 KiB alone; a
+            # CI run beside a fuzzer measured 6.1: freed heads the heap kept), still far below a
+            # head kept (30 KiB). Under ASan also the
             # shadow of the heap the freed heads took (an eighth of 30 KiB), the redzones around
             # the ~4 KiB of objects and ASan's size classes: 14 KiB more (CI measured 21-22.1 KiB
             # with the quarantine's 8), still far below a head kept (30 KiB and its shadow on top).
-            self.per_client(p, kept, before, "clients waiting on DNS", 0, 20 if sanitized() else 6)
+            self.per_client(p, kept, before, "clients waiting on DNS", 0, 20 if sanitized() else 8)
             # While they wait, a newer client is closed at once (the cap holds).
             s = connect_waiting(p)
             self.assertTrue(closed_within(s, 5), "a client past the cap was kept")
