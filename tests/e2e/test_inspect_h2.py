@@ -30,8 +30,8 @@ except ImportError:  # an interpreter of its own (pyenv): Debian's packages are 
     import hpack
 
 from control_support import rss_kib
-from harness import ProxyTestCase, recv_exact, wait_until
-from inspect_support import CURL, INSPECTOR, CutOrigin, InspectRig, ManyOrigin, curl, inspector_of
+from harness import ProxyTestCase, read_http_response, recv_exact, wait_until
+from inspect_support import CURL, INSPECTOR, CutOrigin, InspectRig, ManyOrigin, connect_tls, curl, inspector_of
 
 RULES = {"rules": [{"method": "GET", "path": "/allowed/**"}, {"method": "POST", "path": "/allowed/**"}]}
 
@@ -418,6 +418,25 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         (done,) = p.wait_log(kind="connect", cls="done", timeout=5)
         self.assertEqual(done.end, "client-closed")
         self.assertEqual(origin.holding, 1)  # ended before the origin answered
+
+    def test_over_http1_a_box_that_half_closes_after_its_request_still_gets_the_answer(self):
+        # The manual's contrast with the test above: HTTP/1.1 has half-close, so a box's end after a
+        # whole request is not taken as leaving: the answer, when it comes, is still passed.
+        origin = ManyOrigin(self.cert, self.key)
+        self.addCleanup(origin.close)
+        self.addCleanup(origin.release)
+        self.target = f"origin.test:{origin.port}"
+        p = self.start({"rules": [{"method": "GET", "path": "/hold"}]})
+        tls = connect_tls(p, self.target, self.ca)
+        self.addCleanup(tls.close)
+        tls.sendall(f"GET /hold HTTP/1.1\r\nHost: {self.target}\r\n\r\n".encode())
+        self.assertTrue(wait_until(lambda: origin.holding == 1, timeout=5), "the request never reached the origin")
+        socket.socket.shutdown(tls, socket.SHUT_WR)  # a FIN under TLS: the box sends no more
+        time.sleep(0.3)
+        self.assertEqual(p.find_logs(kind="connect", cls="done"), [])  # still waiting for the answer
+        origin.release()
+        response = read_http_response(tls)
+        self.assertEqual((response.status, response.body), (200, b"ok\n"))
 
     def test_an_answer_that_begins_before_its_request_ends_keeps_the_connection(self):
         # A POST whose answer's head comes back while its body is still being sent (a gRPC stream's
