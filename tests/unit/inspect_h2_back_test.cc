@@ -4,6 +4,8 @@
 // early answer to an upload), header lists counted per field, trailers held to the section bound
 // the connection's ChunkedScanner reads them with.
 #include <doctest/doctest.h>
+
+#include "h2_frames.h"
 #include <event2/buffer.h>
 #include <malloc.h>
 #include <nghttp2/nghttp2.h>
@@ -40,18 +42,7 @@ nghttp2_nv nv(const std::string& name, const std::string& value) {
           NGHTTP2_NV_FLAG_NONE};
 }
 
-std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::string_view payload) {
-  std::string out;
-  const auto length = static_cast<std::uint32_t>(payload.size());
-  out += static_cast<char>(length >> 16);
-  out += static_cast<char>(length >> 8);
-  out += static_cast<char>(length);
-  out += static_cast<char>(type);
-  out += static_cast<char>(flags);
-  for (const int shift : {24, 16, 8, 0}) out += static_cast<char>(stream >> shift);
-  out += payload;
-  return out;
-}
+using h2_test::frame;
 
 // The origin: an nghttp2 server session that records each stream's DATA and answers as told.
 struct Origin {

@@ -2,6 +2,8 @@
 // proxy/inspect/h2_front: the box-facing HTTP/2 session's bounds, driven with a box's plaintext in
 // evbuffers (no socket, no TLS), as tests/fuzz/fuzz_h2_front drives it.
 #include <doctest/doctest.h>
+
+#include "h2_frames.h"
 #include <event2/buffer.h>
 #include <nghttp2/nghttp2.h>
 
@@ -19,18 +21,7 @@ namespace {
 
 constexpr std::string_view kPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, std::string_view payload) {
-  std::string out;
-  const auto length = static_cast<std::uint32_t>(payload.size());
-  out += static_cast<char>(length >> 16);
-  out += static_cast<char>(length >> 8);
-  out += static_cast<char>(length);
-  out += static_cast<char>(type);
-  out += static_cast<char>(flags);
-  for (const int shift : {24, 16, 8, 0}) out += static_cast<char>(stream >> shift);
-  out += payload;
-  return out;
-}
+using h2_test::frame;
 
 // One header block, HPACK-encoded by nghttp2's own deflater (one encoder for the connection).
 std::string block(nghttp2_hd_deflater* deflater, const std::vector<std::pair<std::string, std::string>>& fields) {
