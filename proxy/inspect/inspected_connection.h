@@ -3,7 +3,7 @@
 // box's socket and a socket already connected to the checked address come in; the proxy takes
 // the box's TLS handshake with the decided host's leaf, makes its own TLS connection to the
 // origin (verified, the host name checked), and judges every HTTP/1.1 request alone
-// (proxy/wire/inspected_request.h) before it goes on. serve decided, dialled and keeps the slot;
+// (proxy/stages/inspected_request.h) before it goes on. serve decided, dialled and keeps the slot;
 // this object never resolves, dials or logs: it tells its owner through Hooks.
 //
 // Life: start() -> the first byte is peeked (not 0x16: `not tls`) -> the box's handshake (an SNI
@@ -70,7 +70,7 @@
 #include "proxy/timer.h"
 #include "proxy/tunnel.h"
 #include "proxy/unique_fd.h"
-#include "proxy/wire/inspected_request.h"
+#include "proxy/stages/inspected_request.h"
 #include "table/inspect_endpoint.h"
 
 namespace boxproxy {
@@ -272,9 +272,9 @@ class InspectedConnection {
 
   // ---- answers and ends ----
   // Answers the current request with `refusal`; closes after it when `close_with` says why.
-  void refuse(InspectRefusal refusal, std::optional<TunnelEnd> close_with);
-  void refuse_unparsed(InspectRefusal refusal);  // a head that did not parse: answered, then closed
-  void refuse_connection(InspectRefusal refusal);  // not tls, sni mismatch: closed without a word
+  void refuse(Reason refusal, std::optional<TunnelEnd> close_with);
+  void refuse_unparsed(Reason refusal);  // a head that did not parse: answered, then closed
+  void refuse_connection(Reason refusal);  // not tls, sni mismatch: closed without a word
   void record_request(std::string_view log_class, std::uint16_t status);
   void record_exchange();  // the allowed request in progress, as it stands
   void close_after_flush(TunnelEnd end);
@@ -345,7 +345,7 @@ class InspectedConnection {
   std::uint64_t down_ = 0;
   Clock::time_point last_activity_ = Clock::now();
   Clock::time_point head_wait_started_{};  // while TimerRole::head
-  std::optional<InspectRefusal> connection_refusal_;
+  std::optional<Reason> connection_refusal_;
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
   std::deque<RequestRecord> records_;
