@@ -44,6 +44,11 @@ void InspectedConnection::record_request(std::string_view log_class, std::uint16
 }
 
 void InspectedConnection::record_exchange() {
+  if (exchange_.response_stages && !exchange_.recorded) {
+    for (const TraceEntry& entry : exchange_.response_stages->trace()) {
+      if (entry.stage == "scrub") exchange_.record.scrub.push_back(entry.what);
+    }
+  }
   // A report-mode denial keeps its class on the line (SPEC §18: class request denied, report=1).
   record_request(exchange_.judged.report ? verdict_class(RequestVerdict::request_denied) : "ok",
                  exchange_.record.status);

@@ -100,6 +100,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
     refuse(*judged.refusal, close_with);
     return;
   }
+  start_response_stages();
   phase_ = Phase::waiting_upstream;
   arm(TimerRole::upstream);
 }
@@ -192,6 +193,7 @@ bool InspectedConnection::read_response_head() {
       std::string answer;
       if (!exchange_.judged.client_http10) answer = rewrite_response_head(head, exchange_.judged.client_keep_alive);
       evbuffer_drain(in, parsed.consumed);
+      stage_head(answer);
       if (!answer.empty()) {
         queue_to_client(answer);
         exchange_.response_started = true;
@@ -213,9 +215,10 @@ bool InspectedConnection::read_response_head() {
     exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && (exchange_.request_done || h2_) &&
                             !client_eof_ && setup_.endpoint != nullptr;
     exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close;
-    const std::string answer = rewrite_response_head(head, exchange_.keep_client);
+    std::string answer = rewrite_response_head(head, exchange_.keep_client);
     exchange_.record.status = static_cast<std::uint16_t>(head.status);
     evbuffer_drain(in, parsed.consumed);
+    stage_head(answer);
     queue_to_client(answer);
     exchange_.response_started = true;
     exchange_.response_head_done = true;
@@ -238,6 +241,7 @@ bool InspectedConnection::pass_response_body() {
       // The close ends the body. One without close_notify may have been cut by anyone on the path:
       // the client then sees its own connection end the same way, never a clean end.
       if (h2_back_ || origin_error_ || !origin_side_->received_close_notify()) abort_client_ = true;
+      release_held_response();
       exchange_.response_done = true;
       return true;
     }
