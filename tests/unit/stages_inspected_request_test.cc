@@ -301,15 +301,18 @@ TEST_CASE("placeholders: misdirected before the rules; swapped once allowed; a s
 
   InspectEndpoint listed = acme_endpoint();
   listed.secrets = {"key"};
+  // SPEC §19a: swapped only at the places the endpoint names (proxy/wire/placeholder_swap.h).
+  listed.secret_places = {{"key", {std::get<SecretPlace>(parse_secret_place("query:k")),
+                                   std::get<SecretPlace>(parse_secret_place("header:x-key"))}}};
   const InspectedRequest swapped =
       judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\nX-Key: " + key + "\r\n\r\n", listed);
   CHECK(class_of(swapped) == "ok");
   CHECK(swapped.upstream_head == "GET /repos/acme/x?k=K3Y HTTP/1.1\r\nHost: api.example\r\nX-Key: K3Y\r\n\r\n");
-  // A value that would take the path elsewhere: bad path, never sent.
+  // Never swapped in the path (SPEC §19a): a placeholder there is misdirected, never sent.
   secrets.values["key"] = "../../other/y";
   const InspectedRequest escaped =
       judged_with("GET /repos/acme/" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed);
-  CHECK(class_of(escaped) == "bad path");
+  CHECK(class_of(escaped) == "secret misdirected");
   CHECK(escaped.upstream_head.empty());
   secrets.values.clear();
   CHECK(class_of(judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed)) ==
