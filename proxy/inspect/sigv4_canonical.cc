@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "table/ascii.h"
+#include "table/placeholder.h"
 
 namespace boxproxy {
 
@@ -54,22 +55,6 @@ std::optional<std::string> percent_decode(std::string_view text) {
     if (high < 0 || low < 0) return std::nullopt;
     out += static_cast<char>(high * 16 + low);
     i += 2;
-  }
-  return out;
-}
-
-// The same, but a "%" that does not decode stays as it is (for the presigned check, which must
-// not be dodged by a stray "%" elsewhere in the name).
-std::string percent_decode_lenient(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
   }
   return out;
 }
@@ -181,13 +166,15 @@ SigV4ScopeOrRefusal parse_sigv4_authorization(std::string_view value) {
 bool is_presigned_query(std::string_view query) {
   bool found = false;
   for_each_piece(query, '&', [&](std::string_view piece) {
+    // Lower-cased and decoded as the placeholder tripwire reads text (a "%" that does not decode
+    // stays), again until nothing changes: an origin decodes once, but a hop before it may too.
     std::string name(piece.substr(0, piece.find('=')));
     for (int round = 0; round < kPresignedDecodeRounds; ++round) {
-      std::string decoded = percent_decode_lenient(name);
+      std::string decoded = placeholder_search_form(name);
       if (decoded == name) break;
       name = std::move(decoded);
     }
-    found = found || iequals(name, "x-amz-signature") || iequals(name, "x-amz-credential");
+    found = found || name == "x-amz-signature" || name == "x-amz-credential";
   });
   return found;
 }

@@ -5,6 +5,7 @@
 #include <openssl/crypto.h>
 #include <openssl/params.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "proxy/inspect/openssl_owners.h"
@@ -100,13 +101,6 @@ std::optional<std::string> signature(std::string_view secret_key, std::string_vi
 constexpr std::string_view kReplaced[] = {"authorization", "x-amz-date", "x-amz-security-token",
                                           "x-amz-content-sha256"};
 
-bool is_replaced(std::string_view name) noexcept {
-  for (std::string_view replaced : kReplaced) {
-    if (iequals(name, replaced)) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<std::string> sha256_hex(std::string_view bytes) {
@@ -134,6 +128,18 @@ std::optional<std::string> Sha256Hasher::hex_digest() {
   return to_hex(digest.data(), digest.size());
 }
 
+std::vector<SigV4Header> sigv4_apply(const std::vector<SigV4Header>& headers, const SigV4Headers& out) {
+  std::vector<SigV4Header> sent;
+  sent.reserve(headers.size() + out.set.size());
+  for (const SigV4Header& header : headers) {
+    const bool removed = std::any_of(out.remove.begin(), out.remove.end(),
+                                     [&](const std::string& name) { return iequals(header.name, name); });
+    if (!removed) sent.push_back(header);
+  }
+  for (const auto& [name, value] : out.set) sent.push_back({name, value.view()});
+  return sent;
+}
+
 std::string sigv4_timestamp(std::int64_t unix_seconds) {
   const UtcTime t = utc_time(unix_seconds);
   char text[32];
@@ -155,12 +161,7 @@ SigV4Headers sigv4_sign(std::string_view method, std::string_view target, const 
   // S3 wants it always (it refuses a request without it); other services read it when sent, and
   // an API that did not expect it could refuse it, so it is sent only when the box sent one.
   if (plan.s3 || plan.box_sent_content_sha) out.set.emplace_back("X-Amz-Content-Sha256", SecretText(payload_hash));
-  std::vector<SigV4Header> sent;
-  sent.reserve(headers.size() + out.set.size());
-  for (const SigV4Header& header : headers) {
-    if (!is_replaced(header.name)) sent.push_back(header);
-  }
-  for (const auto& [name, value] : out.set) sent.push_back({name, value.view()});
+  const std::vector<SigV4Header> sent = sigv4_apply(headers, out);  // Authorization is not signed: not yet set
 
   auto canonical = sigv4_canonical_request(method, target, sent, payload_hash, plan.s3);
   if (!canonical) {

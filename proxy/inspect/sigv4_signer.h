@@ -89,6 +89,10 @@ struct SigV4Headers {
                                       const std::vector<SigV4Header>& headers, const SigV4Plan& plan,
                                       std::string_view payload_hash, const SigV4Keys& keys, std::int64_t unix_seconds);
 
+// `headers` as they go out once `out` is applied: each header named in out.remove left out (any
+// case), then out.set's. Views into both (a test's check, or a stage whose headers are these views).
+[[nodiscard]] std::vector<SigV4Header> sigv4_apply(const std::vector<SigV4Header>& headers, const SigV4Headers& out);
+
 // "YYYYMMDDTHHMMSSZ" for `unix_seconds` (X-Amz-Date's form).
 [[nodiscard]] std::string sigv4_timestamp(std::int64_t unix_seconds);
 

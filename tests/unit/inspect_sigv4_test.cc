@@ -63,16 +63,9 @@ Signed sign(const BoxRequest& request) {
   const SigV4Keys keys{request.access_key_id, kSuiteSecret, request.token};
   const SigV4Headers out = sigv4_sign(request.method, request.target, headers, plan, hash, keys, kSuiteTime);
   Signed result{out.refusal, {}, out.remove, {}};
-  std::vector<SigV4Header> sent;
-  for (const SigV4Header& h : headers) {
-    bool removed = false;
-    for (const std::string& name : out.remove) removed = removed || iequals(h.name, name);
-    if (!removed) sent.push_back(h);
-  }
-  for (const auto& [name, value] : out.set) {
-    result.set.emplace_back(name, std::string(value.view()));
-    if (name != "Authorization") sent.push_back({name, value.view()});
-  }
+  for (const auto& [name, value] : out.set) result.set.emplace_back(name, std::string(value.view()));
+  std::vector<SigV4Header> sent = sigv4_apply(headers, out);
+  std::erase_if(sent, [](const SigV4Header& header) { return iequals(header.name, "authorization"); });
   result.canonical = sigv4_canonical_request(request.method, request.target, sent, hash, plan.s3).value_or("?");
   return result;
 }

@@ -32,15 +32,8 @@ nlohmann::json refused(SigV4Refusal refusal) {
 // it may hold the session token). For a failing comparison's message.
 std::string canonical_after(const nlohmann::json& request, const std::vector<SigV4Header>& headers,
                             const SigV4Headers& out, const std::string& payload_hash, bool s3) {
-  std::vector<SigV4Header> sent;
-  for (const SigV4Header& header : headers) {
-    bool removed = false;
-    for (const std::string& name : out.remove) removed = removed || iequals(header.name, name);
-    if (!removed) sent.push_back(header);
-  }
-  for (const auto& [name, value] : out.set) {
-    if (!iequals(name, "authorization")) sent.push_back({name, value.view()});
-  }
+  std::vector<SigV4Header> sent = sigv4_apply(headers, out);
+  std::erase_if(sent, [](const SigV4Header& header) { return iequals(header.name, "authorization"); });
   return sigv4_canonical_request(request.at("method").get<std::string>(), request.at("target").get<std::string>(),
                                  sent, payload_hash, s3)
       .value_or("");
