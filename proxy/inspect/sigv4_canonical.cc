@@ -5,6 +5,7 @@
 #include <array>
 #include <utility>
 
+#include "proxy/wire/http_head.h"  // is_token_char
 #include "table/ascii.h"
 #include "table/placeholder.h"
 
@@ -69,6 +70,11 @@ void for_each_piece(std::string_view text, char separator, Each&& each) {
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);
   }
+}
+
+bool is_header_name(std::string_view name) noexcept {
+  return !name.empty() &&
+         std::all_of(name.begin(), name.end(), [](char c) { return is_token_char(static_cast<unsigned char>(c)); });
 }
 
 bool is_scope_name(std::string_view name) noexcept {
@@ -230,6 +236,8 @@ HeadFacts head_facts(const std::vector<SigV4Header>& headers) {
     if (iequals(header.name, "authorization")) {
       ++authorizations;
       facts.authorization = header.value;
+    } else if (!is_header_name(header.name)) {
+      facts.refusal = SigV4Refusal::bad_header;
     } else if (iequals(header.name, "host")) {
       ++hosts;
     } else if (iequals(header.name, "x-amz-content-sha256")) {
@@ -354,6 +362,9 @@ std::optional<std::string> sigv4_canonical_query(std::string_view query) {
 }
 
 bool is_sigv4_signed_header(std::string_view name) noexcept {
+  // A token only (RFC 9110): a ";" or ":" in a name signed would change SignedHeaders or the
+  // canonical block's lines. The head parsers refuse such names already; sigv4_plan refuses them too.
+  if (!is_header_name(name)) return false;
   return iequals(name, "host") || iequals(name, "content-type") || iequals(name, "content-md5") ||
          (name.size() > 6 && iequals(name.substr(0, 6), "x-amz-"));
 }

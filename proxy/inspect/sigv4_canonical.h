@@ -52,7 +52,7 @@ enum class SigV4Refusal : std::uint8_t {
   credential_service,  // sts, iam, sso, sso-oauth, cognito-identity, s3express, not in "services"
   signed_chunks,       // X-Amz-Content-Sha256 declares a signed streaming upload
   bad_target,          // a target the canonical form cannot be made of: a bad "%", a "#", no "/"
-  bad_header,          // no Host, two Host headers, or two X-Amz-Content-Sha256 that differ
+  bad_header,          // no Host, two Host headers, two X-Amz-Content-Sha256 that differ, a name not a token
   signer_failed,       // OpenSSL's hash or HMAC failed (out of memory): never sent unsigned
 };
 
@@ -130,7 +130,8 @@ struct SigV4Plan {
 // The canonical query string of `query`; nullopt when a "%" is not followed by two hex digits.
 [[nodiscard]] std::optional<std::string> sigv4_canonical_query(std::string_view query);
 
-// Whether the proxy signs a header of this name (host, x-amz-*, content-type, content-md5).
+// Whether the proxy signs a header of this name (host, x-amz-*, content-type, content-md5; a
+// token, RFC 9110).
 [[nodiscard]] bool is_sigv4_signed_header(std::string_view name) noexcept;
 
 // The canonical headers block (each "name:value\n") and the SignedHeaders list ("a;b;c") of the

@@ -158,7 +158,7 @@ TEST_CASE("the canonical headers: only the signed ones, trimmed, repeated ones j
       {"Host", "example.amazonaws.com"}, {"User-Agent", "sdk/1"},       {"X-Amz-Meta-A", "one"},
       {"Content-Type", "text/plain;   charset=utf-8"}, {"x-amz-meta-a", "  two\t\tthree  "},
       {"Content-MD5", "kE5ogTnKOuKDxzm5f1ZjSQ=="},    {"Accept", "*/*"}, {"X-AMZ-META-B", "   "},
-      {"X-Amzish", "not signed"},
+      {"X-Amzish", "not signed"},        {"x-amz-a;b", "no token: never signed"},
   };
   const SigV4CanonicalHeaders out = sigv4_canonical_headers(headers);
   CHECK(out.block ==
@@ -257,6 +257,9 @@ TEST_CASE("the plan refuses what the proxy cannot sign, in order") {
   CHECK(plan("/b/k", {{"Host", "h"}, {"Host", "h"}, {"Authorization", auth}}) == SigV4Refusal::bad_header);
   CHECK(plan("/b/k", {{"Host", "h"}, {"Authorization", auth}, {"X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD"},
                       {"x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"}}) == SigV4Refusal::bad_header);
+  // A name that is no token (fuzz_sigv4_authorization found it): its ";" would split SignedHeaders.
+  CHECK(plan("/b/k", {{"Host", "h"}, {"Authorization", auth}, {"X-Amz-Meta;-A", "v"}}) == SigV4Refusal::bad_header);
+  CHECK(plan("/b/k", {{"Host", "h"}, {"Authorization", auth}, {"X-Amz-Meta A", "v"}}) == SigV4Refusal::bad_header);
   CHECK(plan("/b/k#f", {{"Host", "h"}, {"Authorization", auth}}) == SigV4Refusal::bad_target);
   CHECK(plan("b/k", {{"Host", "h"}, {"Authorization", auth}}) == SigV4Refusal::bad_target);
   CHECK(plan("/b/k?a=%g0", {{"Host", "h"}, {"Authorization", auth}}) == SigV4Refusal::bad_target);
