@@ -17,8 +17,9 @@ constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
 constexpr std::string_view kSigV4aAlgorithm = "AWS4-ECDSA-P256-SHA256";
 // A region or service name: AWS's are far shorter; the bound keeps the string to sign small.
 constexpr std::size_t kMaxScopeName = 64;
-// Rounds of percent-decoding a query name for the presigned check: each round shrinks a "%25"
-// by two bytes, so a few are enough for anything an origin decodes (it decodes once).
+// Rounds of percent-decoding a query name for the presigned check. An origin decodes once; more
+// rounds catch a hop that decodes too. Bounded: "until nothing changes" takes a round per level of
+// nesting, quadratic in a crafted name as long as the head allows.
 constexpr int kPresignedDecodeRounds = 4;
 
 // RFC 3986's unreserved characters: what SigV4 leaves unencoded.
@@ -397,6 +398,11 @@ SigV4CanonicalHeaders sigv4_canonical_headers(const std::vector<SigV4Header>& he
   // By name; a name's values stay in the order they were sent (they are joined in that order).
   std::stable_sort(named.begin(), named.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   SigV4CanonicalHeaders out;
+  // Reserved whole: the block may hold a session token, and a string that grows leaves copies of
+  // what it held in the heap it frees (the signer scrubs only the final buffer).
+  std::size_t size = 1;
+  for (const auto& [name, value] : named) size += name.size() + value.size() + 2;
+  out.block.reserve(size);
   for (std::size_t i = 0; i < named.size(); ++i) {
     const bool same_as_before = i > 0 && named[i].first == named[i - 1].first;
     if (same_as_before) {
@@ -417,14 +423,21 @@ SigV4CanonicalHeaders sigv4_canonical_headers(const std::vector<SigV4Header>& he
 std::optional<std::string> sigv4_canonical_request(std::string_view method, std::string_view target,
                                                    const std::vector<SigV4Header>& headers,
                                                    std::string_view payload_hash, bool s3) {
+  return sigv4_canonical_request(method, target, sigv4_canonical_headers(headers), payload_hash, s3);
+}
+
+std::optional<std::string> sigv4_canonical_request(std::string_view method, std::string_view target,
+                                                   const SigV4CanonicalHeaders& canonical,
+                                                   std::string_view payload_hash, bool s3) {
   const auto split = split_target(target);
   if (!split) return std::nullopt;
   auto uri = sigv4_canonical_uri(split->path, s3);
   auto query = sigv4_canonical_query(split->query);
   if (!uri || !query) return std::nullopt;
-  const SigV4CanonicalHeaders canonical = sigv4_canonical_headers(headers);
   std::string out;
-  out.reserve(method.size() + uri->size() + query->size() + canonical.block.size() + 2 * canonical.signed_names.size());
+  // Reserved whole, for the same reason as the headers block: it holds it.
+  out.reserve(method.size() + uri->size() + query->size() + canonical.block.size() + canonical.signed_names.size() +
+              payload_hash.size() + 6);
   out.append(method).append("\n").append(*uri).append("\n").append(*query).append("\n");
   out.append(canonical.block).append("\n").append(canonical.signed_names).append("\n").append(payload_hash);
   return out;

@@ -147,5 +147,9 @@ struct SigV4CanonicalHeaders {
 [[nodiscard]] std::optional<std::string> sigv4_canonical_request(std::string_view method, std::string_view target,
                                                                  const std::vector<SigV4Header>& headers,
                                                                  std::string_view payload_hash, bool s3);
+// The same with the headers' canonical form made already (the signer needs its SignedHeaders too).
+[[nodiscard]] std::optional<std::string> sigv4_canonical_request(std::string_view method, std::string_view target,
+                                                                 const SigV4CanonicalHeaders& canonical,
+                                                                 std::string_view payload_hash, bool s3);
 
 }  // namespace boxproxy

@@ -163,7 +163,9 @@ SigV4Headers sigv4_sign(std::string_view method, std::string_view target, const 
   if (plan.s3 || plan.box_sent_content_sha) out.set.emplace_back("X-Amz-Content-Sha256", SecretText(payload_hash));
   const std::vector<SigV4Header> sent = sigv4_apply(headers, out);  // Authorization is not signed: not yet set
 
-  auto canonical = sigv4_canonical_request(method, target, sent, payload_hash, plan.s3);
+  SigV4CanonicalHeaders canonical_headers = sigv4_canonical_headers(sent);
+  auto canonical = sigv4_canonical_request(method, target, canonical_headers, payload_hash, plan.s3);
+  scrub(canonical_headers.block);  // it holds the session token when there is one; so does `canonical`
   if (!canonical) {
     out.refusal = SigV4Refusal::bad_target;
     return out;
@@ -171,7 +173,7 @@ SigV4Headers sigv4_sign(std::string_view method, std::string_view target, const 
   const std::string date = timestamp.substr(0, 8);
   const std::string scope = date + "/" + plan.scope.region + "/" + plan.scope.service + "/aws4_request";
   const auto canonical_hash = sha256_hex(*canonical);
-  scrub(*canonical);  // it holds the session token when there is one
+  scrub(*canonical);
   std::optional<std::string> signed_hex;
   if (canonical_hash) {
     const std::string string_to_sign = "AWS4-HMAC-SHA256\n" + timestamp + "\n" + scope + "\n" + *canonical_hash;
@@ -182,7 +184,7 @@ SigV4Headers sigv4_sign(std::string_view method, std::string_view target, const 
     return out;
   }
   SecretText authorization;
-  const std::string signed_names = sigv4_canonical_headers(sent).signed_names;
+  const std::string& signed_names = canonical_headers.signed_names;
   authorization.text().reserve(128 + keys.access_key_id.size() + scope.size() + signed_names.size());
   authorization.text()
       .append("AWS4-HMAC-SHA256 Credential=")
