@@ -60,7 +60,8 @@ enum class SigV4Refusal : std::uint8_t {
 [[nodiscard]] std::string_view sigv4_refusal_word(SigV4Refusal refusal) noexcept;
 
 // One header as it will be sent: name in any case, value with its ends trimmed (as the head
-// parsers give it). HTTP/2's :authority is given as "host".
+// parsers give it). HTTP/2's :authority is given as "host". Views: what they view outlives the
+// call (no function here keeps one past its return but sigv4_apply's result).
 struct SigV4Header {
   std::string_view name;
   std::string_view value;
