@@ -164,8 +164,8 @@ std::string pod_rules(const CaptureSpec& spec, std::uint32_t uid) {
       "    meta l4proto tcp redirect to :{3};\n"
       "  }}\n"
       "  chain filter_output {{\n"
-      // Drop, not reject: what is not captured (other UDP, ICMP, raw IP, IPv4 and IPv6 alike)
-      // goes nowhere, and a refusal would be a signal a program in the pod could read.
+      // What is not captured (other UDP, ICMP, raw IP, IPv4 and IPv6 alike) goes nowhere: dropped
+      // (a sender in the pod is told EPERM), so no packet of it leaves for any address.
       "    type filter hook output priority 0; policy drop;\n"
       "    meta skuid {0} accept;\n"
       // Later packets of what was let through, and the kernel's own answers about them (RST,
