@@ -165,10 +165,15 @@ def podman(*args, timeout=120, env=None):
 
 
 def copy_with_libraries(root, program):
-    """`program` and every library ldd names for it, at the same paths under `root`."""
-    for path in [program] + [w for w in subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30,
-                                                       check=True).stdout.split() if w.startswith("/")]:
-        target = os.path.join(root, path.lstrip("/"))
+    """`program` and every library ldd names for it, at the same paths under `root`; the loader
+    also beside libc, where a static binary's dlopen looks for it (libc names it as a library)."""
+    paths = [w for w in subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30,
+                                       check=True).stdout.split() if w.startswith("/")]
+    libc = next(p for p in paths if os.path.basename(p) == "libc.so.6")
+    loaders = [os.path.join(os.path.dirname(libc), os.path.basename(p)) for p in paths
+               if os.path.basename(p).startswith("ld-linux")]
+    for path, where in [(p, p) for p in [program] + paths] + [(loader, loader) for loader in loaders]:
+        target = os.path.join(root, where.lstrip("/"))
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copy(path, target)
 
@@ -232,11 +237,18 @@ class PodTest(unittest.TestCase):
             os.symlink("busybox", os.path.join(agent, "rootfs", "bin", applet))
         cls.build(agent, "FROM scratch\nCOPY rootfs/ /\n", cls.images["agent"])
 
-        shutil.copy(os.path.join(HERE, "pod_origin.py"), os.path.join(cls.dir, "pod_origin.py"))
+        # The origin container's user (2000) reads its script through a hostPath.
+        cls.probe_dir = os.path.join(cls.dir, "probe")
+        os.mkdir(cls.probe_dir)
+        os.chmod(cls.dir, 0o711)
+        os.chmod(cls.probe_dir, 0o755)
+        shutil.copy(os.path.join(HERE, "pod_origin.py"), os.path.join(cls.probe_dir, "pod_origin.py"))
+        os.chmod(os.path.join(cls.probe_dir, "pod_origin.py"), 0o644)
         cls.manifest = os.path.join(cls.dir, "pod.yaml")
         with open(cls.manifest, "w") as f:
             yaml.safe_dump_all(cls.localised(yaml), f)
         cls.pod = cls.unique
+        cls.addClassCleanup(podman, "secret", "rm", f"{cls.unique}-secrets", env=cls.env)
         cls.addClassCleanup(podman, "pod", "rm", "--force", "--ignore", "--time", "0", cls.pod, env=cls.env)
         played = podman("kube", "play", "--network", "none", cls.manifest, timeout=POD_TIMEOUT, env=cls.env)
         if played.returncode != 0:
@@ -271,6 +283,9 @@ class PodTest(unittest.TestCase):
             "resolve": ["origin.test=127.0.0.2"], "log": "json"})
         pod = by_kind["Pod"]
         pod["metadata"]["name"] = cls.unique
+        # Names of the test's own: kube play keeps a Secret as a podman secret (removed after).
+        by_kind["ConfigMap"]["metadata"]["name"] = f"{cls.unique}-policy"
+        by_kind["Secret"]["metadata"]["name"] = f"{cls.unique}-secrets"
         spec = pod["spec"]
         spec["restartPolicy"] = "OnFailure"  # podman 4.3 restarts an init container under Always
         containers = {c["name"]: c for c in spec["initContainers"] + spec["containers"]}
@@ -285,8 +300,11 @@ class PodTest(unittest.TestCase):
             "securityContext": {"runAsUser": 2000, "runAsGroup": 2000, "capabilities": {"drop": ["ALL"]}},
             "volumeMounts": [{"name": "host-usr", "mountPath": "/usr", "readOnly": True},
                              {"name": "probe", "mountPath": "/probe", "readOnly": True}]})
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        volumes["policy"]["configMap"]["name"] = f"{cls.unique}-policy"
+        volumes["secrets"]["secret"]["secretName"] = f"{cls.unique}-secrets"
         spec["volumes"] += [{"name": "host-usr", "hostPath": {"path": "/usr"}},
-                            {"name": "probe", "hostPath": {"path": cls.dir}}]
+                            {"name": "probe", "hostPath": {"path": cls.probe_dir}}]
         return [by_kind["ConfigMap"], by_kind["Secret"], pod]
 
     @classmethod
@@ -299,6 +317,10 @@ class PodTest(unittest.TestCase):
 
     def curl(self, *args):
         return self.agent("curl", "-sS", "--max-time", "10", *args)
+
+    def egress_lines(self):
+        """The sidecar's decision lines (JSON, one a line, on its standard error)."""
+        return [json.loads(line) for line in self.logs("egress").splitlines() if line.startswith("{")]
 
     def origin_events(self, kind):
         return [json.loads(line) for line in self.logs("origin").splitlines()
@@ -339,7 +361,7 @@ class PodTest(unittest.TestCase):
         self.assertEqual(proxied.stdout, "x" * 511 + "\n")
         self.assertEqual(len(self.origin_events("http")), before + 2)
         # The sidecar's log: JSON lines on standard error (--log json in the policy).
-        lines = [json.loads(line) for line in self.logs("egress").splitlines() if line.startswith('{"kind"')]
+        lines = self.egress_lines()
         self.assertTrue(any(line.get("host") == "origin.test" and line.get("class") == "ok" for line in lines),
                         lines)
 
@@ -361,7 +383,9 @@ class PodTest(unittest.TestCase):
                             "http://127.0.0.3:8081/")
         self.assertEqual(proxied.stdout, "403", proxied.stderr)
         self.assertEqual(self.origin_events("tcp"), [])
-        self.assertIn('"ip":"127.0.0.3"', self.logs("egress"))
+        refused = [line for line in self.egress_lines() if line.get("host") == "127.0.0.3"]
+        self.assertEqual({(line["kind"], line["class"]) for line in refused},
+                         {("socks", "not-listed"), ("http", "not-listed")}, refused)
 
     def test_udp_goes_nowhere(self):
         # busybox tftp: a read request, one UDP datagram to the origin container's socket (it
