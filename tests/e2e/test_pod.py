@@ -86,6 +86,35 @@ class CaptureCommandTest(unittest.TestCase):
         self.assertIn("nothing was changed", done.stderr)
 
 
+class SidecarCommandTest(unittest.TestCase):
+    """sidecar's own options (PodTest runs it in the pod)."""
+
+    def sidecar(self, *args):
+        return subprocess.run([binary(), "sidecar", *args], capture_output=True, text=True, timeout=60)
+
+    def test_bad_options_exit_2_naming_them(self):
+        for args, words in (([], "--socket PATH is required"),
+                            (["--probe"], "--probe needs --ready-file PATH"),
+                            (["--socket", "/tmp/x.sock", "--dns-port", "3129"], "must differ"),
+                            (["--socket", "/tmp/x.sock", "--port", "0"], '--port: "0"'),
+                            (["--socket", "/tmp/x.sock", "--", "--socket=/tmp/y.sock"], '"--socket=/tmp/y.sock"'),
+                            (["--socket", "/tmp/x.sock", "--", "--max-tunnels", "zero"], "--max-tunnels")):
+            done = self.sidecar(*args)
+            self.assertEqual(done.returncode, 2, (args, done.stderr))
+            self.assertIn(words, done.stderr, args)
+
+    def test_probe(self):
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="boxproxy-sidecar-") as directory:
+            ready = os.path.join(directory, "ready")
+            missing = self.sidecar("--probe", "--ready-file", ready)
+            self.assertEqual(missing.returncode, 1)
+            self.assertIn("not ready", missing.stderr)
+            with open(ready, "w"):
+                pass
+            self.assertEqual(self.sidecar("--probe", "--ready-file", ready, "--probe-timeout", "5").returncode, 0)
+
+
 class CaptureInANamespaceTest(unittest.TestCase):
 
     @classmethod
