@@ -218,7 +218,12 @@ int sidecar(const SidecarOptions& options) {
   std::vector<std::string> serve_args = {"boxproxy", "serve", "--socket", options.socket_path, "--die-with-parent"};
   serve_args.insert(serve_args.end(), options.serve_args.begin(), options.serve_args.end());
   int status = 0;
-  const pid_t serve = start_helper(serve_args, &status);
+  std::vector<std::string> placeholders;  // serve --placeholder's lines come before its listening line
+  const pid_t serve = start_helper(serve_args, &status, &placeholders);
+  // Stand-ins, not secrets (SPEC §19): on standard output, the container's log, for the agent's
+  // supervisor to hand on.
+  for (const std::string& line : placeholders) std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
   if (serve == -1) {
     // serve said why on standard error; a usage error in its options is the sidecar's too.
     const bool usage = status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == as_status(ExitCode::usage);

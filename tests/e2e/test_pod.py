@@ -183,6 +183,11 @@ class CaptureInANamespaceTest(unittest.TestCase):
 
 
 ORIGIN_PORT = 8080  # the origin container's, in the pod's own namespace: any port is free there
+TLS_PORT = 8443  # the same origin behind TLS: the inspected endpoint
+# The Secret's key, which only the origin may see. Valid base64 (podman 4.3 checks a Secret's data
+# as base64, then mounts the text as written): the file holds one of the two, whichever it is.
+SECRET = "c2stcG9kLXRlc3QtNGYxYw=="
+SECRET_DECODED = "sk-pod-test-4f1c"
 POD_TIMEOUT = 240  # podman kube play, from nothing to running
 EXAMPLES = os.path.join(ROOT, "examples", "kubernetes")
 
@@ -258,8 +263,8 @@ class PodTest(unittest.TestCase):
         # The agent: busybox and curl (test_container's client image).
         agent = os.path.join(cls.dir, "agent")
         from box_support import make_certificate
-        certificate, _ = make_certificate(cls.dir, "origin.test")
-        why = client_rootfs(os.path.join(agent, "rootfs"), certificate)
+        cls.certificate, cls.key = make_certificate(cls.dir, "origin.test")
+        why = client_rootfs(os.path.join(agent, "rootfs"), cls.certificate)
         if why:
             raise unittest.SkipTest(why)
         for applet in ("ls", "cat", "test", "tftp", "timeout", "grep", "id"):
@@ -272,7 +277,10 @@ class PodTest(unittest.TestCase):
         os.chmod(cls.dir, 0o711)
         os.chmod(cls.probe_dir, 0o755)
         shutil.copy(os.path.join(HERE, "pod_origin.py"), os.path.join(cls.probe_dir, "pod_origin.py"))
-        os.chmod(os.path.join(cls.probe_dir, "pod_origin.py"), 0o644)
+        shutil.copy(cls.certificate, os.path.join(cls.probe_dir, "origin.pem"))
+        shutil.copy(cls.key, os.path.join(cls.probe_dir, "origin.key"))  # a test key, for the origin
+        for name in ("pod_origin.py", "origin.pem", "origin.key"):
+            os.chmod(os.path.join(cls.probe_dir, name), 0o644)
         cls.manifest = os.path.join(cls.dir, "pod.yaml")
         with open(cls.manifest, "w") as f:
             yaml.safe_dump_all(cls.localised(yaml), f)
@@ -307,9 +315,18 @@ class PodTest(unittest.TestCase):
             with open(os.path.join(EXAMPLES, name), encoding="utf-8") as f:
                 docs += [d for d in yaml.safe_load_all(f) if d]
         by_kind = {d["kind"]: d for d in docs}
+        # The policy: the origin's plain port, and its TLS port inspected, with a rule and the
+        # secret injected (the origin's CA for the inspector beside it, in the ConfigMap).
+        with open(cls.certificate, encoding="ascii") as f:
+            by_kind["ConfigMap"]["data"]["origin-ca.pem"] = f.read()
         by_kind["ConfigMap"]["data"]["config.json"] = json.dumps({
-            "allow": [f"origin.test:{ORIGIN_PORT}"], "permit": ["127.0.0.2/32"],
-            "resolve": ["origin.test=127.0.0.2"], "log": "json"})
+            "allow": [f"origin.test:{ORIGIN_PORT}", f"origin.test:{TLS_PORT}"], "permit": ["127.0.0.2/32"],
+            "resolve": ["origin.test=127.0.0.2"], "log": "json", "upstream-ca": "/etc/boxproxy/origin-ca.pem",
+            "inspect": [{"host": f"origin.test:{TLS_PORT}", "rules": [{"method": "GET", "path": "/allowed/**"}],
+                         "inject": {"authorization": "Bearer {llm}"}}]})
+        # podman 4.3 reads a Secret's data only (not stringData, as Kubernetes does).
+        by_kind["Secret"].pop("stringData")
+        by_kind["Secret"]["data"] = {"llm": SECRET}
         pod = by_kind["Pod"]
         pod["metadata"]["name"] = cls.unique
         # Names of the test's own: kube play keeps a Secret as a podman secret (removed after).
@@ -321,8 +338,6 @@ class PodTest(unittest.TestCase):
         containers["capture"]["image"] = cls.images["capture"]
         containers["egress"]["image"] = cls.images["boxproxy"]
         containers["agent"]["image"] = cls.images["agent"]
-        # The policy names no inspected endpoint here: the --secret it would inject goes too.
-        containers["egress"]["args"] = [a for a in containers["egress"]["args"] if not a.startswith("--secret=")]
         spec["containers"].append({
             "name": "origin", "image": cls.images["agent"],
             "command": ["/usr/bin/python3", "-u", "/probe/pod_origin.py"],
@@ -415,6 +430,24 @@ class PodTest(unittest.TestCase):
         refused = [line for line in self.egress_lines() if line.get("host") == "127.0.0.3"]
         self.assertEqual({(line["kind"], line["class"]) for line in refused},
                          {("socks", "not-listed"), ("http", "not-listed")}, refused)
+
+    def test_an_inspected_endpoint_rules_and_injects(self):
+        # The agent trusts the session CA the sidecar wrote into the shared emptyDir.
+        url = f"https://origin.test:{TLS_PORT}"
+        allowed = self.curl("--noproxy", "*", "--cacert", "/run/boxproxy-trust/ca.pem", f"{url}/allowed/x")
+        self.assertEqual(allowed.returncode, 0, allowed.stderr + self.logs("egress"))
+        self.assertEqual(allowed.stdout, "x" * 511 + "\n")
+        denied = self.curl("--noproxy", "*", "--cacert", "/run/boxproxy-trust/ca.pem", "-o", "/dev/null", "-w",
+                           "%{http_code}", f"{url}/other")
+        self.assertEqual(denied.stdout, "403", denied.stderr)
+        seen = [e for e in self.origin_events("http") if e["tls"]]
+        self.assertEqual([e["path"] for e in seen], ["/allowed/x"])
+        # The key reached the origin, put there by the proxy; the agent never held it.
+        self.assertIn(seen[0]["authorization"], (f"Bearer {SECRET}", f"Bearer {SECRET_DECODED}"))
+        key = seen[0]["authorization"].split()[1]
+        env = self.agent("cat", "/proc/self/environ")
+        self.assertNotIn(key, env.stdout)
+        self.assertNotEqual(self.agent("grep", "-r", key, "/run", "/tmp", "/etc").returncode, 0)
 
     def test_udp_goes_nowhere(self):
         # busybox tftp: a read request, one UDP datagram to the origin container's socket (it
