@@ -347,6 +347,14 @@ class PodTest(unittest.TestCase):
         volumes = {v["name"]: v for v in spec["volumes"]}
         volumes["policy"]["configMap"]["name"] = f"{cls.unique}-policy"
         volumes["secrets"]["secret"]["secretName"] = f"{cls.unique}-secrets"
+        # podman 4.3 gives an emptyDir to the user of whichever container mounts it first (the
+        # agent's, at times: the sidecar could not write the CA); Kubernetes makes it writable by
+        # all. A directory of the test's own, as Kubernetes would make it, instead.
+        trust = os.path.join(cls.dir, "trust")
+        os.mkdir(trust)
+        os.chmod(trust, 0o777)
+        volumes["trust"].pop("emptyDir")
+        volumes["trust"]["hostPath"] = {"path": trust}
         spec["volumes"] += [{"name": "host-usr", "hostPath": {"path": "/usr"}},
                             {"name": "probe", "hostPath": {"path": cls.probe_dir}}]
         return [by_kind["ConfigMap"], by_kind["Secret"], pod]
