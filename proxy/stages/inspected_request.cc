@@ -4,6 +4,7 @@
 
 #include "proxy/stages/request_pipeline.h"
 #include "proxy/wire/http_forward.h"
+#include "table/ascii.h"
 
 namespace boxproxy {
 namespace {
@@ -12,10 +13,21 @@ namespace {
 // placeholders swapped, without its headers of an injected name, the Host the decided origin's,
 // and the injected headers added.
 std::string compose_upstream_head(const RequestContext& context, bool websocket) {
-  const RequestHead& sent = context.outgoing();
-  std::string text = forward_origin_form_head(
-      context.endpoint.inject.empty() ? sent : without_injected_headers(sent, context.endpoint),
-      origin_host_field(context.origin), websocket, !context.client_keep_alive);
+  RequestHead sent = context.endpoint.inject.empty() ? context.outgoing()
+                                                     : without_injected_headers(context.outgoing(), context.endpoint);
+  if (!context.dropped_fields.empty()) {
+    std::erase_if(sent.headers, [&](const HeaderField& field) {
+      for (const std::string& name : context.dropped_fields) {
+        if (iequals(field.name, name)) return true;
+      }
+      return false;
+    });
+  }
+  std::string text =
+      forward_origin_form_head(sent, origin_host_field(context.origin), websocket, !context.client_keep_alive);
+  for (const auto& [name, value] : context.added_fields) {
+    text.insert(text.size() - 2, name + ": " + value + "\r\n");  // before the blank line that ends the head
+  }
   return context.injected.fields.empty() ? std::move(text) : add_injected_fields(text, context.injected);
 }
 

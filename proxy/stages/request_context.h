@@ -65,6 +65,8 @@ struct RequestContext {
   // ---- what the stages change: the head the origin gets is composed from these ----
   std::unique_ptr<SwappedHead> swapped;  // set when the swap stage ran: the head with values in
   InjectedFields injected;               // the "inject" headers, expanded
+  std::vector<std::string> dropped_fields;  // names (lower case) of the box's headers not sent on
+  std::vector<std::pair<std::string, std::string>> added_fields;  // headers the stages add (no secret)
 
   std::vector<TraceEntry> trace;  // in the order the stages acted
 

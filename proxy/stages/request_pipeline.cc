@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "proxy/stages/coding_stage.h"
 #include "proxy/stages/framing_stage.h"
 #include "proxy/stages/host_stage.h"
 #include "proxy/stages/inject_stage.h"
@@ -26,6 +27,7 @@ struct StageRow {
 const FramingStage kFraming;
 const HostStage kHost;
 const MisdirectedStage kMisdirected;
+const CodingStage kCoding;
 const RulesStage kRules;
 const SwapStage kSwap;
 const InjectStage kInject;
@@ -34,10 +36,11 @@ const InjectStage kInject;
 // refused every placeholder before the decision (no plain request may carry one); it holds no
 // secret, so its inject stage refuses every injecting endpoint's request. check judges a method
 // and a URL: only the stages that read no more than those.
-const std::array<StageRow, 6> kStages = {{
+const std::array<StageRow, 7> kStages = {{
     {kFraming, kInspector},
     {kHost, kInspector},
     {kMisdirected, kInspector},
+    {kCoding, kInspector | kCheck},
     {kRules, kInspector | kPlain | kCheck},
     {kSwap, kInspector},
     {kInject, kInspector | kPlain},

@@ -234,7 +234,8 @@ TEST_CASE("inject: every box header of the name is replaced by the expanded temp
       endpoint, origin_of("api.example", 443), secrets);
   CHECK(class_of(judged) == "ok");
   CHECK(judged.upstream_head ==
-        "GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nAccept: */*\r\nAuthorization: Bearer ghp_real\r\n\r\n");
+        "GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nAccept: */*\r\nAccept-Encoding: identity\r\n"
+        "grpc-accept-encoding: identity\r\nAuthorization: Bearer ghp_real\r\n\r\n");
 }
 
 TEST_CASE("inject: a secret not set is secret missing, 403, in report mode too, and nothing is built") {
@@ -307,7 +308,8 @@ TEST_CASE("placeholders: misdirected before the rules; swapped once allowed; a s
   const InspectedRequest swapped =
       judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\nX-Key: " + key + "\r\n\r\n", listed);
   CHECK(class_of(swapped) == "ok");
-  CHECK(swapped.upstream_head == "GET /repos/acme/x?k=K3Y HTTP/1.1\r\nHost: api.example\r\nX-Key: K3Y\r\n\r\n");
+  CHECK(swapped.upstream_head == "GET /repos/acme/x?k=K3Y HTTP/1.1\r\nHost: api.example\r\nX-Key: K3Y\r\nAccept-Encoding: identity\r\n"
+        "grpc-accept-encoding: identity\r\n\r\n");
   // Never swapped in the path (SPEC §19a): a placeholder there is misdirected, never sent.
   secrets.values["key"] = "../../other/y";
   const InspectedRequest escaped =

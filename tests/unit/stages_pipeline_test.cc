@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "map_secrets.h"
+#include "proxy/stages/coding_stage.h"
 #include "proxy/stages/framing_stage.h"
 #include "proxy/stages/host_stage.h"
 #include "proxy/stages/inject_stage.h"
@@ -112,9 +113,9 @@ TEST_CASE("a stage that waits is resumed where it waited, and the stages before 
 TEST_CASE("the table: each scope's stages, in SPEC's order") {
   using V = std::vector<std::string_view>;
   CHECK(names(RequestPipeline::for_scope(StageScope::inspector)) ==
-        V{"framing", "host", "misdirected", "rules", "swap", "inject"});
+        V{"framing", "host", "misdirected", "coding", "rules", "swap", "inject"});
   CHECK(names(RequestPipeline::for_scope(StageScope::plain)) == V{"rules", "inject"});
-  CHECK(names(RequestPipeline::for_scope(StageScope::check)) == V{"rules"});
+  CHECK(names(RequestPipeline::for_scope(StageScope::check)) == V{"coding", "rules"});
 }
 
 TEST_CASE("framing: bad framing, two Hosts, and whether a refusal keeps the connection") {
@@ -231,4 +232,24 @@ TEST_CASE("judge_in_scope: plain refuses an injecting endpoint as secret missing
   judged = judge_in_scope(StageScope::check, denied.head, endpoint, api_origin());  // check holds no request
   CHECK_FALSE(judged.refusal);                                                      // to send: rules only
   CHECK(judged.report);
+}
+
+TEST_CASE("coding: on an endpoint with a credential, TRACE and other upgrades denied, codings identity") {
+  InspectEndpoint endpoint = endpoint_of("api.example");
+  const DecidedOrigin origin = api_origin();
+  const CodingStage stage;
+  const Head trace("TRACE / HTTP/1.1\r\nHost: api.example\r\n\r\n");
+  RequestContext plain(trace.head, endpoint, origin, no_secrets(), nullptr);
+  CHECK(stage.on_request(plain).action == StageVerdict::Action::proceed);  // no credential: left alone
+  endpoint.inject = {{"Authorization", "Bearer {key}"}};
+  RequestContext traced(trace.head, endpoint, origin, no_secrets(), nullptr);
+  CHECK(stage.on_request(traced).reason == Reason::request_denied);
+  const Head h2c("GET / HTTP/1.1\r\nHost: api.example\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n");
+  RequestContext upgraded(h2c.head, endpoint, origin, no_secrets(), nullptr);
+  CHECK(stage.on_request(upgraded).reason == Reason::request_denied);
+  const Head gzip("GET / HTTP/1.1\r\nHost: api.example\r\nAccept-Encoding: gzip, br\r\n\r\n");
+  RequestContext coded(gzip.head, endpoint, origin, no_secrets(), nullptr);
+  CHECK(stage.on_request(coded).action == StageVerdict::Action::proceed);
+  CHECK(coded.dropped_fields.size() == 3);
+  CHECK(coded.added_fields.front() == std::pair<std::string, std::string>("Accept-Encoding", "identity"));
 }

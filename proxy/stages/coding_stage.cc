@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "proxy/stages/coding_stage.h"
+
+#include "proxy/wire/http_forward.h"
+#include "table/ascii.h"
+
+namespace boxproxy {
+
+bool carries_credentials(const InspectEndpoint& endpoint) noexcept {
+  return !endpoint.inject.empty() || !endpoint.secrets.empty() || !endpoint.secret_places.empty();
+}
+
+StageVerdict CodingStage::on_request(RequestContext& context) const {
+  if (!carries_credentials(context.endpoint)) return StageVerdict::proceed();
+  const RequestHead& head = context.head;
+  if (iequals(head.method, "TRACE")) return StageVerdict::refuse(Reason::request_denied);
+  for (const HeaderField& field : head.headers) {
+    if (iequals(field.name, "Upgrade") && !is_websocket_upgrade(head)) return StageVerdict::refuse(Reason::request_denied);
+  }
+  context.dropped_fields = {"accept-encoding", "sec-websocket-extensions", "grpc-accept-encoding"};
+  context.added_fields = {{"Accept-Encoding", "identity"}, {"grpc-accept-encoding", "identity"}};
+  return StageVerdict::proceed();
+}
+
+}  // namespace boxproxy
