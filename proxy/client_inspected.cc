@@ -115,6 +115,8 @@ void ClientConnection::inspected_request(ClientConnection* connection, const Ins
                      line.up, line.down, line.ms, line.report, std::nullopt};
   if (line.path && connection->server_.config().log_paths) entry.path = *line.path;
   if (line.secret) entry.secret = *line.secret;
+  entry.swap = line.swap;
+  entry.inject = line.inject;
   entry.scrub = line.scrub;
   // A class the inspector should never report is logged as a bad request, not dropped: the line
   // still shows that something was refused.

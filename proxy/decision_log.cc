@@ -97,7 +97,7 @@ std::string json_names(std::string_view names) {
   while (true) {
     const std::size_t comma = names.find(',');
     if (!out.empty()) out += ',';
-    out += json_quote(names.substr(0, comma), 32);
+    out += json_quote(names.substr(0, comma), 200);
     if (comma == std::string_view::npos) return out;
     names.remove_prefix(comma + 1);
   }
@@ -111,6 +111,8 @@ std::string json_request(const RequestEntry& e, const std::string& ts, std::stri
   if (e.report) out += R"(,"report":true)";
   if (e.path) out += fmt::format(R"(,"path":{})", json_quote(*e.path, 2048));
   if (e.secret) out += fmt::format(R"(,"secret":{})", json_quote(*e.secret, 32));
+  if (!e.swap.empty()) out += fmt::format(R"(,"swap":[{}])", json_names(e.swap));
+  if (!e.inject.empty()) out += fmt::format(R"(,"inject":[{}])", json_names(e.inject));
   if (!e.scrub.empty()) out += fmt::format(R"(,"scrub":[{}])", json_names(e.scrub));
   out += label;
   out += '}';
@@ -282,6 +284,8 @@ void DecisionLog::request(const RequestEntry& entry) {
   if (entry.report) line += " report=1";
   if (entry.path) line += fmt::format(" path={}", json_quote(*entry.path, 2048));
   if (entry.secret) line += fmt::format(" secret={}", field_text(*entry.secret, 32));
+  if (!entry.swap.empty()) line += fmt::format(" swap={}", field_text(entry.swap, kMaxSecrets * 200));
+  if (!entry.inject.empty()) line += fmt::format(" inject={}", field_text(entry.inject, kMaxSecrets * 200));
   if (!entry.scrub.empty()) line += fmt::format(" scrub={}", field_text(entry.scrub, kMaxSecrets * 33));
   line += fmt::format(" id={}{}", entry.id, text_label());
   append(line);

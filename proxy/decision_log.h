@@ -74,7 +74,10 @@ struct RequestEntry {
   bool report = false;  // report mode: a request denied, logged and let through
   std::optional<std::string_view> path;
   std::optional<std::string_view> secret = std::nullopt;  // secret misdirected: the name (secret=)
-  std::string_view scrub = {};  // SPEC §19a/§20: the secrets scrubbed from its response, "a,b" (scrub=)
+  // SPEC §20's trace, each "a,b" (checked items, never a value): swap=, inject=, scrub=.
+  std::string_view swap = {};
+  std::string_view inject = {};
+  std::string_view scrub = {};
 };
 
 // The longest --label (SPEC §12): it goes into every line, so it is kept short enough that a

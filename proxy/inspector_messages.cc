@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <iterator>
 #include <limits>
@@ -280,6 +281,8 @@ std::string request_message(const InspectorRequest& request) {
   out += request.report ? "true" : "false";
   if (request.path) append_text(out, "path", *request.path);
   if (request.secret) append_text(out, "secret", *request.secret);
+  if (!request.swap.empty()) append_text(out, "swap", request.swap);
+  if (!request.inject.empty()) append_text(out, "inject", request.inject);
   if (!request.scrub.empty()) append_text(out, "scrub", request.scrub);
   out += '}';
   return out;
@@ -344,6 +347,28 @@ class RequestReader {
   std::string_view rest_;
 };
 
+bool bad_name_item(std::string_view item) { return check_secret_name(item).has_value(); }
+bool bad_header_item(std::string_view item) { return check_inject_header(item).has_value(); }
+// NAME@PLACE: a secret name, and a place of printable bytes (secret_place_text's: no ',', no space).
+bool bad_swap_item(std::string_view item) {
+  const std::size_t at = item.find('@');
+  if (at == std::string_view::npos || check_secret_name(item.substr(0, at))) return true;
+  const std::string_view place = item.substr(at + 1);
+  return place.empty() || std::any_of(place.begin(), place.end(), [](char c) { return c <= 0x20 || c >= 0x7f || c == ','; });
+}
+
+std::string trace_list(RequestReader& reader, const char* key, bool (*bad_item)(std::string_view)) {
+  std::string list = reader.text(key, kMaxSecrets * 200);
+  std::string_view rest = list;
+  while (true) {
+    const std::size_t comma = rest.find(',');
+    if (bad_item(rest.substr(0, comma))) refuse_key(key);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return list;
+}
+
 InspectorReport request_of(std::string_view bytes) {
   RequestReader reader(bytes);
   InspectorRequest request;
@@ -361,17 +386,11 @@ InspectorReport request_of(std::string_view bytes) {
     request.secret = reader.text("secret", 32);
     if (check_secret_name(*request.secret)) refuse_key("secret");  // it stands alone as secret=NAME
   }
-  if (reader.has_key("scrub")) {
-    // Names joined by ',', each a checked secret name: the line's scrub= can carry nothing else.
-    request.scrub = reader.text("scrub", kMaxSecrets * 33);
-    std::string_view rest = request.scrub;
-    while (true) {
-      const std::size_t comma = rest.find(',');
-      if (check_secret_name(rest.substr(0, comma))) refuse_key("scrub");
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
-  }
+  // The trace: lists joined by ',' whose every item is checked, so a line's swap=, inject= and
+  // scrub= carry names and nothing else (never a value, never a byte that could forge a field).
+  if (reader.has_key("swap")) request.swap = trace_list(reader, "swap", &bad_swap_item);
+  if (reader.has_key("inject")) request.inject = trace_list(reader, "inject", &bad_header_item);
+  if (reader.has_key("scrub")) request.scrub = trace_list(reader, "scrub", &bad_name_item);
   reader.end();
   return request;
 }

@@ -156,7 +156,11 @@ void InspectedConnection::on_origin_event(bufferevent* bev, short what, void* se
 void InspectedConnection::on_quiet_origin(void* self) noexcept {
   auto* c = static_cast<InspectedConnection*>(self);
   c->act_then_settle([c] {
-    if (c->phase_ == Phase::exchanging || c->phase_ == Phase::relaying) c->release_held_response();
+    // Only a quiet origin releases the hold: bytes of its waiting here mean the box is the one not
+    // reading, and a release then would let the box choose where a value is cut (found in review).
+    if (c->phase_ != Phase::exchanging && c->phase_ != Phase::relaying) return;
+    if (c->origin_side_ && evbuffer_get_length(c->origin_in()) > 0) return;
+    c->release_held_response();
   });
 }
 

@@ -123,7 +123,11 @@ struct RequestRecord {
   bool report = false;       // a report-mode denial, let through
   std::optional<std::string> path;  // with log_paths: the target without its query, cut to kMaxReportedPathBytes
   std::optional<std::string> secret;  // secret misdirected: the secret's name (never its value)
-  std::vector<std::string> scrub;     // the secrets found in its response and scrubbed (names, never values)
+  // SPEC §20's trace, never a value: each swap as NAME@PLACE, each injected header's name, and the
+  // secrets found in its response and scrubbed.
+  std::vector<std::string> swap;
+  std::vector<std::string> inject;
+  std::vector<std::string> scrub;
 };
 
 // The connection, when it ends.
@@ -280,7 +284,12 @@ class InspectedConnection {
   [[nodiscard]] bool close_when_flushed();
   // ---- the response's stages (inspected_response_stages.cc) ----
   void start_response_stages();
-  void stage_head(std::string& text);  // a head or trailer section about to go to the box
+  // A head about to go to the box, through the stages; false when it must not go: grown past
+  // kMaxResponseHeadBytes by scrubbing.
+  [[nodiscard]] bool stage_head(std::string& text);
+  // SPEC §19a: on an endpoint that carries a credential, a response in a coding the stages cannot
+  // read (Content-Encoding, grpc-encoding other than identity) does not reach the box.
+  [[nodiscard]] bool coding_unreadable(const ResponseHead& head) const;
   // What the stages hold goes to the box: when the origin has been quiet for kQuietOriginSeconds,
   // and when the response or stream ends.
   void release_held_response();

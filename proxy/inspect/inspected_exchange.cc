@@ -86,6 +86,10 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
                                              setup_.placeholders, setup_.max_head_bytes);
   record.secret = exchange_.judged.misdirected;
+  for (const TraceEntry& entry : exchange_.judged.trace) {
+    if (entry.stage == "swap") record.swap.push_back(entry.what);
+    if (entry.stage == "inject") record.inject.push_back(entry.what);
+  }
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;
   evbuffer_drain(client_in(), head_bytes);  // `head` points into what this drops: not used after
@@ -193,7 +197,7 @@ bool InspectedConnection::read_response_head() {
       std::string answer;
       if (!exchange_.judged.client_http10) answer = rewrite_response_head(head, exchange_.judged.client_keep_alive);
       evbuffer_drain(in, parsed.consumed);
-      stage_head(answer);
+      if (!stage_head(answer)) return origin_broke();
       if (!answer.empty()) {
         queue_to_client(answer);
         exchange_.response_started = true;
@@ -215,10 +219,11 @@ bool InspectedConnection::read_response_head() {
     exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && (exchange_.request_done || h2_) &&
                             !client_eof_ && setup_.endpoint != nullptr;
     exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close;
+    if (coding_unreadable(head)) return origin_broke();  // the connection ends: nothing of it reaches the box
     std::string answer = rewrite_response_head(head, exchange_.keep_client);
     exchange_.record.status = static_cast<std::uint16_t>(head.status);
     evbuffer_drain(in, parsed.consumed);
-    stage_head(answer);
+    if (!stage_head(answer)) return origin_broke();
     queue_to_client(answer);
     exchange_.response_started = true;
     exchange_.response_head_done = true;

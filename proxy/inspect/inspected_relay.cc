@@ -14,7 +14,7 @@ bool InspectedConnection::switch_to_relay(const ResponseHead& head, std::size_t 
   if (!exchange_.judged.websocket || !switches_to_websocket(head)) return origin_broke();
   std::string answer = rewrite_switching_head(head);
   evbuffer_drain(origin_side_->input(), head_bytes);  // `head` points into what this drops: not used after
-  stage_head(answer);
+  if (!stage_head(answer)) return origin_broke();
   queue_to_client(answer);
   exchange_.response_started = true;
   exchange_.record.status = 101;
@@ -29,6 +29,7 @@ bool InspectedConnection::relay() {
   const Moved to_origin = move_toward(Toward::origin, exchange_.request_body);
   const Moved to_client = move_toward(Toward::client, exchange_.response_body);
   if (client_eof_ && client_->input_length() == 0) {
+    release_held_response();  // the origin's last bytes, held by the stages, still go out
     close_after_flush(TunnelEnd::client_closed);
     return true;
   }

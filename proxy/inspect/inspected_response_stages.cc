@@ -5,7 +5,9 @@
 // stream), and released to the box when the response ends or the origin has been quiet a while.
 #include "proxy/inspect/inspected_connection.h"
 
+#include "proxy/stages/coding_stage.h"
 #include "proxy/stages/scrub_stage.h"
+#include "table/ascii.h"
 
 namespace boxproxy {
 namespace {
@@ -28,8 +30,20 @@ void InspectedConnection::start_response_stages() {
   exchange_.response_stages->add(std::make_unique<ScrubStage>(std::move(patterns)));
 }
 
-void InspectedConnection::stage_head(std::string& text) {
+bool InspectedConnection::stage_head(std::string& text) {
   if (exchange_.response_stages) exchange_.response_stages->on_head(text);
+  // A match becomes the longer placeholder: a head of many short matches could grow five-fold,
+  // past what the box side (and the HTTP/2 front) takes. Such a head is the origin's fault.
+  return text.size() <= kMaxResponseHeadBytes;
+}
+
+bool InspectedConnection::coding_unreadable(const ResponseHead& head) const {
+  if (!setup_.endpoint || !carries_credentials(*setup_.endpoint)) return false;
+  for (const HeaderField& field : head.headers) {
+    const bool coded = iequals(field.name, "Content-Encoding") || iequals(field.name, "grpc-encoding");
+    if (coded && !iequals(field.value, "identity")) return true;
+  }
+  return false;
 }
 
 void InspectedConnection::release_held_response() {

@@ -76,7 +76,7 @@ SessionCa operators_ca(int cert_fd, int key_fd) {
   }
 }
 
-// The names a response's scrubber found, as the request message carries them: "a,b".
+// A trace field's items (SPEC §20), as the request message carries them: "a,b".
 std::string join_names(const std::vector<std::string>& names) {
   std::string out;
   for (const std::string& name : names) {
@@ -265,7 +265,8 @@ void Inspector::on_request(void* context, const RequestRecord& record) {
   auto* held = static_cast<Held*>(context);
   held->inspector->report(InspectorRequest{held->id, record.method, record.rule, record.log_class, record.status,
                                            record.up, record.down, record.ms, record.report, record.path,
-                                           record.secret, join_names(record.scrub)});
+                                           record.secret, join_names(record.swap), join_names(record.inject),
+                                           join_names(record.scrub)});
 }
 
 void Inspector::on_need_upstream(void* context) {

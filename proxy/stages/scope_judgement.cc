@@ -25,6 +25,10 @@ ScopeJudgement judge_in_scope(StageScope scope, const RequestHead& head, const I
   judged.rule = context.rule;
   if (outcome.verdict.action != StageVerdict::Action::proceed) {
     judged.refusal = outcome.verdict.reason;  // no stage of these scopes waits
+  } else if (scope == StageScope::plain && !endpoint.inject.empty()) {
+    // serve holds no secret, and a credential never crosses the network in clear text: every
+    // plain request to an injecting endpoint is refused, even one whose templates name no secret.
+    judged.refusal = Reason::secret_missing;
   } else {
     judged.report = context.report;
   }

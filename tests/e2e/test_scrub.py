@@ -95,6 +95,12 @@ class _Reflecting(http.server.BaseHTTPRequestHandler):
             self.server.next_event.wait(10)
             self.wfile.write(b" " * 988)
             return None
+        if path == "/gzip":  # a compressed body: the scrubber would read gzip, not the value
+            import gzip
+            body = gzip.compress(f"auth={auth}".encode())
+            return self.send(200, body, [("Content-Encoding", "gzip")])
+        if path == "/range":  # what Range reached the origin
+            return self.send(200, f"range={self.headers.get('Range')}".encode())
         if path == "/events":  # server-sent events: one now, the next only when the test says
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -252,6 +258,30 @@ class ScrubTest(ProxyTestCase):
             self.assertTrue(out.startswith(f"HTTP/2 {status}"), out[:200])
             self.assertNotIn(VALUE, out)
             self.assertTrue("*" * len(VALUE) in out or PLACEHOLDER_PREFIX in out, out[:500])
+
+    def test_a_compressed_response_never_reaches_the_box(self):
+        # SPEC §19a: the endpoint injects, so its requests ask for identity; a gzip answer anyway is
+        # the origin's fault, and ends the connection before any byte of it reaches the box.
+        self.tls.sendall(f"GET /gzip HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())
+        got = b""
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                piece = self.tls.recv(4096)
+            except (ssl.SSLError, OSError):
+                break
+            if not piece:
+                break
+            got += piece
+        self.assertNotIn(b"200", got[:20])
+        self.assertNotIn(b"\x1f\x8b", got)
+
+    def test_range_and_accept_encoding_never_reach_the_origin_and_the_line_says_inject(self):
+        # Two ranges of a stored value would hand it back in pieces no scrubber recognises.
+        r = self.ask("GET /range HTTP/1.1", "Range: bytes=0-5", "Accept-Encoding: gzip")
+        self.assertEqual(r.body, b"range=None")
+        self.assertTrue(wait_until(lambda: any(l.get("inject") == ["Authorization"] for l in self.request_lines()), 5),
+                        self.request_lines())
 
     def test_server_sent_events_reach_the_box_one_by_one(self):
         self.tls.sendall(f"GET /events HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())

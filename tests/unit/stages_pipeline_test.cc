@@ -250,6 +250,6 @@ TEST_CASE("coding: on an endpoint with a credential, TRACE and other upgrades de
   const Head gzip("GET / HTTP/1.1\r\nHost: api.example\r\nAccept-Encoding: gzip, br\r\n\r\n");
   RequestContext coded(gzip.head, endpoint, origin, no_secrets(), nullptr);
   CHECK(stage.on_request(coded).action == StageVerdict::Action::proceed);
-  CHECK(coded.dropped_fields.size() == 3);
+  CHECK(coded.dropped_fields.size() == 5);
   CHECK(coded.added_fields.front() == std::pair<std::string, std::string>("Accept-Encoding", "identity"));
 }
