@@ -14,7 +14,7 @@ import unittest
 
 from control_support import (MAX_LINE, connect_control_socket, control_pair, measured_env, proxy_with_control_fd,
                              rss_kib)
-from harness import (OriginsMixin, ProxyTestCase, binary, connect_request, recv_all, recv_exact, wait_until)
+from harness import (holds_for, OriginsMixin, ProxyTestCase, binary, connect_request, recv_all, recv_exact, wait_until)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 
@@ -377,8 +377,8 @@ class PipelinedRequestsTest(ControlTestCase):
         payload = b"".join(b'{"op":"hello","id":%d}\n' % i for i in range(self.REQUESTS))
         sender = threading.Thread(target=c.sock.sendall, args=(payload,), daemon=True)
         sender.start()
-        time.sleep(1.0)  # the proxy answers until the queue is full, then stops reading
-        self.assertTrue(sender.is_alive(), "every request was read while no reply was")
+        # The proxy answers until the queue is full, then stops reading: the sender stays blocked.
+        self.assertTrue(holds_for(sender.is_alive, 1.0), "every request was read while no reply was")
         # Meanwhile the proxy serves: a tunnel opens and closes.
         t = self.tunnel(p)
         self.assert_echo(t)

@@ -109,8 +109,9 @@ class FaultTest(ProxyTestCase):
             except BlockingIOError:
                 if sent >= 256 * 1024:
                     break
-                time.sleep(0.01)
-        time.sleep(0.1)
+                select.select([], [s], [], 0.1)  # wait (briefly) for room
+        # The echo comes back unread: the close below then has unread data, and resets.
+        self.assertTrue(select.select([s], [], [], 5)[0], "nothing came back through the tunnel")
         s.close()
         p.wait_log(kind="connect", cls="done", port=echo.port, count=2)
         self.assertTrue(wait_until(lambda: echo.open_count() == 0, 5), "the upstream connection stayed open")
@@ -352,13 +353,12 @@ class FaultTest(ProxyTestCase):
             self.assertLessEqual(p.fd_count(), limit)
             # At the limit, with a client waiting in the backlog: accept is retried every 100 ms,
             # not in a loop. Over two seconds the proxy uses little CPU and logs about 20 pauses.
-            time.sleep(0.3)
-
             def pauses():
                 return len([line for line in p.raw_log_lines() if "pausing accepts" in line])
+            self.assertTrue(wait_until(lambda: pauses() > 0, 5), "accepts were never paused at the limit")
             logged0 = pauses()
             cpu0 = cpu_seconds(p.pid)
-            time.sleep(2.0)
+            time.sleep(2.0)  # a sleep: what is counted is what happens within a period
             cpu = cpu_seconds(p.pid) - cpu0
             paused = pauses() - logged0
             print(f"\nat the descriptor limit {limit}: {len(tunnels)} tunnels, {refused} refused 502, "

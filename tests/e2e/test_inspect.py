@@ -152,7 +152,7 @@ class InspectTest(InspectRig, ProxyTestCase):
                 fields = f.read().rsplit(")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         before = cpu_seconds()
-        time.sleep(1.0)
+        time.sleep(1.0)  # a sleep: what is measured is the CPU used within a period
         self.assertLess(cpu_seconds() - before, 0.3, "serve is busy while the only connection idles")
 
     def test_an_origin_the_store_does_not_trust_is_upstream_tls(self):
