@@ -30,6 +30,7 @@ except ImportError:  # an interpreter of its own (pyenv): Debian's packages are 
     import hpack
 
 from control_support import rss_kib
+from fault_support import memory_compared
 from harness import ProxyTestCase, holds_for, read_http_response, recv_exact, wait_until
 from inspect_support import CURL, INSPECTOR, CutOrigin, InspectRig, ManyOrigin, connect_tls, curl, inspector_of
 
@@ -405,7 +406,8 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         frames = read_frames(tls, 3)
         refused = {stream for kind, _, stream, payload in frames if kind == 0x3 and payload == b"\x00\x00\x00\x07"}
         self.assertGreaterEqual(len(refused), 1000 - 32, f"{len(refused)} refused")
-        self.assertLess(rss_kib(inspector) - before, 4096, "the inspector grew by more than 4 MiB")
+        if memory_compared("a stream flood"):  # under ASan the figure holds its quarantine
+            self.assertLess(rss_kib(inspector) - before, 4096, "the inspector grew by more than 4 MiB")
         # Another connection is served meanwhile.
         other = h2_tls(p, self.target, self.ca)
         self.addCleanup(other.close)
