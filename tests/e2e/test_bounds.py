@@ -211,6 +211,9 @@ class BoundsTest(ProxyTestCase):
             # each, ten seconds in all).
             chunk = b"u" * 65536
             written = [0] * len(clients)
+            poller = select.poll()  # poll, not select: a descriptor may be past 1024
+            for s in clients:
+                poller.register(s, select.POLLOUT)
             progress = time.monotonic()
             deadline = progress + 10
             while time.monotonic() - progress < 0.5 and time.monotonic() < deadline:
@@ -226,7 +229,7 @@ class BoundsTest(ProxyTestCase):
                 if moved:
                     progress = time.monotonic()
                 else:  # wait (briefly) for any client to be writable again
-                    select.select([], clients, [], 0.05)
+                    poller.poll(50)
             return clients, written
 
         warm, _ = stalled(2)
