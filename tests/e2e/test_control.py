@@ -454,10 +454,13 @@ class StalledSubscriberTest(ControlTestCase):
         p, c = self.start("--allow", f"origin.test:{self.echo.port}", env=measured_env())
         # A small receive buffer, so the proxy's queue is what fills.
         c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        self.assertTrue(c.request("subscribe")["ok"])
-        t = self.tunnel(p)  # warm-up: the first connection's allocations are not the queue's
+        # Warm-up, before subscribing (its lines are not counted below): the first connection's
+        # allocations are not the queue's.
+        t = self.tunnel(p)
         self.assert_echo(t)
         t.close()
+        p.wait_log(host="origin.test", cls="done")
+        self.assertTrue(c.request("subscribe")["ok"])
         before = wait_settled(lambda: anon_kib(p.pid), timeout=3)
         watcher_path = None
         started = time.monotonic()
@@ -496,7 +499,7 @@ class StalledSubscriberTest(ControlTestCase):
         self.assertGreater(decisions, 0)
         t = self.tunnel(p)
         t.close()
-        last_id = p.wait_log(host="origin.test", cls="done", count=2)[-1].id
+        last_id = p.wait_log(host="origin.test", cls="done", count=3)[-1].id  # the warm-up's, the two here
         saw_last = False
         while time.monotonic() < deadline and not saw_last:
             e = c.read_line(timeout=5)

@@ -100,14 +100,15 @@ class StalledLogReaderTest(OriginsMixin, ProxyTestCase):
         def written_and_dropped():
             raw = p.raw_log_lines()
             dropped = sum(json.loads(line)["n"] for line in raw if line.startswith('{"event":"log-dropped"'))
-            return [line for line in map(parse_log_line, raw) if line is not None], dropped
+            return raw, [line for line in map(parse_log_line, raw) if line is not None], dropped
+
         # Lines that were queued come first; the count comes once the queue has drained: wait
         # (at most 10 s) until every line is accounted for, then check.
         def accounted():
-            decisions, dropped = written_and_dropped()
+            _, decisions, dropped = written_and_dropped()
             return len(decisions) + dropped >= expected
         wait_until(accounted, 10)
-        decisions, dropped = written_and_dropped()
+        raw, decisions, dropped = written_and_dropped()
         self.assertGreater(dropped, 0, f"nothing dropped: {dropped_line}")
         self.assertEqual(len(decisions) + dropped, expected,
                          f"{len(decisions)} lines written + {dropped} dropped != {expected}")
