@@ -126,6 +126,7 @@ EVERY_BLOCK = (
     (MANUAL, "-v /usr/local/bin/boxproxy:/usr/local/bin/boxproxy:ro", "run by test_container"),
     (MANUAL, "scripts/build-image\n", "run by test_container"),
     (MANUAL, "podman run -d --rm --name egress --network host", "run by test_container"),
+    (MANUAL, "kubectl apply -f examples/kubernetes/policy.yaml", "run by test_pod (podman kube play of pod.yaml)"),
     (MANUAL, "# /lib/systemd/system/boxproxy@.service", "run by test_manual_systemd (and test_package: it is the "
      "shipped unit)"),
     (MANUAL, "# /etc/boxproxy/s1.env", "not run: needs systemd as pid 1 and the installed package"),
@@ -137,6 +138,9 @@ EVERY_BLOCK = (
      "not run: what run sets (test_run_env)"),
     (MANUAL, "boxproxy check --allow \"$(sed", "not run: reads /etc/boxproxy/s1.allow"),
     (README, "scripts/demo        # installs", "not run: the whole build and test run (scripts/test-all is CI)"),
+    (MANUAL, "$ boxproxy run --socket /run/boxproxy-s1/egress.sock --ca /run/boxproxy-s1/ca.pem",
+     "run by test_supervisor_example"),
+    (MANUAL, "$ boxproxy run --control-socket $XDG_RUNTIME_DIR/llm.ctl", "run by test_run_rotation"),
     (README, "podman run -d --rm --name egress --network host", "not run: the manual's recipe, the same with "
      "--allow, is run by test_container"),
     (README, "$ scripts/demo &", "run here: test_readme_30_seconds"),
