@@ -11,6 +11,7 @@ import select
 import socket
 import time
 
+from fault_support import proxy_env as measured_env, rss_kib  # noqa: F401 (for the tests that import them here)
 from harness import SOCKET_TIMEOUT, wait_until
 
 MAX_LINE = 64 * 1024
@@ -206,22 +207,6 @@ class ControlClient:
                 return True
             self.events.append(obj)
         return False
-
-
-def measured_env():
-    """The environment for a proxy whose memory a test measures: under AddressSanitizer freed memory
-    is held in a quarantine (256 MiB by default) that would count as growth; a small one keeps the
-    measure about the proxy's own queues. Harmless for a binary without it."""
-    asan = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"), "quarantine_size_mb=1"]))
-    return dict(os.environ, ASAN_OPTIONS=asan)
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
 
 
 def fd_is_open(fd):

@@ -16,6 +16,7 @@ import selectors
 import signal
 import socket
 import struct
+import sys
 import threading
 import time
 
@@ -92,19 +93,34 @@ def sanitized():
 
 
 # Under ASan, freed memory sits in a quarantine (256 MiB by default) before it is reused, so the
-# resident size of a proxy that has churned through many connections grows toward that whatever
-# the proxy does. The memory tests cap the quarantine so their figures mean something; use-after-
-# free is still caught within the most recent QUARANTINE_MIB of frees.
-QUARANTINE_MIB = 8
+# resident size of a proxy that has churned through many connections grows with what it freed,
+# whatever it still holds: a client that gives its buffer back looks like one that keeps it (issue
+# 33: 30.4 KiB a client measured, all of it the quarantine). A proxy whose memory is measured runs
+# with the quarantine off, so that freed memory is reused as in the plain build; use-after-free is
+# still caught everywhere else (every other test keeps ASan's default quarantine).
 
 
 def proxy_env():
-    """The environment for a proxy whose memory is measured: ASan's quarantine capped."""
+    """The environment for a proxy whose memory is measured: ASan's quarantine off."""
     env = dict(os.environ)
     opts = env.get("ASAN_OPTIONS", "")
-    extra = f"quarantine_size_mb={QUARANTINE_MIB}:thread_local_quarantine_size_kb=64"
+    extra = "quarantine_size_mb=0:thread_local_quarantine_size_kb=0"
     env["ASAN_OPTIONS"] = f"{opts}:{extra}" if opts else extra
     return env
+
+
+def memory_compared(what):
+    """Whether this run's memory figures are the proxy's own, to be compared with a bound. In the
+    plain build they are. Under ASan they are not, even with the quarantine off: every allocation
+    carries redzones, the heap has an eighth more in shadow memory and ASan's allocator rounds to
+    its own size classes, none of which a bound of the manual describes, and a slack for them
+    would be a guess tuned to one machine. There the memory comparison is skipped (saying so) and
+    the test's other assertions still run; the plain build, which CI runs as well, compares."""
+    if not sanitized():
+        return True
+    print(f"\n{what}: memory not compared under ASan (the figure holds ASan's redzones, shadow memory and "
+          f"size classes, not only the proxy's; the plain build compares it)", file=sys.stderr)
+    return False
 
 
 def raise_own_nofile(want):
@@ -179,6 +195,8 @@ def wait_settled(read, timeout=5.0, still=0.3, interval=0.05):
     last = read()
     since = time.monotonic()
     while time.monotonic() < deadline:
+        # A sleep, not a wait on an event: "settled" means that nothing changes for `still`
+        # seconds, and no event says that a figure such as resident memory will not change.
         time.sleep(interval)
         value = read()
         if value != last:
@@ -276,13 +294,7 @@ class LoopOrigin:
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self._child is not None:
-            deadline = time.monotonic() + 5
-            while time.monotonic() < deadline:
-                pid, _ = os.waitpid(self._child, os.WNOHANG)
-                if pid:
-                    break
-                time.sleep(0.02)
-            else:
+            if not wait_until(lambda: os.waitpid(self._child, os.WNOHANG)[0], 5):
                 os.kill(self._child, signal.SIGKILL)
                 os.waitpid(self._child, 0)
             self._child = None

@@ -46,9 +46,29 @@ def wait_until(predicate, timeout=5.0, interval=0.02):
     deadline = time.monotonic() + timeout
     value = predicate()
     while not value and time.monotonic() < deadline:
-        time.sleep(interval)
+        time.sleep(interval)  # the one poll every wait of the tests goes through
         value = predicate()
     return value
+
+
+def holds_for(predicate, period, interval=0.02):
+    """True when `predicate` stays true for `period` seconds; False as soon as it does not. What
+    it proves is that something does not happen within a period, which no event can say, so it
+    polls for the whole period (a sleep on purpose)."""
+    deadline = time.monotonic() + period
+    while time.monotonic() < deadline:
+        if not predicate():
+            return False
+        time.sleep(interval)
+    return bool(predicate())
+
+
+def trickle(sock, data, step=1, pause=0.002):
+    """Sends `data` `step` bytes at a time with a pause after each piece, so that the proxy gets
+    it in many reads. A sleep on purpose: what matters is the gap between sends, not an event."""
+    for i in range(0, len(data), step):
+        sock.sendall(data[i:i + step])
+        time.sleep(pause)
 
 
 # --------------------------------------------------------------------------------------------
@@ -824,7 +844,9 @@ class Blackhole:
             except (BlockingIOError, OSError):
                 pass
             self.fillers.append(s)
-        time.sleep(0.1)
+        # The queue is full once a filler's handshake has completed (it becomes writable); the
+        # others' SYNs are dropped. Waited for, at most a second (a probe then says whether it worked).
+        select.select([], self.fillers, [], 1.0)
         probe = socket.socket()
         probe.settimeout(0.5)
         try:
@@ -923,7 +945,7 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
                                        ("x-egress-refused", "forged by origin"), ("X-Kept", "yes")])
         elif path == "/slow":
             self._record()
-            time.sleep(float(self.headers.get("X-Delay", "1")))
+            time.sleep(float(self.headers.get("X-Delay", "1")))  # an origin slow on purpose
             self._send(200, b"slow\n")
         else:
             self._record()
@@ -982,15 +1004,21 @@ class DnsServer:
     """A tiny DNS server over UDP on DNS_HOST. `records` maps a name (lower case, no trailing dot)
     to a list of address strings; A queries get the IPv4 ones, AAAA the IPv6 ones; an unknown name
     is NXDOMAIN. `silent` never answers; `delays` maps a name to seconds to wait before answering;
-    `ttl` is every answer's TTL in seconds; questions of a type in `silent_types` are never answered.
+    `ttl` is every answer's TTL in seconds; questions of a type in `silent_types` are never answered;
+    answers for a name in `held` are kept until release() (a lookup that is slow for exactly as long
+    as the test wants, with no clock in it)."""
+    """
     `queries` records (name, qtype) of everything asked, `answered` the same of every answer sent."""
 
-    def __init__(self, records=None, silent=False, delays=None, host=DNS_HOST, ttl=60, silent_types=()):
+    def __init__(self, records=None, silent=False, delays=None, host=DNS_HOST, ttl=60, silent_types=(), held=()):
         self.records = {k.lower().rstrip("."): v for k, v in (records or {}).items()}
         self.ttl = ttl
         self.silent_types = set(silent_types)
         self.silent = silent
         self.delays = dict(delays or {})
+        self.held = {name.lower().rstrip(".") for name in held}
+        self._held_answers = []
+        self._lock = threading.Lock()
         self.queries = []
         self.answered = []
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -1022,6 +1050,10 @@ class DnsServer:
                 continue
             answer = self._answer(data, name, qtype, question_end)
             delay = self.delays.get(name)
+            with self._lock:
+                if name in self.held:
+                    self._held_answers.append((answer, peer, (name, qtype)))
+                    continue
             if delay:
                 t = threading.Timer(delay, self._send, args=(answer, peer, (name, qtype)))
                 t.daemon = True
@@ -1029,6 +1061,14 @@ class DnsServer:
                 t.start()
             else:
                 self._send(answer, peer, (name, qtype))
+
+    def release(self):
+        """Sends the answers kept for the `held` names, and answers those names at once from now on."""
+        with self._lock:
+            self.held.clear()
+            kept, self._held_answers = self._held_answers, []
+        for args in kept:
+            self._send(*args)
 
     def _send(self, answer, peer, question):
         try:

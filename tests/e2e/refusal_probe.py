@@ -103,6 +103,8 @@ def probe(family, kind, protocol, address, connected):
 def hold(path):
     deadline = time.monotonic() + HOLD_SECONDS
     while not os.path.exists(path) and time.monotonic() < deadline:
+        # A poll (a sleep between looks): the probe runs alone in the box, without the harness,
+        # and a file the test creates outside is the only word it gets.
         time.sleep(0.05)
     print(json.dumps({"held": os.path.exists(path)}))
 

@@ -14,6 +14,7 @@ import subprocess
 import time
 import unittest
 
+from fault_support import connect_waiting
 from harness import Proxy, ProxyTestCase, connect_request, wait_until
 
 CLIENTS = 200
@@ -78,15 +79,9 @@ class AuditFloodTest(ProxyTestCase):
 
     @staticmethod
     def connect_when_room(p):
-        # A full accept backlog makes a Unix connect fail with EAGAIN at once: retry, bounded.
-        deadline = time.monotonic() + ANSWER_TIMEOUT
-        while True:
-            try:
-                return p.connect()
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
+        # A full accept backlog makes a Unix connect fail with EAGAIN at once: wait for room (a
+        # connect that waits while the backlog is full, as a blocking client's does).
+        return connect_waiting(p, ANSWER_TIMEOUT)
 
     def test_every_refusal_is_in_the_audit_before_its_answer(self):
         p = self.audited_proxy()

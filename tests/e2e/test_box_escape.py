@@ -215,7 +215,7 @@ class NamespaceEscapeTest(BoxWallsCase):
                       "got = []\n"
                       "signal.signal(signal.SIGWINCH, lambda *a: got.append(1))\n"
                       "r = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)\n"
-                      "time.sleep(0.2)\n"
+                      "time.sleep(0.2)\n"  # a sleep: proving that no signal comes within a period
                       "print('signalled' if got else 'untouched', r.returncode)\n")
         r = subprocess.run([sys.executable, "-c", supervisor, *self.run_argv(["sh", "-c", "kill -WINCH 0"])],
                            stdin=subprocess.DEVNULL, capture_output=True, timeout=RUN_TIMEOUT, env=self.box.env(),

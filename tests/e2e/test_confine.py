@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 import unittest
 
 from box_support import Bridge
@@ -480,14 +479,15 @@ class StandardOutputKindsTest(ConfinedStatus, OriginsMixin, ProxyTestCase):
             self.finish(proc)
 
     def bridge_client(self, port):
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
+        def connected():
             try:
                 return socket.create_connection(("127.0.0.1", port), timeout=SOCKET_TIMEOUT)
             except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+                return None
+        s = wait_until(connected, START_TIMEOUT, interval=0.05)
+        if s is None:
+            raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
+        return s
 
 
 class LinkedConfigTest(ConfinedStatus, OriginsMixin, ProxyTestCase):

@@ -260,10 +260,12 @@ class SocketLifecycleTest(DaemonTestCase):
 
     def _stop_with_clients(self, sig):
         p = self.start()
+        fds = len(os.listdir(f"/proc/{p.pid}/fd"))
         clients = [unix_connect(self.path) for _ in range(3)]
         clients[1].sendall(b"CONNECT 10.0.0.1:80 HTTP/1.1\r\n")  # a head not yet finished
         clients[2].sendall(b"\x05")                               # a SOCKS5 greeting begun
-        time.sleep(0.1)
+        self.assertTrue(wait_until(lambda: len(os.listdir(f"/proc/{p.pid}/fd")) >= fds + 3, 5),
+                        "the proxy never accepted the three clients")
         self.assert_stops(p, sig)
         for c in clients:
             # Every connection was ended: the client reads EOF (or a reset), never hangs.
@@ -292,7 +294,7 @@ class SignalTest(DaemonTestCase):
             while p.process.poll() is None and time.monotonic() < deadline:
                 os.kill(p.process.pid, sig)
                 sent += 1
-                time.sleep(0.0002)
+                time.sleep(0.0002)  # a sleep: a stream of signals paced, not a wait on anything
             code = p.wait_exit(EXIT_TIMEOUT)
             self.assertEqual(code, 0, f"{sig!r} sent {sent} times; stderr={p.stderr[-1000:]!r}")
             p.finish_output()
@@ -421,7 +423,7 @@ class ReadinessTest(DaemonTestCase):
         parent_code = (
             "import subprocess, sys, time\n"
             "subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-            "time.sleep(60)\n")
+            "time.sleep(60)\n")  # a sleep: a parent that lives (a minute at most) until the test kills it
         parent = subprocess.Popen([sys.executable, "-c", parent_code, binary(), "serve", "--socket", self.path,
                                    "--die-with-parent"], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
         pid = None

@@ -7,6 +7,7 @@ types an empty answer; bad input a clear answer or none; a flood bounded."""
 import ipaddress
 import json
 import os
+import select
 import signal
 import socket
 import struct
@@ -14,7 +15,8 @@ import time
 import unittest
 
 from box_support import Bridge
-from harness import DnsServer, ProxyTestCase, recv_exact
+from fault_support import memory_compared, rss_kib
+from harness import DnsServer, ProxyTestCase, recv_exact, wait_until
 
 SYNTHETIC_V4 = ipaddress.ip_network("198.18.0.0/15")
 SYNTHETIC_V6 = ipaddress.ip_network("fd62:6f78:7072::/96")
@@ -153,14 +155,10 @@ class DnsResponderTest(ProxyTestCase):
         parse_reply(self.udp(query("other.test")))
         parse_reply(self.udp(query("api.test", qtype=16)))  # answered empty, without asking
         os.kill(self.bridge.pid, signal.SIGUSR1)
-        deadline = time.monotonic() + 5
-        stats = None
-        while stats is None and time.monotonic() < deadline:
-            for line in self.bridge.stderr_text().splitlines():
-                if line.startswith('{"event":"stats"'):
-                    stats = json.loads(line)
-            time.sleep(0.05)
-        self.assertIsNotNone(stats, self.bridge.stderr_text())
+        line = wait_until(lambda: next((line for line in self.bridge.stderr_text().splitlines()
+                                        if line.startswith('{"event":"stats"')), None), 5)
+        self.assertIsNotNone(line, self.bridge.stderr_text())
+        stats = json.loads(line)
         self.assertEqual(stats["dns"], {"queries": 3, "refused": 1, "busy": 0})
         self.assertEqual(stats["captured"], 0)
 
@@ -240,7 +238,10 @@ class DnsResponderTest(ProxyTestCase):
         # not hold.
         self.assertLessEqual(set(rcodes), {0, 2, 3})
         self.assertGreater(sum(rcodes.values()), 0)
-        self.assertLess(rss_kib(self.bridge.pid) - rss_before, 20 * 1024)
+        # At most 256 questions wait on the proxy (man page); the rest are answered SERVFAIL at
+        # once. 20 MiB would be 7 KiB for each of the 3000 sent: far more than a question holds.
+        if memory_compared("a DNS flood on the bridge"):
+            self.assertLess(rss_kib(self.bridge.pid) - rss_before, 20 * 1024)
         # Afterwards, a resolver's pace (batches of 50) gets every answer.
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         s.settimeout(5)
@@ -258,7 +259,11 @@ class DnsResponderTest(ProxyTestCase):
     def test_tcp_clients_are_bounded(self):
         clients = [socket.create_connection(self.dns_address, timeout=5) for _ in range(40)]
         try:
-            time.sleep(0.3)
+            # Those past the bound (32) are closed: readable (EOF or a reset). Wait until they are.
+            poller = select.poll()
+            for c in clients:
+                poller.register(c, select.POLLIN)
+            wait_until(lambda: len(poller.poll(0)) >= 40 - 32, 5)
             closed = 0
             for c in clients:
                 c.settimeout(0.05)
@@ -287,14 +292,6 @@ class DnsOptionTest(unittest.TestCase):
                                    capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertIn(b"--dns", r.stderr)
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 if __name__ == "__main__":

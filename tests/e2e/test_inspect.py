@@ -152,7 +152,7 @@ class InspectTest(InspectRig, ProxyTestCase):
                 fields = f.read().rsplit(")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         before = cpu_seconds()
-        time.sleep(1.0)
+        time.sleep(1.0)  # a sleep: what is measured is the CPU used within a period
         self.assertLess(cpu_seconds() - before, 0.3, "serve is busy while the only connection idles")
 
     def test_an_origin_the_store_does_not_trust_is_upstream_tls(self):
@@ -221,8 +221,9 @@ class InspectTest(InspectRig, ProxyTestCase):
             # A TLS handshake record that says 200 bytes follow, and then only a few of them.
             s.sendall(b"\x16\x03\x01\x00\xc8\x01\x00\x00\xc4\x03\x03" + b"\x00" * 10)
             started = time.monotonic()
-            self.assertTrue(closed_within(s, 5), "a handshake stalled past --head-timeout must be closed")
-            self.assertLess(time.monotonic() - started, 4)
+            # Within half the 30 s default head timeout that would otherwise end it.
+            self.assertTrue(closed_within(s, 15), "a handshake stalled past --head-timeout must be closed")
+            self.assertLess(time.monotonic() - started, 15)
         finally:
             s.close()
         (done,) = p.wait_log(kind="connect", cls="done")
@@ -243,8 +244,8 @@ class InspectTest(InspectRig, ProxyTestCase):
             self.assertTrue(head.startswith(b"HTTP/1.1 200"), head)
             self.assertNotIn(b"connection: close", head.lower())  # kept alive: only the idle timeout ends it
             started = time.monotonic()
-            self.assertTrue(tls_closed_within(tls, 5), "an inspected connection idle for --idle-timeout must be closed")
-            self.assertLess(time.monotonic() - started, 4)  # the head timeout (30 s) is not what ended it
+            self.assertTrue(tls_closed_within(tls, 15), "an inspected connection idle for --idle-timeout must be closed")
+            self.assertLess(time.monotonic() - started, 15)  # the head timeout (30 s) is not what ended it
         finally:
             tls.close()
         (done,) = p.wait_log(kind="connect", cls="done")

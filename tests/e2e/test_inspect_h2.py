@@ -30,7 +30,8 @@ except ImportError:  # an interpreter of its own (pyenv): Debian's packages are 
     import hpack
 
 from control_support import rss_kib
-from harness import ProxyTestCase, read_http_response, recv_exact, wait_until
+from fault_support import memory_compared
+from harness import ProxyTestCase, holds_for, read_http_response, recv_exact, wait_until
 from inspect_support import CURL, INSPECTOR, CutOrigin, InspectRig, ManyOrigin, connect_tls, curl, inspector_of
 
 RULES = {"rules": [{"method": "GET", "path": "/allowed/**"}, {"method": "POST", "path": "/allowed/**"}]}
@@ -263,42 +264,84 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         (line,) = p.wait_log(kind="request")
         self.assertEqual((line.obj["class"], line.obj["status"]), ("request denied", 403))
 
-    def test_streams_on_one_connection_each_judged_and_the_connection_goes_on(self):
+    def one_stream(self, path, **kwargs):
+        """One stream on a fresh HTTP/2 connection, then GET /allowed/after on the same connection,
+        which must be served (a refused stream leaves its connection going on). Returns (proxy,
+        the first stream's result, the request lines logged: one for each of the two streams that
+        reached the translation)."""
+        p = self.start()
+        tls = h2_tls(p, self.target, self.ca)
+        self.addCleanup(tls.close)
+        client = H2Client(tls, self.target)
+        sid = client.request(path, **kwargs)
+        got = client.collect([sid])[sid]
+        after = client.request("/allowed/after")
+        self.assertEqual(client.collect([after])[after]["status"], 200, "the connection did not go on")
+        return p, got
+
+    def origin_paths(self):
+        return sorted(r["path"] for r in self.origin.requests)
+
+    def assert_refused_on_its_stream(self, got, p, status, reason):
+        """Refused with `status` and its reason, logged, and never sent to the origin."""
+        self.assertEqual((got["status"], got["headers"].get("x-egress-refused")), (status, reason), got)
+        self.assertEqual(self.origin_paths(), ["/allowed/after"])
+        lines = p.wait_log(kind="request", count=2)
+        self.assertEqual(sorted(l.obj["class"] for l in lines), sorted(["ok", reason]), [l.obj for l in lines])
+
+    def test_h2_is_what_alpn_chooses(self):
         p = self.start()
         tls = h2_tls(p, self.target, self.ca)
         self.addCleanup(tls.close)
         self.assertEqual(tls.selected_alpn_protocol(), "h2")
-        client = H2Client(tls, self.target)
-        ids = [client.request("/allowed/1"), client.request("/denied"), client.request("/allowed/2"),
-               client.request("/allowed/post", method="POST", body=b"hello h2"),
-               client.request("/allowed/3", authority="elsewhere.test"),
-               client.request("/allowed/4", extra=[("x-smuggle", "1\r\nx-egress-injected: 1")]),
-               client.request("/allowed/5", extra=[("transfer-encoding", "chunked")]),
-               client.request("/allowed/6", extra=[("accept", "*/*"), (":method", "DELETE")])]
-        got = client.collect(ids)
-        statuses = [got[i]["status"] for i in ids]
-        self.assertEqual(statuses[:5], [200, 403, 200, 200, 400], got)
-        self.assertEqual(got[ids[1]]["headers"].get("x-egress-refused"), "request denied")
-        self.assertEqual(got[ids[3]]["body"], b"hello h2")
-        self.assertEqual(got[ids[4]]["headers"].get("x-egress-refused"), "host mismatch")
-        # CR LF in a value: refused on its stream (400 bad request), never a header of its own.
-        self.assertEqual((statuses[5], got[ids[5]]["headers"].get("x-egress-refused")), (400, "bad request"))
-        # Transfer-Encoding and a pseudo-header after a regular field: refused (nghttp2 resets them
-        # itself, or the translation answers 400), never sent.
-        for i in ids[6:]:
-            self.assertTrue(got[i]["reset"] is not None or got[i]["status"] == 400, got[i])
-        # The connection goes on after the refusals.
-        last = client.request("/allowed/after")
-        self.assertEqual(client.collect([last])[last]["status"], 200)
-        paths = sorted(r["path"] for r in self.origin.requests)
-        self.assertEqual(paths, ["/allowed/1", "/allowed/2", "/allowed/after", "/allowed/post"])
+
+    def test_an_allowed_stream_reaches_the_origin(self):
+        p, got = self.one_stream("/allowed/1")
+        self.assertEqual(got["status"], 200, got)
+        self.assertEqual(self.origin_paths(), ["/allowed/1", "/allowed/after"])
+        self.assertEqual([l.obj["class"] for l in p.wait_log(kind="request", count=2)], ["ok", "ok"])
+
+    def test_a_post_body_reaches_the_origin(self):
+        _, got = self.one_stream("/allowed/post", method="POST", body=b"hello h2")
+        self.assertEqual((got["status"], got["body"]), (200, b"hello h2"), got)
+        self.assertEqual(self.origin_paths(), ["/allowed/after", "/allowed/post"])
+
+    def test_a_denied_stream_gets_403_on_its_stream(self):
+        p, got = self.one_stream("/denied")
+        self.assert_refused_on_its_stream(got, p, 403, "request denied")
+
+    def test_an_authority_other_than_the_endpoint_gets_400(self):
+        p, got = self.one_stream("/allowed/3", authority="elsewhere.test")
+        self.assert_refused_on_its_stream(got, p, 400, "host mismatch")
+
+    def test_cr_lf_in_a_value_gets_400_never_a_header_of_its_own(self):
+        p, got = self.one_stream("/allowed/4", extra=[("x-smuggle", "1\r\nx-egress-injected: 1")])
+        self.assert_refused_on_its_stream(got, p, 400, "bad request")
         for r in self.origin.requests:
             self.assertNotIn("x-egress-injected", [k.lower() for k, _ in r["headers"]])
-        # A line for each stream that reached the translation (nghttp2 resets the other two itself).
-        lines = p.wait_log(kind="request", count=7)
-        self.assertEqual(sorted(l.obj["class"] for l in lines),
-                         ["bad request", "host mismatch", "ok", "ok", "ok", "ok", "request denied"],
-                         [l.obj for l in lines])
+
+    def assert_refused_never_sent(self, got):
+        # nghttp2 resets such a stream itself, or the translation answers 400: either way it is
+        # never sent.
+        self.assertTrue(got["reset"] is not None or got["status"] == 400, got)
+        self.assertEqual(self.origin_paths(), ["/allowed/after"])
+
+    def test_transfer_encoding_is_refused_never_sent(self):
+        self.assert_refused_never_sent(self.one_stream("/allowed/5", extra=[("transfer-encoding", "chunked")])[1])
+
+    def test_a_pseudo_header_after_a_regular_field_is_refused_never_sent(self):
+        got = self.one_stream("/allowed/6", extra=[("accept", "*/*"), (":method", "DELETE")])[1]
+        self.assert_refused_never_sent(got)
+
+    def test_streams_on_one_connection_are_each_judged_on_their_own(self):
+        p = self.start()
+        tls = h2_tls(p, self.target, self.ca)
+        self.addCleanup(tls.close)
+        client = H2Client(tls, self.target)
+        ids = [client.request("/allowed/1"), client.request("/denied"), client.request("/allowed/2")]
+        got = client.collect(ids)
+        self.assertEqual([got[i]["status"] for i in ids], [200, 403, 200], got)
+        self.assertEqual(self.origin_paths(), ["/allowed/1", "/allowed/2"])
 
     def test_a_stream_reset_in_its_body_is_abandoned_and_the_connection_goes_on(self):
         p = self.start()
@@ -306,7 +349,9 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         self.addCleanup(tls.close)
         client = H2Client(tls, self.target)
         sid = client.begin_upload("/allowed/upload", 100, b"0123456789")
-        time.sleep(0.3)  # the head and the first bytes reach the origin
+        # A sleep: the reset is meant to come after the head and first bytes left for the origin,
+        # which nothing the test sees reports (the test's assertions hold either way).
+        time.sleep(0.3)
         client.conn.reset_stream(sid, error_code=8)  # CANCEL
         client.flush()
         after = client.request("/allowed/after")
@@ -361,7 +406,8 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         frames = read_frames(tls, 3)
         refused = {stream for kind, _, stream, payload in frames if kind == 0x3 and payload == b"\x00\x00\x00\x07"}
         self.assertGreaterEqual(len(refused), 1000 - 32, f"{len(refused)} refused")
-        self.assertLess(rss_kib(inspector) - before, 4096, "the inspector grew by more than 4 MiB")
+        if memory_compared("a stream flood"):  # under ASan the figure holds its quarantine
+            self.assertLess(rss_kib(inspector) - before, 4096, "the inspector grew by more than 4 MiB")
         # Another connection is served meanwhile.
         other = h2_tls(p, self.target, self.ca)
         self.addCleanup(other.close)
@@ -432,8 +478,8 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         tls.sendall(f"GET /hold HTTP/1.1\r\nHost: {self.target}\r\n\r\n".encode())
         self.assertTrue(wait_until(lambda: origin.holding == 1, timeout=5), "the request never reached the origin")
         socket.socket.shutdown(tls, socket.SHUT_WR)  # a FIN under TLS: the box sends no more
-        time.sleep(0.3)
-        self.assertEqual(p.find_logs(kind="connect", cls="done"), [])  # still waiting for the answer
+        self.assertTrue(holds_for(lambda: p.find_logs(kind="connect", cls="done") == [], 0.3),
+                        "the FIN ended the connection before its answer")
         origin.release()
         response = read_http_response(tls)
         self.assertEqual((response.status, response.body), (200, b"ok\n"))
@@ -476,6 +522,8 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         client.flush()
         pad = "p" * 600
         ids = [client.request(f"/allowed/{n}", extra=[("x-pad", pad), ("x-last", "1")]) for n in range(7)]
+        # A sleep: the later heads are to be read and held while the first stream waits, and
+        # nothing the client sees says that they have been.
         time.sleep(0.5)
         client.conn.send_data(first, b"12345", end_stream=True)
         client.flush()

@@ -12,7 +12,8 @@ held: the growth per held connection. Then every connection sends a request the 
 (GET /hold, answered only when the test says): busy, a request in flight on each, read again.
 The origin is the test's own (TLS on 127.0.0.2, one asyncio thread for every connection). The
 test raises its own RLIMIT_NOFILE, and every wait is bounded (the whole test well under a minute
-on an idle machine).
+on an idle machine; how long it took is printed, not compared: a time here would measure the
+machine's load, and the deadline only bounds the loops).
 
 The same for connections whose box speaks HTTP/2 (h2 by ALPN; test_inspect_h2's client), held
 with streams waiting behind their first and a window toward the box that never opens, against the
@@ -26,7 +27,7 @@ import tempfile
 import time
 import unittest
 
-from fault_support import proxy_env, raise_own_nofile, sanitized, wait_settled
+from fault_support import memory_compared, proxy_env, raise_own_nofile, sanitized, wait_settled
 from harness import ProxyTestCase, read_http_response, wait_until
 from inspect_support import (INSPECTOR, ManyOrigin, anonymous_kib, connect_tls, inspector_of, make_signed_certificate,
                              make_test_ca)
@@ -45,8 +46,9 @@ HELD_H2 = 200
 FLOODED_H2 = 50
 H2_WAITING = 3
 H2_WINDOW = 16 * 1024
-# The whole test, in seconds: well under a minute plain; ASan makes every handshake slower.
-TIME_BOUND = 150 if sanitized() else 60
+# The loops' bound, in seconds (under the file's ctest TIMEOUT of 300): a bound on the waits, not
+# a claim about speed; well under a minute plain on an idle machine, ASan's handshakes slower.
+TIME_BOUND = 240
 MANUAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "man", "boxproxy.1")
 
 
@@ -191,18 +193,17 @@ class InspectedConnectionsMemoryTest(ProxyTestCase):
               + ", ".join(f"{name} {kib:.1f} KiB" for name, kib in figures.items())
               + f"; the manual: serve under {serve_bound} KiB, inspector at most {idle_bound} KiB idle, "
               f"{busy_bound} KiB busy", file=sys.stderr)
-        self.assert_within(elapsed, flooded, FLOODED, figures,
+        self.assert_within(flooded, FLOODED, figures,
                            {"serve idle": serve_bound, "serve waiting": serve_bound, "inspector idle": idle_bound,
                             "inspector waiting": busy_bound, "inspector passing": busy_bound})
 
-    def assert_within(self, elapsed, flooded, floods, figures, bounds):
-        """The test took less than TIME_BOUND; the `floods` connections asked for an endless body
-        were given at least 64 KiB each (what the inspector holds for a box that reads none: the
-        flood was real); each of `figures` (name: KiB a connection) is within its bound (name: KiB)."""
-        self.assertLess(elapsed, TIME_BOUND)
+    def assert_within(self, flooded, floods, figures, bounds):
+        """The `floods` connections asked for an endless body were given at least 64 KiB each (what
+        the inspector holds for a box that reads none: the flood was real); each of `figures`
+        (name: KiB a connection) is within its bound (name: KiB), in the plain build."""
         self.assertGreater(flooded, floods * 64 * 1024)
-        if sanitized():
-            return  # redzones, shadow memory and the quarantine: the figures mean nothing here
+        if not memory_compared("inspected connections"):
+            return
         for name, bound in bounds.items():
             self.assertLessEqual(figures[name], bound, name)
 
@@ -252,7 +253,7 @@ class InspectedConnectionsMemoryTest(ProxyTestCase):
               f"the origin) -> {flooding[1]} KiB ({FLOODED_H2} passing a response, {flooded >> 10} KiB of it written "
               f"by the origin); per connection waiting {figures['waiting']:.1f} KiB, passing {figures['passing']:.1f} "
               f"KiB; the manual: at most {bound} KiB", file=sys.stderr)
-        self.assert_within(elapsed, flooded, FLOODED_H2, figures, {"waiting": bound, "passing": bound})
+        self.assert_within(flooded, FLOODED_H2, figures, {"waiting": bound, "passing": bound})
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import fcntl
 import json
 import signal
 import socket
+import struct
+import termios
 import threading
 import time
 import unittest
@@ -28,6 +30,11 @@ CLIENT_TIMEOUT = 3.0
 # fcntl(2) commands for a pipe's size (Python has them as fcntl.F_SETPIPE_SZ from 3.10).
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 F_GETPIPE_SZ = getattr(fcntl, "F_GETPIPE_SZ", 1032)
+
+
+def pipe_queued(pipe):
+    """Bytes written into `pipe` and not yet read (FIONREAD)."""
+    return struct.unpack("i", fcntl.ioctl(pipe.fileno(), termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
 class StalledReaderProxy(Proxy):
@@ -85,16 +92,23 @@ class StalledLogReaderTest(OriginsMixin, ProxyTestCase):
         self.tunnel_many(p, TUNNELS)
         self.refuse_many(p, REFUSALS)
         expected = REFUSALS + 2 * TUNNELS  # a refusal line each; an ok and a done line per tunnel
-        # Every done line is owed once the echo origin has seen the close; give the proxy a moment.
+        # Every done line is owed once the echo origin has seen the close.
         wait_until(lambda: self.echo.count() >= TUNNELS, 5)
-        time.sleep(0.3)
         p.start_reading()
         dropped_line = p.wait_raw(r'^\{"event":"log-dropped","n":\d+\}$', timeout=10)
-        # Lines that were queued come first; the count comes once the queue has drained.
-        time.sleep(0.3)
-        raw = p.raw_log_lines()
-        dropped = sum(json.loads(line)["n"] for line in raw if line.startswith('{"event":"log-dropped"'))
-        decisions = [line for line in map(parse_log_line, raw) if line is not None]
+
+        def written_and_dropped():
+            raw = p.raw_log_lines()
+            dropped = sum(json.loads(line)["n"] for line in raw if line.startswith('{"event":"log-dropped"'))
+            return raw, [line for line in map(parse_log_line, raw) if line is not None], dropped
+
+        # Lines that were queued come first; the count comes once the queue has drained: wait
+        # (at most 10 s) until every line is accounted for, then check.
+        def accounted():
+            _, decisions, dropped = written_and_dropped()
+            return len(decisions) + dropped >= expected
+        wait_until(accounted, 10)
+        raw, decisions, dropped = written_and_dropped()
         self.assertGreater(dropped, 0, f"nothing dropped: {dropped_line}")
         self.assertEqual(len(decisions) + dropped, expected,
                          f"{len(decisions)} lines written + {dropped} dropped != {expected}")
@@ -164,8 +178,9 @@ class BridgeLogTest(ProxyTestCase):
             # pass of the loop make one line.
             for _ in range(3000):
                 bridge.send_signal(signal.SIGUSR1)
-                time.sleep(0.0002)
-            time.sleep(0.3)
+                time.sleep(0.0002)  # a sleep: a stream of signals paced, not a wait on anything
+            # The pipe fills (less room left than a line or two): the bridge's writes now wait.
+            wait_until(lambda: pipe_queued(bridge.stderr) > pipe_bytes - 1024, 5)
             # The bridge still relays: a refusal comes back through it.
             with socket.create_connection((host, int(port)), timeout=CLIENT_TIMEOUT) as s:
                 s.sendall(connect_request("10.0.0.1:443"))

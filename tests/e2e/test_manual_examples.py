@@ -34,7 +34,7 @@ import unittest
 
 from box_support import RUN_TIMEOUT, BoxTestCase, TlsOrigin, make_certificate
 from control_support import proxy_with_control_fd
-from harness import ProxyTestCase, binary
+from harness import ProxyTestCase, binary, wait_until
 from inspect_support import CURL, INSPECTOR, curl
 from test_run_output import run_on_a_terminal
 from test_schemas import errors
@@ -273,13 +273,14 @@ def free_port(first=EXAMPLE_PORT, end=9000):
 
 
 def wait_listening(port, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    def listening():
         try:
             socket.create_connection(("127.0.0.2", int(port)), timeout=1).close()
-            return
+            return True
         except OSError:
-            time.sleep(0.05)
+            return False
+    if wait_until(listening, seconds, interval=0.05):
+        return
     raise AssertionError(f"nothing listens on 127.0.0.2:{port}")
 
 

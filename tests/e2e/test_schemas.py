@@ -249,11 +249,7 @@ class ListeningAndBridgeLinesTest(ProxyTestCase):
 
     def bridge_stats(self, b):
         os.kill(b.pid, signal.SIGUSR1)
-        line = None
-        deadline = time.monotonic() + 5
-        while line is None and time.monotonic() < deadline:
-            line = next((l for l in b.stderr_lines if l.startswith('{"event":"stats"')), None)
-            time.sleep(0.02)
+        line = wait_until(lambda: next((l for l in b.stderr_lines if l.startswith('{"event":"stats"')), None), 5)
         self.assertIsNotNone(line, b.stderr_text())
         return json.loads(line)
 
@@ -618,12 +614,13 @@ class ControlMessagesTest(OriginsMixin, ProxyTestCase):
         wait_until(lambda: len(p.find_logs(cls="private")) == 1)
         self.assertTrue(self.request({"op": "allow", "set": None})["ok"])
         self.assertTrue(self.request({"op": "stats"})["ok"])
-        for _ in range(50):  # the events come between replies: ask until both have come
+        def both_came():  # the events come between replies: ask until both have come
             classes = {e.get("class") for e in self.seen_events}
             if {"done", "private"} <= classes and any(e.get("asked") == "deferred" for e in self.seen_events):
-                break
-            time.sleep(0.05)
+                return True
             self.request({"op": "hello"})
+            return False
+        wait_until(both_came, 5, interval=0.05)
         classes = [e.get("class") for e in self.seen_events if e.get("event") == "decision"]
         self.assertIn("ok", classes)
         self.assertIn("done", classes)

@@ -69,7 +69,7 @@ class _Reflecting(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body[:cut])
             self.wfile.flush()
-            time.sleep(0.01)
+            time.sleep(0.01)  # a sleep: the gap between the two writes is the point
             self.wfile.write(body[cut:])
             return None
         if path == "/encodings":  # base64 inside a Basic credential, percent-encoded, hex

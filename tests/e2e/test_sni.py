@@ -8,11 +8,10 @@ name each test wants; the origins are the test's own on 127.0.0.2."""
 import signal
 import socket
 import ssl
-import time
 import unittest
 
 from control_support import past_the_timeout, proxy_on_clock
-from harness import (ORIGIN_HOST, EchoServer, ProxyTestCase, _TcpServer, closed_within, connect_request,
+from harness import (holds_for, wait_until, trickle, ORIGIN_HOST, EchoServer, ProxyTestCase, _TcpServer, closed_within, connect_request,
                      recv_exact, socks5_connect, socks5_reply)
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
@@ -92,8 +91,7 @@ class CheckedTunnelCase(ProxyTestCase):
         (line,) = proxy.wait_log(kind=kind, cls=self.MISMATCH)
         self.assertEqual((line.host, line.port, line.ip), (self.HOST, self.echo.port, ORIGIN_HOST))
         # Its line takes the place of the done line, and the origin got nothing it could act on.
-        time.sleep(0.2)
-        self.assertEqual(proxy.find_logs(kind=kind, cls="done"), [])
+        self.assertTrue(holds_for(lambda: proxy.find_logs(kind=kind, cls="done") == [], 0.2), "a done line came")
         for record in self.echo_records_since(before):
             self.assert_origin_got_nothing_to_act_on(bytes(record["data"]))
 
@@ -199,9 +197,7 @@ class SniTest(CheckedTunnelCase):
                 hello = client_hello(name)
                 s = self.connect_tunnel(p)
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-                for i in range(0, len(hello), 7):
-                    s.sendall(hello[i:i + 7])
-                    time.sleep(0.002)
+                trickle(s, hello, step=7)
                 if passes:
                     self.assert_passes_intact(s, hello)
                     s.close()
@@ -308,13 +304,10 @@ class SniTest(CheckedTunnelCase):
 
 
 def wait_for_data(server, data, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def got_it():
         with server.lock:
-            if any(bytes(r["data"]) == data for r in server.connections):
-                return True
-        time.sleep(0.02)
-    return False
+            return any(bytes(r["data"]) == data for r in server.connections)
+    return wait_until(got_it, timeout)
 
 
 if __name__ == "__main__":

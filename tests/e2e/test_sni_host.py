@@ -10,10 +10,9 @@ import signal
 import socket
 import sys
 import textwrap
-import time
 import unittest
 
-from harness import HttpOrigin, closed_within, connect_request, read_http_response, recv_exact
+from harness import trickle, HttpOrigin, closed_within, connect_request, read_http_response, recv_exact
 
 from test_sni import CheckedTunnelCase, client_hello
 from test_transparent import CaptureTestCase
@@ -81,9 +80,7 @@ class TunnelHostTest(CheckedTunnelCase):
                 before = self.echo.count()
                 data = self.request(host)
                 s = self.tunnel(p)
-                for i in range(len(data)):
-                    s.sendall(data[i:i + 1])
-                    time.sleep(0.002)
+                trickle(s, data)
                 if passes:
                     self.assert_passes_intact(s, data)
                     s.close()

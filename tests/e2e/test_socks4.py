@@ -2,11 +2,10 @@
 """SOCKS4 and SOCKS4a end to end (SPEC §10): 00 5A on success, 00 5B and six zeros on any refusal."""
 
 import socket
-import time
 import unittest
 
 from control_support import past_the_timeout, proxy_on_clock, wait_stats
-from harness import (ORIGIN_HOST, SOCKS4_OK, SOCKS4_REFUSED, Blackhole, HalfCloseServer, OriginsMixin,
+from harness import (trickle, ORIGIN_HOST, SOCKS4_OK, SOCKS4_REFUSED, Blackhole, HalfCloseServer, OriginsMixin,
                      ProxyTestCase, ReplyAfterEofServer, closed_within, free_port, recv_all, recv_exact,
                      socks4_connect, socks4_request, wait_until)
 
@@ -60,9 +59,7 @@ class Socks4Test(OriginsMixin, ProxyTestCase):
     def test_request_byte_by_byte(self):
         p = self.start()
         s = p.connect()
-        for b in socks4_request(self.echo.port, host="origin.test"):
-            s.sendall(bytes([b]))
-            time.sleep(0.002)
+        trickle(s, socks4_request(self.echo.port, host="origin.test"))
         self.assertEqual(recv_exact(s, 8), SOCKS4_OK)
         s.close()
 

@@ -3,11 +3,10 @@
 
 import socket
 import struct
-import time
 import unittest
 
 from control_support import past_the_timeout, proxy_on_clock, wait_stats
-from harness import (ORIGIN_HOST, Blackhole, EchoServer, HalfCloseServer, OriginsMixin, ProxyTestCase,
+from harness import (trickle, ORIGIN_HOST, Blackhole, EchoServer, HalfCloseServer, OriginsMixin, ProxyTestCase,
                      ReplyAfterEofServer, closed_within, free_port, recv_all, recv_exact, socks5_connect,
                      socks5_greeting, socks5_reply, socks5_request, wait_until)
 
@@ -82,9 +81,7 @@ class Socks5Test(OriginsMixin, ProxyTestCase):
     def test_handshake_byte_by_byte(self):
         p = self.start()
         s = p.connect()
-        for b in socks5_greeting((1, 0, 2)) + socks5_request("origin.test", self.echo.port):
-            s.sendall(bytes([b]))
-            time.sleep(0.002)
+        trickle(s, socks5_greeting((1, 0, 2)) + socks5_request("origin.test", self.echo.port))
         self.assertEqual(recv_exact(s, 2), b"\x05\x00")
         self.assertEqual(recv_exact(s, 10), OK)
         s.close()
