@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "table/base64.h"
+
 namespace boxproxy {
 namespace {
 
@@ -46,34 +48,17 @@ void put_utf(std::string& out, std::string_view text) {
   out += text;
 }
 
-int base64_digit(char c) noexcept {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
 
-// The DER bytes of one PEM block's body (white space ignored, '=' padding ends it); nullopt when
-// it is not base64.
+// The DER bytes of one PEM block's body (white space ignored, standard base64, padded: table/
+// base64.h); nullopt when it is not base64.
 std::optional<std::string> base64_decoded(std::string_view body) {
-  std::string out;
-  std::uint32_t bits = 0;
-  int held = 0;
+  std::string text;
+  text.reserve(body.size());
   for (const char c : body) {
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
-    if (c == '=') break;
-    const int digit = base64_digit(c);
-    if (digit < 0) return std::nullopt;
-    bits = (bits << 6) | static_cast<std::uint32_t>(digit);
-    held += 6;
-    if (held >= 8) {
-      held -= 8;
-      out.push_back(static_cast<char>((bits >> held) & 0xff));
-    }
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') text += c;
   }
-  if (out.empty() || out.size() > kMaxCertificateBytes) return std::nullopt;
+  auto out = base64_decode_standard(text);
+  if (!out || out->empty() || out->size() > kMaxCertificateBytes) return std::nullopt;
   return out;
 }
 

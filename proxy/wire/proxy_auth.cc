@@ -2,6 +2,8 @@
 // The session token (SPEC §11).
 #include "proxy/wire/proxy_auth.h"
 
+#include "table/base64.h"
+
 #include <cstdint>
 
 namespace boxproxy {
@@ -22,40 +24,6 @@ bool token_matches(std::string_view token, std::string_view offered) noexcept {
   return result == 0;
 }
 
-std::optional<std::string> base64_decode(std::string_view text) {
-  if (text.size() % 4 != 0) return std::nullopt;
-  auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (std::size_t i = 0; i < text.size(); i += 4) {
-    const bool last = i + 4 == text.size();
-    std::size_t padding = 0;
-    if (last && text[i + 3] == '=') padding = text[i + 2] == '=' ? 2 : 1;
-    std::uint32_t group = 0;
-    for (std::size_t j = 0; j < 4; ++j) {
-      int v = 0;
-      if (j < 4 - padding) {
-        v = value(text[i + j]);
-        if (v < 0) return std::nullopt;  // includes '=' anywhere but the end
-      }
-      group = (group << 6) | static_cast<std::uint32_t>(v);
-    }
-    // The bits the padding leaves unused must be zero: otherwise two texts decode the same.
-    if (padding == 1 && (group & 0xffu) != 0) return std::nullopt;
-    if (padding == 2 && (group & 0xffffu) != 0) return std::nullopt;
-    out += static_cast<char>((group >> 16) & 0xffu);
-    if (padding < 2) out += static_cast<char>((group >> 8) & 0xffu);
-    if (padding < 1) out += static_cast<char>(group & 0xffu);
-  }
-  return out;
-}
 
 bool http_proxy_authorized(const RequestHead& head, std::string_view token) {
   const HeaderField* found = nullptr;
@@ -73,7 +41,7 @@ bool http_proxy_authorized(const RequestHead& head, std::string_view token) {
   while (!credentials.empty() && credentials.front() == ' ') credentials.remove_prefix(1);
   if (iequals(scheme, "Bearer")) return token_matches(token, credentials);
   if (iequals(scheme, "Basic")) {
-    const auto decoded = base64_decode(credentials);
+    const auto decoded = base64_decode_standard(credentials);  // RFC 7617: standard alphabet, padded
     if (!decoded) return false;
     // RFC 7617: the user id cannot hold ':', so the password is everything after the first one.
     const auto colon = decoded->find(':');
