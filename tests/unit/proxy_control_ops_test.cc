@@ -407,7 +407,7 @@ TEST_CASE("control_ops: secret sets, replaces and revokes; a refusal never echoe
   CHECK(session.secrets_set.size() == 3);
 
   session.has_inspector = false;
-  const std::string refused = reply(session, R"({"id":3,"op":"secret","name":"github","value":"VALUE9"})");
+  const std::string refused = reply(session, R"({"id":3,"op":"secret","name":"github","value":"VALUE9-abcdef"})");
   CHECK(refused == error("3", std::string("secret: ") + std::string(kNoInspectorForSecrets)));
 }
 
