@@ -20,7 +20,10 @@ carries the new key, with no restart (an empty or missing FILE revokes it). The 
 printed. For example, with api.json holding
 {"inspect": [{"host": "api.example.com", "inject": {"authorization": "Bearer {api}"}}]}:
 
-    examples/supervisor.py --secret-file api=key.txt --config api.json --ca-out ca.pem -- agent
+    examples/supervisor.py --secret-file api=key.txt --config api.json -- agent
+
+With an endpoint to inspect, the box trusts the session's CA: the supervisor takes it from the
+hello reply's "ca" and gives it to `boxproxy run --socket PATH --ca FILE`.
 
 The protocol is JSON lines both ways; every request may carry an "id" that its reply echoes.
 """
@@ -127,9 +130,9 @@ def show(event):
           flush=True)
 
 
-def serve_channel(channel):
+def serve_channel(channel, messages):
     """Reads the proxy's messages until it closes: shows decisions, answers asks."""
-    for message in channel.messages():
+    for message in messages:
         if "ok" in message:  # a reply to one of our requests
             if not message["ok"]:
                 print(f"[supervisor] the proxy said: {message.get('error')}", file=sys.stderr, flush=True)
@@ -160,8 +163,20 @@ def main():
 
     channel = Channel(ours)
     channel.send({"op": "hello"})
+    messages = channel.messages()
+    hello = next(messages, None)  # the first line: nothing else is sent before we subscribe
+    if not hello or not hello.get("ok"):
+        sys.exit(f"supervisor.py: no hello from the proxy: {hello}")
+    box_options = []
+    if "ca" in hello:
+        # The proxy inspects: the box must trust its session CA (run --ca makes the bundle, sets the
+        # variables and Java's store, as run does for a proxy of its own).
+        ca_path = os.path.join(workdir, "session-ca.pem")
+        with open(ca_path, "w") as f:
+            f.write(hello["ca"])
+        box_options += ["--ca", ca_path]
     channel.send({"op": "subscribe"})
-    reader = threading.Thread(target=serve_channel, args=(channel,), daemon=True)
+    reader = threading.Thread(target=serve_channel, args=(channel, messages), daemon=True)
     reader.start()
     stop_watching = threading.Event()
     if secret_files:
@@ -173,7 +188,8 @@ def main():
                          daemon=True).start()
 
     # The box: COMMAND's standard input is not the terminal (that is ours, for the questions).
-    status = subprocess.call([binary, "run", "--socket", socket_path, "--", *command], stdin=subprocess.DEVNULL)
+    status = subprocess.call([binary, "run", "--socket", socket_path, *box_options, "--", *command],
+                             stdin=subprocess.DEVNULL)
     stop_watching.set()
 
     # Closing our end of the channel is the proxy's SIGTERM: it ends, writes its last lines and

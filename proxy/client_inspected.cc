@@ -7,8 +7,10 @@
 #include "proxy/client_connection.h"
 
 #include "proxy/inspector_link.h"
+#include "proxy/stages/scope_judgement.h"
 #include "proxy/proxy_server.h"
 #include "proxy/wire/http_forward.h"
+#include "proxy/wire/http_head.h"
 #include "proxy/wire/replies.h"
 #include "table/policy.h"
 
@@ -22,27 +24,26 @@ std::optional<Reason> ClientConnection::judge_inspected_plain() {
   if (!target.is_name()) return std::nullopt;
   const InspectEndpoint* endpoint = server_.config().policy.inspect.find(target.host, target.port);
   if (endpoint == nullptr) return std::nullopt;
-  const std::string_view asked = origin_target_of(request_.plain->upstream_head);
-  const RequestJudgement judged = judge_request(*endpoint, request_.plain->method, asked);
-  ClientRequest::Inspected inspected{judged.rule, false, std::nullopt};
-  if (server_.config().log_paths) inspected.path = std::string(asked.substr(0, asked.find('?')));
+  const std::string& upstream_head = request_.plain->upstream_head;
+  // serve's own rewrite of the request (SPEC §8): it parses, or the request is refused as one the
+  // stages cannot read, never let through unjudged.
+  const auto parsed = parse_request_head(upstream_head, upstream_head.size());
   std::optional<Reason> refusal;
-  if (judged.verdict == RequestVerdict::bad_path) refusal = Reason::bad_path;
-  if (judged.verdict == RequestVerdict::request_denied) {
-    // Report mode: logged as denied (report=1), and let through.
-    if (endpoint->mode == InspectMode::report) {
-      inspected.report = true;
-    } else {
-      refusal = Reason::request_denied;
-    }
+  ClientRequest::Inspected inspected{"-", false, std::nullopt};
+  if (parsed.status != ParseResult<RequestHead>::Status::complete) {
+    refusal = Reason::bad_request;
+  } else {
+    // The plain scope's stages (proxy/stages/request_pipeline.cc): serve holds no secret, so an
+    // endpoint that injects refuses every plain request as `secret missing`, in both modes: a
+    // credential must never cross the network in clear text, and a request is never sent without it.
+    const DecidedOrigin origin{target, 80};
+    const ScopeJudgement judged = judge_in_scope(StageScope::plain, *parsed.value, *endpoint, origin);
+    inspected.rule = judged.rule;
+    inspected.report = judged.report;  // report mode: logged as denied (report=1), and let through
+    refusal = judged.refusal;
   }
-  // SPEC §19: serve holds no secret, and a credential must never cross the network in clear text:
-  // a plain request to an endpoint that injects is refused as the request whose secret cannot be
-  // set, in both modes (it is never sent without its credential).
-  if (!refusal && !endpoint->inject.empty()) {
-    inspected.report = false;
-    refusal = Reason::secret_missing;
-  }
+  const std::string_view asked = origin_target_of(upstream_head);
+  if (server_.config().log_paths) inspected.path = std::string(asked.substr(0, asked.find('?')));
   request_.inspected = std::move(inspected);
   if (refusal) {
     log_request_line(refusal, info(*refusal).http_status, Session::Traffic{});
@@ -114,6 +115,7 @@ void ClientConnection::inspected_request(ClientConnection* connection, const Ins
                      line.up, line.down, line.ms, line.report, std::nullopt};
   if (line.path && connection->server_.config().log_paths) entry.path = *line.path;
   if (line.secret) entry.secret = *line.secret;
+  entry.scrub = line.scrub;
   // A class the inspector should never report is logged as a bad request, not dropped: the line
   // still shows that something was refused.
   if (line.log_class != "ok" && !refusal) entry.refusal = Reason::bad_request;

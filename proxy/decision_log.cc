@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "proxy/decision_log.h"
 
+#include "table/secret_value.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 
@@ -89,6 +91,18 @@ std::string json_done(const DoneEntry& e, const std::string& ts, std::string_vie
       tunnel_end_name(e.end), label);
 }
 
+// "a,b" (checked secret names) as the elements of a JSON array: "a","b".
+std::string json_names(std::string_view names) {
+  std::string out;
+  while (true) {
+    const std::size_t comma = names.find(',');
+    if (!out.empty()) out += ',';
+    out += json_quote(names.substr(0, comma), 32);
+    if (comma == std::string_view::npos) return out;
+    names.remove_prefix(comma + 1);
+  }
+}
+
 std::string json_request(const RequestEntry& e, const std::string& ts, std::string_view label) {
   std::string out = fmt::format(
       R"({{"ts":"{}","id":{},"kind":"request","host":{},"port":{},"method":{},"rule":{},"class":"{}","status":{},"up":{},"down":{},"ms":{})",
@@ -97,6 +111,7 @@ std::string json_request(const RequestEntry& e, const std::string& ts, std::stri
   if (e.report) out += R"(,"report":true)";
   if (e.path) out += fmt::format(R"(,"path":{})", json_quote(*e.path, 2048));
   if (e.secret) out += fmt::format(R"(,"secret":{})", json_quote(*e.secret, 32));
+  if (!e.scrub.empty()) out += fmt::format(R"(,"scrub":[{}])", json_names(e.scrub));
   out += label;
   out += '}';
   return out;
@@ -267,6 +282,7 @@ void DecisionLog::request(const RequestEntry& entry) {
   if (entry.report) line += " report=1";
   if (entry.path) line += fmt::format(" path={}", json_quote(*entry.path, 2048));
   if (entry.secret) line += fmt::format(" secret={}", field_text(*entry.secret, 32));
+  if (!entry.scrub.empty()) line += fmt::format(" scrub={}", field_text(entry.scrub, kMaxSecrets * 33));
   line += fmt::format(" id={}{}", entry.id, text_label());
   append(line);
 }

@@ -74,6 +74,7 @@ struct RequestEntry {
   bool report = false;  // report mode: a request denied, logged and let through
   std::optional<std::string_view> path;
   std::optional<std::string_view> secret = std::nullopt;  // secret misdirected: the name (secret=)
+  std::string_view scrub = {};  // SPEC §19a/§20: the secrets scrubbed from its response, "a,b" (scrub=)
 };
 
 // The longest --label (SPEC §12): it goes into every line, so it is kept short enough that a

@@ -143,8 +143,28 @@ void read_inject(const Where& where, const nlohmann::json& value, InspectEndpoin
   }
 }
 
+// SPEC §19a's object form: {"NAME": [PLACE, ...]}, each NAME with one place at least.
+void read_secret_places(const Where& where, const nlohmann::json& value, InspectEndpoint& endpoint) {
+  for (const auto& [name, places] : value.items()) {
+    const Where at = where.key(name);
+    if (auto error = check_secret_name(name)) where.fail(name, *error);
+    if (!places.is_array() || places.empty()) at.fail(shown(places), "is not a JSON array of places (\"authorization\", \"header:<name>\", \"query:<param>\")");
+    std::vector<SecretPlace> read;
+    for (std::size_t i = 0; i < places.size(); ++i) {
+      const std::string& text = string_at(at.item(i), places[i]);
+      auto place = parse_secret_place(text);
+      if (const auto* error = std::get_if<std::string>(&place)) at.item(i).fail(text, *error);
+      if (std::find(read.begin(), read.end(), std::get<SecretPlace>(place)) != read.end()) at.item(i).fail(text, "is named twice");
+      read.push_back(std::get<SecretPlace>(std::move(place)));
+    }
+    endpoint.secrets.push_back(name);
+    endpoint.secret_places.emplace_back(name, std::move(read));
+  }
+}
+
 void read_secrets(const Where& where, const nlohmann::json& value, InspectEndpoint& endpoint) {
-  if (!value.is_array()) where.fail(shown(value), "is not a JSON array of secret names");
+  if (value.is_object()) return read_secret_places(where, value, endpoint);
+  if (!value.is_array()) where.fail(shown(value), "is not a JSON array of secret names (or an object of names and places)");
   for (std::size_t i = 0; i < value.size(); ++i) {
     const Where at = where.item(i);
     const std::string& name = string_at(at, value[i]);
@@ -226,7 +246,17 @@ nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint) {
     for (const auto& [header, text] : endpoint.inject) inject[header] = text;
     out["inject"] = std::move(inject);
   }
-  if (!endpoint.secrets.empty()) out["secrets"] = endpoint.secrets;
+  if (!endpoint.secret_places.empty()) {
+    nlohmann::ordered_json secrets = nlohmann::ordered_json::object();
+    for (const std::string& name : endpoint.secrets) {
+      nlohmann::ordered_json places = nlohmann::ordered_json::array();
+      for (const SecretPlace& place : secret_places_of(endpoint, name)) places.push_back(secret_place_text(place));
+      secrets[name] = std::move(places);
+    }
+    out["secrets"] = std::move(secrets);
+  } else if (!endpoint.secrets.empty()) {
+    out["secrets"] = endpoint.secrets;
+  }
   if (endpoint.path_case == PathCase::insensitive) out["case"] = path_case_text(endpoint.path_case);
   if (endpoint.get_bodies) out["get-bodies"] = true;
   return out;

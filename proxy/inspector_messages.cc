@@ -234,7 +234,7 @@ std::variant<InspectorOrder, std::string> secret_of(std::string_view bytes) {
 // inspected request, and building and dumping one 4% of the inspector's (perf, 2026-12-06). It
 // is still one line of JSON, in exactly one shape:
 //   {"op":"request","id":N,"method":"M","rule":"R","class":"C","status":S,"up":U,"down":D,"ms":T,
-//    "report":true|false[,"path":"P"][,"secret":"NAME"]}
+//    "report":true|false[,"path":"P"][,"secret":"NAME"][,"scrub":"NAME,..."]}
 // Numbers are decimal, no sign, fraction, exponent or leading zero. Strings hold what text()
 // takes (printable ASCII: the inspector reports nothing else), with '"' and '\' escaped as \" and
 // \\ and no other escape: anything else is refused, as the general path refuses a bad field.
@@ -280,6 +280,7 @@ std::string request_message(const InspectorRequest& request) {
   out += request.report ? "true" : "false";
   if (request.path) append_text(out, "path", *request.path);
   if (request.secret) append_text(out, "secret", *request.secret);
+  if (!request.scrub.empty()) append_text(out, "scrub", request.scrub);
   out += '}';
   return out;
 }
@@ -359,6 +360,17 @@ InspectorReport request_of(std::string_view bytes) {
   if (reader.has_key("secret")) {
     request.secret = reader.text("secret", 32);
     if (check_secret_name(*request.secret)) refuse_key("secret");  // it stands alone as secret=NAME
+  }
+  if (reader.has_key("scrub")) {
+    // Names joined by ',', each a checked secret name: the line's scrub= can carry nothing else.
+    request.scrub = reader.text("scrub", kMaxSecrets * 33);
+    std::string_view rest = request.scrub;
+    while (true) {
+      const std::size_t comma = rest.find(',');
+      if (check_secret_name(rest.substr(0, comma))) refuse_key("scrub");
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
   }
   reader.end();
   return request;

@@ -15,7 +15,7 @@
 //   inspector -> serve
 //     ready       {"op":"ready","ca":PEM}
 //     request     {"op":"request","id":N,"method":M,"rule":R,"class":C,"status":S,"up":U,
-//                  "down":D,"ms":T,"report":B[,"path":P][,"secret":NAME]}
+//                  "down":D,"ms":T,"report":B[,"path":P][,"secret":NAME][,"scrub":"NAME,..."]}
 //     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
 //     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C]}
 //
@@ -72,6 +72,7 @@ struct InspectorRequest {
   bool report = false;
   std::optional<std::string> path;  // only with --log-paths
   std::optional<std::string> secret;  // secret misdirected: the secret's name (never its value)
+  std::string scrub;  // SPEC §19a: the secrets found in the response and scrubbed, "a,b" (names, never values)
 };
 
 struct InspectorDial {

@@ -20,8 +20,9 @@ namespace boxproxy {
 //     SOCK_SEQPACKET; on i386 socketcall(SYS_SOCKET) and socketcall(SYS_SOCKETPAIR) whatever
 //     their arguments (a filter cannot read them in memory). `lifts.unix_sockets` allows
 //     socket(AF_UNIX) and Unix pairs of any type;
-//   - unshare(2) and clone(2) with any CLONE_NEW* flag, clone3(2) and setns(2), unless
-//     `lifts.nested_namespaces`;
+//   - unshare(2) and clone(2) with any CLONE_NEW* flag, clone3(2) and setns(2), and every mount
+//     call (mount, umount2, pivot_root, fsopen, fsconfig, fsmount, fspick, open_tree, move_mount,
+//     mount_setattr; SPEC §19a), unless `lifts.nested_namespaces`;
 //   - io_uring_setup, userfaultfd, bpf, perf_event_open, keyctl, add_key and request_key, and
 //     ioctl(TIOCSTI) and ioctl(TIOCLINUX), always.
 // PR_SET_NO_NEW_PRIVS must be set already. Returns an error message, or nullopt.

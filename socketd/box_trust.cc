@@ -3,25 +3,20 @@
 #include "socketd/box_trust.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
-#include <thread>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include "proxy/unique_fd.h"
+#include "socketd/java_trust_store.h"
 
 namespace boxproxy {
 namespace {
@@ -30,9 +25,6 @@ namespace {
 // what these files hold, and is not read into memory.
 constexpr std::size_t kMaxCaBytes = 64 * 1024;
 constexpr std::size_t kMaxBundleBytes = 16 * 1024 * 1024;
-
-// keytool starts a JVM (about a second each); a store that takes longer than this is not coming.
-constexpr double kKeytoolSeconds = 60;
 
 constexpr std::string_view kPemBegin = "-----BEGIN CERTIFICATE-----";
 constexpr std::string_view kPemEnd = "-----END CERTIFICATE-----";
@@ -94,48 +86,6 @@ std::optional<std::string> find_on_path(std::string_view name) {
   }
 }
 
-std::string parent_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  return slash == std::string::npos || slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// Runs `argv` (its output to /dev/null) and waits at most kKeytoolSeconds. An error, or nullopt.
-std::optional<std::string> run_quietly(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == -1) return fmt::format("fork: {}", std::strerror(errno));
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0UL, 0UL, 0UL);  // nothing outlives a killed run
-    if (::getppid() != parent) ::_exit(127);
-    const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null != -1) {
-      for (const int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) ::dup2(null, fd);
-    }
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kKeytoolSeconds);
-  int status = 0;
-  while (true) {
-    const pid_t done = ::waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (done == -1 && errno != EINTR) return fmt::format("waitpid: {}", std::strerror(errno));
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) == -1 && errno == EINTR) {
-      }
-      return fmt::format("{} took more than {:.0f} s", argv[0], kKeytoolSeconds);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return std::nullopt;
-  return fmt::format("{} {} failed (status {})", argv[0], argv[1],
-                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-}
-
 }  // namespace
 
 std::optional<std::string> make_trust_bundle(const std::string& ca_path, const std::string& bundle_path) {
@@ -160,32 +110,21 @@ std::optional<std::string> make_trust_bundle(const std::string& ca_path, const s
   return std::nullopt;
 }
 
-std::optional<std::string> make_java_trust_store(const std::string& ca_path, const std::string& store_path,
+std::optional<std::string> make_java_trust_store(const std::string& bundle_path, const std::string& store_path,
                                                  bool* made) {
   *made = false;
   const auto java = find_on_path("java");
   if (!java) return std::nullopt;  // no JDK: nothing for Java to trust
-  const std::string bin = parent_of(*java);
-  const std::string keytool = bin + "/keytool";
-  // The JDK's own trusted CAs (on Debian a link to /etc/ssl/certs/java/cacerts, made from the same
-  // system CAs as the bundle): keytool imports one certificate per run, so the store starts from
-  // them rather than from the bundle's hundred-odd certificates one by one.
-  const std::string cacerts = parent_of(bin) + "/lib/security/cacerts";
   const auto failed = [&](std::string_view why) {
     return fmt::format("boxproxy run: cannot make Java's trust store {} ({} is on PATH): {}", store_path, *java, why);
   };
-  if (::access(keytool.c_str(), X_OK) == -1) return failed(fmt::format("{}: {}", keytool, std::strerror(errno)));
-  if (::access(cacerts.c_str(), R_OK) == -1) return failed(fmt::format("{}: {}", cacerts, std::strerror(errno)));
-  // "changeit" is the JDK's published password of its cacerts (it guards nothing there either).
-  if (auto error = run_quietly({keytool, "-importkeystore", "-noprompt", "-srckeystore", cacerts, "-srcstorepass",
-                                "changeit", "-destkeystore", store_path, "-deststoretype", "PKCS12", "-deststorepass",
-                                kJavaStorePassword})) {
-    return failed(*error);
-  }
-  if (auto error = run_quietly({keytool, "-importcert", "-noprompt", "-alias", "boxproxy-session-ca", "-file", ca_path,
-                                "-keystore", store_path, "-storetype", "PKCS12", "-storepass", kJavaStorePassword})) {
-    return failed(*error);
-  }
+  // The box's bundle (the system's CAs, as Debian's JDK cacerts is made from them, then the
+  // session's), written as a JKS store by run itself: no keytool, no JVM (java_trust_store.h).
+  const auto bundle = read_file(bundle_path, kMaxBundleBytes);
+  if (!bundle) return failed(fmt::format("{}: {}", bundle_path, std::strerror(errno)));
+  const auto store = jks_trust_store(*bundle, kJavaStorePassword);
+  if (!store) return failed(fmt::format("{} holds a certificate that is not base64 PEM", bundle_path));
+  if (!write_new_file(store_path, *store)) return failed(std::strerror(errno));
   *made = true;
   return std::nullopt;
 }
@@ -216,7 +155,7 @@ void set_trust_variables() noexcept {
 }
 
 std::string java_trust_options(const std::string& store) {
-  return fmt::format("-Djavax.net.ssl.trustStore={} -Djavax.net.ssl.trustStoreType=PKCS12 "
+  return fmt::format("-Djavax.net.ssl.trustStore={} -Djavax.net.ssl.trustStoreType=JKS "
                      "-Djavax.net.ssl.trustStorePassword={}",
                      store, kJavaStorePassword);
 }

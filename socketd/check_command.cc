@@ -21,6 +21,7 @@
 #include "socketd/serve_options.h"
 #include "table/check_request.h"
 #include "table/decision.h"
+#include "proxy/stages/scope_judgement.h"
 #include "table/inspect_table.h"
 #include "table/policy.h"
 
@@ -304,13 +305,16 @@ class Checker {
       print_request_line(j.text, "-", "-", "ok");
       return true;
     }
-    const RequestJudgement judged = judge_request(*endpoint, j.request->method, j.request->target);
-    if (judged.verdict == RequestVerdict::request_denied && endpoint->mode == InspectMode::report) {
+    // The check scope's stages (proxy/stages/request_pipeline.cc): those that read no more than a
+    // method and a URL, as the inspector runs them.
+    const RequestHead head{j.request->method, j.request->target, "HTTP/1.1", {{"Host", j.request->authority}}};
+    const ScopeJudgement judged = judge_in_scope(StageScope::check, head, *endpoint, DecidedOrigin{j.target, 443});
+    if (judged.report) {
       print_request_line(j.text, endpoint_shown, judged.rule, kReportedDenial);
       return true;
     }
-    print_request_line(j.text, endpoint_shown, judged.rule, verdict_class(judged.verdict));
-    return judged.verdict == RequestVerdict::allowed;
+    print_request_line(j.text, endpoint_shown, judged.rule, judged.refusal ? log_class(*judged.refusal) : "ok");
+    return !judged.refusal;
   }
 
   const Options& options_;

@@ -381,6 +381,31 @@ void refuse_box_namespaces(scmp_filter_ctx filter) {
   refuse(filter, EPERM, SCMP_SYS(setns), {}, "setns");
 }
 
+// Every way to make, change or remove a mount, the new mount API's calls included (SPEC §19a).
+//
+// What it stops: COMMAND is root of the user namespace that owns the box's inner mount namespace,
+// so the kernel lets it mount a tmpfs, an overlay (whose copy-up has been a way to root before), a
+// FUSE file system or anything else a user namespace may mount, and detach or move the mounts run
+// made: the same file-system code the nested namespaces are refused for. run makes the box's own
+// mounts (its /proc, /dev, the masks over the proxy's files) before this filter is loaded; the
+// inner user namespace locks them anyway, so this is the attack surface, not the masks, that it
+// guards. "umount" is i386's older call (libseccomp applies a rule to each ABI that has the call).
+constexpr std::string_view kBoxMountCalls[] = {
+    "mount", "umount2", "umount", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "move_mount",
+    "mount_setattr",
+};
+
+void refuse_box_mounts(scmp_filter_ctx filter) {
+  for (const std::string_view name : kBoxMountCalls) {
+    const int number = seccomp_syscall_resolve_name(std::string(name).c_str());
+    if (number == __NR_SCMP_ERROR) {
+      if (name == "umount") continue;  // an ABI of the i386 family only
+      throw ConfineFilterError("seccomp: no system call " + std::string(name));
+    }
+    refuse(filter, EPERM, number, {}, name);
+  }
+}
+
 // Calls COMMAND never needs that are each a known way into the kernel for an unprivileged user:
 // refused (EPERM) whatever the box's options.
 constexpr std::string_view kBoxRefusedCalls[] = {
@@ -411,7 +436,10 @@ void add_box_rules(scmp_filter_ctx filter, BoxLifts lifts) {
   }
   refuse_terminal_input(filter);
   refuse_box_sockets(filter, lifts.unix_sockets);
-  if (!lifts.nested_namespaces) refuse_box_namespaces(filter);
+  if (!lifts.nested_namespaces) {
+    refuse_box_namespaces(filter);
+    refuse_box_mounts(filter);
+  }
   for (const std::string_view name : kBoxRefusedCalls) {
     const int number = seccomp_syscall_resolve_name(std::string(name).c_str());
     if (number == __NR_SCMP_ERROR) throw ConfineFilterError("seccomp: no system call " + std::string(name));

@@ -4,6 +4,7 @@
 // ways a child is waited for and stopped.
 #include "socketd/run_child.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,9 +14,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "proxy/unique_fd.h"
 #include "socketd/exit_code.h"
@@ -117,6 +121,22 @@ void default_signals() noexcept {
 }
 
 void stop_forwarding() noexcept { g_forward_to = 0; }
+
+std::optional<std::string> close_inherited_descriptors() {
+  if (::close_range(3, ~0U, 0) == 0) return std::nullopt;
+  if (errno != ENOSYS) return fmt::format("boxproxy run: close_range: {}", std::strerror(errno));
+  // Before Linux 5.9: each descriptor /proc/self/fd lists (the host's /proc, still in view here).
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return fmt::format("boxproxy run: cannot list /proc/self/fd: {}", std::strerror(errno));
+  std::vector<int> open;
+  while (const dirent* entry = ::readdir(dir)) {
+    const int fd = std::atoi(entry->d_name);
+    if (fd > STDERR_FILENO && fd != ::dirfd(dir)) open.push_back(fd);
+  }
+  ::closedir(dir);
+  for (const int fd : open) ::close(fd);
+  return std::nullopt;
+}
 
 int exit_status(int status) noexcept {
   if (WIFEXITED(status)) return WEXITSTATUS(status);

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ void mask_forwarded_signals(int how) noexcept;
 
 // In a child before exec: the dispositions and mask a plain process starts with.
 void default_signals() noexcept;
+
+// In the box, before it starts anything: closes every descriptor but standard input, output and
+// error (SPEC §19a). What the caller left open (a --secret's /dev/fd/N, a namespace, a socket of
+// the host's) and what run holds would otherwise reach the bridge, pid 1 and COMMAND. An error
+// message, or nullopt.
+[[nodiscard]] std::optional<std::string> close_inherited_descriptors();
 
 // A wait status as an exit status: the code, or 128+N for signal N.
 [[nodiscard]] int exit_status(int status) noexcept;

@@ -134,6 +134,10 @@ struct BoxEnvironment {
 
 [[noreturn]] void exec_command(const RunOptions& options, const BoxEnvironment& environment) {
   default_signals();
+  // The caller's environment, unless --clearenv, then --setenv's; run's own variables below are
+  // set over both (the box's way out is the proxy's, whatever the caller said).
+  if (options.clearenv) ::clearenv();
+  for (const auto& [name, value] : options.setenv) ::setenv(name.c_str(), value.c_str(), 1);
   // ALL_PROXY is the HTTP proxy too, not socks5h://: Python's httpx (the client of the OpenAI and
   // Anthropic SDKs, among others) reads every proxy variable when a client is made and fails at
   // once on a SOCKS one unless the optional socksio is installed (0.23, Debian 12's, knows no
@@ -246,7 +250,11 @@ int box(const RunOptions& options, const BoxEnvironment& environment, pid_t run_
   // If run dies, the box ends the command (SIGTERM passed on) and the bridge with it.
   ::prctl(PR_SET_PDEATHSIG, SIGTERM, 0UL, 0UL, 0UL);
   if (::getppid() != run_pid) return as_status(ExitCode::setup_failed);
-  auto error = enter_box_namespaces();
+  // Nothing of run's or the caller's but standard input, output and error reaches the bridge, pid 1
+  // or COMMAND (SPEC §19a): not a --secret given as /dev/fd/N (whose masked path the descriptor
+  // would get round), a namespace, or a socket of the host's.
+  auto error = close_inherited_descriptors();
+  if (!error) error = enter_box_namespaces();
   if (!error) error = bring_loopback_up();
   if (error) {
     std::fprintf(stderr, "%s\n", error->c_str());
@@ -377,7 +385,7 @@ struct StartedProxy {
 // The names run gives its files in the private directory (SPEC §18 run --inspect).
 constexpr const char* kSessionCaName = "session-ca.pem";
 constexpr const char* kBundleName = "ca-bundle.pem";
-constexpr const char* kJavaStoreName = "java-trust.p12";
+constexpr const char* kJavaStoreName = "java-trust.jks";
 
 // --secret-env: each VAR gets the placeholder serve printed for its NAME
 // ({"event":"placeholder","name":NAME,"value":P}, before its listening line).
@@ -442,6 +450,13 @@ int start_proxy(const RunOptions& options, BoxEnvironment& environment, StartedP
   return as_status(ExitCode::setup_failed);
 }
 
+// Removes what run put in its private directory, and the directory (nothing when it made none).
+void remove_private_dir(const StartedProxy& proxy) {
+  if (proxy.dir.empty()) return;
+  for (const std::string& file : proxy.files) ::unlink(file.c_str());
+  ::rmdir(proxy.dir.c_str());
+}
+
 // Ends the proxy run started, and removes its socket and directory.
 void stop_proxy(const StartedProxy& proxy, const std::string& socket_path) {
   const int serve_status = stop_child(proxy.pid);
@@ -449,8 +464,7 @@ void stop_proxy(const StartedProxy& proxy, const std::string& socket_path) {
     std::fprintf(stderr, "boxproxy run: the proxy ended with status %d\n", exit_status(serve_status));
   }
   ::unlink(socket_path.c_str());  // serve removed it already unless it was killed
-  for (const std::string& file : proxy.files) ::unlink(file.c_str());
-  ::rmdir(proxy.dir.c_str());
+  remove_private_dir(proxy);
 }
 
 // With --inspect, once serve has written its CA: the bundle (and Java's trust store) in the
@@ -459,15 +473,14 @@ void stop_proxy(const StartedProxy& proxy, const std::string& socket_path) {
 // The files live in the proxy's private directory, which the box sees read-only (the socket's
 // directory, protect_proxy_paths): COMMAND cannot rewrite the bundle through its path there, which
 // would change what the read-only bind over the system's bundle shows (the same file).
-std::optional<std::string> make_box_trust(const RunOptions& options, StartedProxy& proxy, BoxEnvironment& environment) {
-  const std::string ca = options.serve_facts.ca_out ? *options.serve_facts.ca_out : proxy.dir + "/" + kSessionCaName;
+std::optional<std::string> make_box_trust(const std::string& ca, StartedProxy& proxy, BoxEnvironment& environment) {
   BoxTrust trust{.bundle = proxy.dir + "/" + kBundleName, .java_store = std::nullopt};
   proxy.files.push_back(trust.bundle);
   if (auto error = make_trust_bundle(ca, trust.bundle)) return error;
   const std::string store = proxy.dir + "/" + kJavaStoreName;
   proxy.files.push_back(store);
   bool made = false;
-  if (auto error = make_java_trust_store(ca, store, &made)) return error;
+  if (auto error = make_java_trust_store(trust.bundle, store, &made)) return error;
   if (made) {
     // JAVA_TOOL_OPTIONS is split at white space: a path holding any cannot be named in it.
     if (store.find_first_of(" \t\n\"'") != std::string::npos) {
@@ -481,6 +494,28 @@ std::optional<std::string> make_box_trust(const RunOptions& options, StartedProx
   return std::nullopt;
 }
 
+// run --socket PATH --ca FILE: the box trusts the running proxy's session CA as a box of run's own
+// inspecting proxy does, from files in a private directory of run's (the socket's directory is
+// the running proxy's). ExitCode::ok, or the status run exits with (nothing left behind).
+int trust_running_proxy(const std::string& ca, StartedProxy& proxy, BoxEnvironment& environment) {
+  auto made = make_private_dir();
+  if (!made) {
+    std::fprintf(stderr, "boxproxy run: cannot make a private directory for the CA bundle: %s\n", std::strerror(errno));
+    return as_status(ExitCode::setup_failed);
+  }
+  proxy.dir = *made;
+  if (auto error = make_box_trust(ca, proxy, environment)) {
+    std::fprintf(stderr, "%s\n", error->c_str());
+    remove_private_dir(proxy);
+    return as_status(ExitCode::setup_failed);
+  }
+  // Read-only binds of themselves in the box: the bundle is the same file pid 1 binds over the
+  // system's bundle, and through its path here COMMAND could otherwise add a CA of its own to it.
+  environment.protected_paths.files.push_back(environment.trust->bundle);
+  if (environment.trust->java_store) environment.protected_paths.files.push_back(*environment.trust->java_store);
+  return as_status(ExitCode::ok);
+}
+
 int run(const RunOptions& options) {
   lead_a_process_group();
   BoxEnvironment environment{
@@ -488,8 +523,7 @@ int run(const RunOptions& options) {
   // The files run knows of: with --socket only the token file (the running proxy keeps its own
   // list of files, which run never sees).
   environment.protected_paths.files = options.serve_facts.files;
-  environment.protected_paths.hidden = options.serve_facts.secret_files;
-  if (options.auth_token_file) environment.protected_paths.files.push_back(*options.auth_token_file);
+  environment.protected_paths.hidden = options.serve_facts.hidden_files;
   StartedProxy proxy;
   if (options.socket_path) {
     environment.socket_path = *options.socket_path;
@@ -497,10 +531,16 @@ int run(const RunOptions& options) {
   } else if (const int code = start_proxy(options, environment, proxy); code != as_status(ExitCode::ok)) {
     return code;
   } else if (options.serve_facts.inspect) {
-    if (auto error = make_box_trust(options, proxy, environment)) {
+    const std::string ca = options.serve_facts.ca_out.value_or(proxy.dir + "/" + kSessionCaName);
+    if (auto error = make_box_trust(ca, proxy, environment)) {
       std::fprintf(stderr, "%s\n", error->c_str());
       stop_proxy(proxy, environment.socket_path);
       return as_status(ExitCode::setup_failed);
+    }
+  }
+  if (options.socket_path && options.ca_file) {
+    if (const int code = trust_running_proxy(*options.ca_file, proxy, environment); code != as_status(ExitCode::ok)) {
+      return code;
     }
   }
   environment.protected_paths.socket_directory = directory_of(environment.socket_path);
@@ -521,7 +561,11 @@ int run(const RunOptions& options) {
     status = wait_for(box_pid);
     stop_forwarding();
   }
-  if (proxy.pid != -1) stop_proxy(proxy, environment.socket_path);
+  if (proxy.pid != -1) {
+    stop_proxy(proxy, environment.socket_path);
+  } else {
+    remove_private_dir(proxy);
+  }
   return status == -1 ? as_status(ExitCode::setup_failed) : exit_status(status);
 }
 

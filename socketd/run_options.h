@@ -19,10 +19,11 @@ struct ServeFacts {
   std::optional<int> ready_fd;       // --ready-fd: serve's, and nobody else's
   std::optional<int> control_fd;     // --control-fd: serve's and the supervisor's (SPEC §14, §15)
   // The proxy's own files, out of COMMAND's reach in the box (SPEC §14): --log-file, --audit,
-  // --config, --allow-file, --auth-token-file, --control-socket, wherever they were given.
+  // --config, --allow-file, --control-socket, wherever they were given.
   std::vector<std::string> files;
-  // --secret's files (SPEC §19): unreadable in the box (files above may be read there).
-  std::vector<std::string> secret_files;
+  // The files the box must not read (SPEC §19a): --secret's, --ca-key, --auth-token-file, each
+  // where it really is (box_hidden_files.h); unreadable in the box (files above may be read there).
+  std::vector<std::string> hidden_files;
   // Request inspection (SPEC §18): an endpoint is named, so the box must trust the session's CA;
   // and where the operator's --ca-out puts it (else run gives serve a path of its own).
   bool inspect = false;
@@ -32,8 +33,11 @@ struct ServeFacts {
 struct RunOptions {
   std::optional<std::string> socket_path;      // --socket: a running proxy's socket
   std::optional<std::string> auth_token_file;  // --auth-token-file with --socket
+  std::optional<std::string> ca_file;          // --ca with --socket: the running proxy's session CA
   BoxLifts box_lifts;                          // --allow-unix-sockets, --allow-nested-namespaces
   bool transparent = false;                    // --transparent (SPEC §16)
+  bool clearenv = false;                       // --clearenv: none of the caller's environment
+  std::vector<std::pair<std::string, std::string>> setenv;  // --setenv NAME=VALUE, in order
   std::vector<std::string> serve_args;         // passed to `boxproxy serve` as given
   std::vector<std::string> command;
   // --secret-env VAR=NAME (SPEC §19): COMMAND's VAR holds NAME's placeholder, made by serve.

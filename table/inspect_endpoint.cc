@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "table/inspect_endpoint.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "table/ascii.h"
@@ -228,6 +230,44 @@ std::string_view mode_text(InspectMode mode) noexcept { return mode == InspectMo
 
 std::string endpoint_label(const InspectEndpoint& endpoint) {
   return endpoint.name ? *endpoint.name : entry_text(endpoint.host);
+}
+
+std::variant<SecretPlace, std::string> parse_secret_place(std::string_view text) {
+  constexpr std::string_view kHeader = "header:";
+  constexpr std::string_view kQuery = "query:";
+  constexpr std::size_t kMaxParamBytes = 128;
+  if (text == "authorization") return SecretPlace{SecretPlace::Kind::authorization, {}};
+  if (text.substr(0, kHeader.size()) == kHeader) {
+    const std::string_view name = text.substr(kHeader.size());
+    if (auto error = check_inject_header(name)) return fmt::format("names a header that {}", *error);
+    return SecretPlace{SecretPlace::Kind::header, ascii_lower(name)};
+  }
+  if (text.substr(0, kQuery.size()) == kQuery) {
+    const std::string_view name = text.substr(kQuery.size());
+    bool good = !name.empty() && name.size() <= kMaxParamBytes;
+    // A byte that ends or encodes a parameter name would make the name mean two things.
+    for (const char c : name) good = good && c > 0x20 && c < 0x7f && std::string_view("&=#%+").find(c) == std::string_view::npos;
+    if (!good) return fmt::format("names a query parameter that is not 1 to {} visible ASCII bytes without & = # % +", kMaxParamBytes);
+    return SecretPlace{SecretPlace::Kind::query, std::string(name)};
+  }
+  return std::string("is not \"authorization\", \"header:<name>\" or \"query:<param>\"");
+}
+
+std::string secret_place_text(const SecretPlace& place) {
+  switch (place.kind) {
+    case SecretPlace::Kind::authorization: return "authorization";
+    case SecretPlace::Kind::header: return "header:" + place.name;
+    case SecretPlace::Kind::query: return "query:" + place.name;
+  }
+  return "authorization";
+}
+
+std::vector<SecretPlace> secret_places_of(const InspectEndpoint& endpoint, std::string_view name) {
+  if (std::find(endpoint.secrets.begin(), endpoint.secrets.end(), name) == endpoint.secrets.end()) return {};
+  for (const auto& [named, places] : endpoint.secret_places) {
+    if (named == name) return places;
+  }
+  return {SecretPlace{SecretPlace::Kind::authorization, {}}};
 }
 
 std::string_view verdict_class(RequestVerdict verdict) noexcept {

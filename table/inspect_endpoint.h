@@ -54,6 +54,19 @@ struct InspectRule {
   std::optional<std::string> name;  // its label instead of rules[N] / deny[N]
 };
 
+// SPEC §19a: a place where a secret's placeholder is swapped for its value (a "secrets" object's
+// PLACE). Anywhere else, the placeholder is `secret misdirected` (proxy/wire/placeholder_swap.h).
+struct SecretPlace {
+  enum class Kind : std::uint8_t {
+    authorization,  // the Authorization header: its whole value, a Bearer/token credential, Basic's user or password
+    header,         // every occurrence in the value of the header `name`
+    query,          // the query parameter `name`'s value, when the placeholder is the whole value
+  };
+  Kind kind = Kind::authorization;
+  std::string name;  // header: lower-cased (names compare so); query: as given (compared exactly)
+  bool operator==(const SecretPlace& other) const = default;
+};
+
 struct InspectEndpoint {
   HostEntry host;                   // its port always set (kInspectDefaultPort when none was named)
   std::optional<std::string> name;  // what check calls it instead of its host entry
@@ -66,6 +79,9 @@ struct InspectEndpoint {
   // secret names whose placeholders may be sent to this endpoint.
   std::vector<std::pair<std::string, std::string>> inject;
   std::vector<std::string> secrets;
+  // SPEC §19a's object form of "secrets": each name's places. A name of `secrets` not here (the
+  // list form) is swapped in the Authorization header only (secret_places_of).
+  std::vector<std::pair<std::string, std::vector<SecretPlace>>> secret_places;
   // SPEC §19a: "case": "insensitive" compares the rules and paths without regard to ASCII case,
   // for origins that fold case (where "/ADMIN" is "/admin", a deny of "/admin" must hold).
   PathCase path_case = PathCase::sensitive;
@@ -78,6 +94,18 @@ struct InspectEndpoint {
   // scrubber. An endpoint that only signs is not one ("sign" keeps the box's Accept-Encoding).
   [[nodiscard]] bool injects_or_swaps() const noexcept { return !inject.empty() || !secrets.empty(); }
 };
+
+// ---- SPEC §19a: where a placeholder is swapped --------------------------------------------------
+
+// "authorization", "header:<name>" (a header name that check_inject_header accepts: never one
+// that frames or routes the request) or "query:<param>" (1 to 128 visible ASCII bytes, none of
+// "&=#%+"). The place, or why not.
+[[nodiscard]] std::variant<SecretPlace, std::string> parse_secret_place(std::string_view text);
+// And back, as the config spells it.
+[[nodiscard]] std::string secret_place_text(const SecretPlace& place);
+// Where NAME's placeholder is swapped on `endpoint`: nothing when "secrets" does not name it; its
+// object entry's places; else (the list form) the Authorization header alone.
+[[nodiscard]] std::vector<SecretPlace> secret_places_of(const InspectEndpoint& endpoint, std::string_view name);
 
 // ---- the values, each checked alone; an error is a message naming the value ------------------
 

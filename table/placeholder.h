@@ -6,10 +6,13 @@
 //
 // Finding is wider than swapping, on purpose. A placeholder is swapped only where it stands as
 // made (the request an origin will read carries the value in its place). But it is found in a
-// request to a wrong destination however it is spelled: in any case, or with any of its bytes
-// percent-encoded, since an origin or a log downstream may decode what the proxy did not; a
-// refusal there (`secret misdirected`) is a tripwire, and an evasion of it should be as hard as
-// the proxy can make it.
+// request to a wrong destination however it is commonly spelled (SPEC §19a): in any case;
+// percent-encoded, however many times over (decoded until nothing changes); in `Basic`
+// credentials; and inside base64 (either alphabet) of a text holding it, wherever it sits in
+// that text (the interiors of its base64 at the three alignments, table/secret_spellings.h), or
+// when a whole run of base64 decodes to a text that holds it in any of these spellings. An
+// origin or a log downstream may decode what the proxy did not; a refusal there (`secret
+// misdirected`) is a tripwire, and an evasion of it should be as hard as the proxy can make it.
 #pragma once
 
 #include <array>
@@ -18,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "table/multi_match.h"
 
 namespace boxproxy {
 
@@ -29,9 +34,14 @@ inline constexpr std::size_t kPlaceholderRandomBytes = 16;  // 32 hex digits
 [[nodiscard]] std::string make_placeholder(std::string_view name,
                                            const std::array<std::uint8_t, kPlaceholderRandomBytes>& random);
 
-// `text` lower-cased with every "%XX" (two hex digits) decoded, once: how a placeholder is
-// looked for when it must not be there.
+// `text` lower-cased with every "%XX" (two hex digits) decoded, once.
 [[nodiscard]] std::string placeholder_search_form(std::string_view text);
+
+// `text` with "%XX" decoded again and again until none is left that decodes ("%2541" is "A"):
+// what an origin that decodes more than once reads. Linear time: one pass, in which a decoded byte
+// may complete a "%XX" with the bytes before it (the result is the same as decoding the whole
+// text repeatedly, since two "%XX" never overlap).
+[[nodiscard]] std::string percent_decode_fully(std::string_view text);
 
 // A session's placeholders, by secret name.
 class Placeholders {
@@ -42,8 +52,9 @@ class Placeholders {
   [[nodiscard]] bool empty() const noexcept { return entries_.empty(); }
   [[nodiscard]] const std::string* of(std::string_view name) const noexcept;
 
-  // The name of the first placeholder (in the order set) that `text` holds in any spelling
-  // (placeholder_search_form), skipping those of `allowed`; nullopt when none.
+  // The name of the first placeholder (in the order set) that `text` holds in any spelling (the
+  // top of this file), skipping those of `allowed`; nullopt when none. Linear in `text`'s size (a
+  // few passes: as made, decoded, each base64 run decoded, to a bounded depth).
   [[nodiscard]] std::optional<std::string> find_misdirected(std::string_view text,
                                                            const std::vector<std::string>& allowed = {}) const;
 
@@ -63,7 +74,12 @@ class Placeholders {
     std::string name;
     std::string placeholder;
   };
+  void found_in(std::string_view text, std::vector<bool>& found, int depth) const;
+  void rebuild();
+
   std::vector<Entry> entries_;
+  MultiMatcher finder_;            // every entry's placeholder and its base64 interiors
+  std::vector<std::size_t> entry_of_;  // the entry each of finder_'s patterns spells
 };
 
 // ---- implementation of the template -----------------------------------------------------------

@@ -70,7 +70,7 @@ class H2Front {
   struct Refused {
     std::string method;  // :method as sent (may be empty: the list did not name one)
     std::string path;    // :path as sent
-    InspectRefusal refusal;
+    Reason refusal;
   };
   struct Hooks {
     void* owner;
@@ -164,7 +164,7 @@ class H2Front {
 
   void head_ended(std::int32_t id, Stream& stream);
   void refuse_stream(std::int32_t id, Stream& stream, const std::string& method, const std::string& path,
-                     InspectRefusal refusal);
+                     Reason refusal);
   void submit_answer(std::int32_t id, Stream& stream, unsigned status, const std::vector<nghttp2_nv>& headers);
   [[nodiscard]] bool serve();
   [[nodiscard]] bool feed_current(Stream& stream);

@@ -64,12 +64,12 @@ void H2Front::head_ended(std::int32_t id, Stream& stream) {
   stream.head_done = true;
   if (stream.dropped) return;  // reset already; its bytes are dropped as they come
   if (stream.too_large) {
-    refuse_stream(id, stream, "", "", InspectRefusal::head_too_large);
+    refuse_stream(id, stream, "", "", Reason::head_too_large);
     return;
   }
   auto translated = translate_h2_request(stream.fields, stream.end_stream, max_head_bytes_);
-  if (stream.malformed) translated = InspectRefusal::bad_request;
-  if (const auto* refusal = std::get_if<InspectRefusal>(&translated)) {
+  if (stream.malformed) translated = Reason::bad_request;
+  if (const auto* refusal = std::get_if<Reason>(&translated)) {
     std::string method, path;
     for (const H2Field& f : stream.fields) {
       if (f.name == ":method") method = f.value;
@@ -102,16 +102,16 @@ void H2Front::head_ended(std::int32_t id, Stream& stream) {
 // stops: a header list the HTTP/1.1 side cannot carry exactly never reaches the judge or the
 // origin; the other streams go on.
 void H2Front::refuse_stream(std::int32_t id, Stream& stream, const std::string& method, const std::string& path,
-                            InspectRefusal refusal) {
+                            Reason refusal) {
   release_head(stream);
-  const InspectRefusalInfo& row = inspect_refusal_info(refusal);
+  const ReasonInfo& row = info(refusal);
   const std::string words = "egress refused: " + std::string(row.log_class) + "\n";
   if (evbuffer_add(stream.out.get(), words.data(), words.size()) == -1) throw std::bad_alloc();
   stream.answer_done = true;
   const std::string refused_name = "x-egress-refused", type_name = "content-type", length_name = "content-length";
   const std::string refused_value(row.log_class), type_value = "text/plain";
   const std::string length_value = std::to_string(words.size());
-  submit_answer(id, stream, row.status,
+  submit_answer(id, stream, row.http_status,
                 {field(refused_name, refused_value), field(type_name, type_value), field(length_name, length_value)});
   hooks_.refused(hooks_.owner, Refused{method, path, refusal});
 }

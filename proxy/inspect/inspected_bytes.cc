@@ -14,10 +14,30 @@ void add_or_throw(evbuffer* to, std::string_view bytes) {
   if (!bytes.empty() && evbuffer_add(to, bytes.data(), bytes.size()) == -1) throw std::bad_alloc();
 }
 
+// `bytes` (a body's next piece as framed, `ending` what closes it) through the response's stages
+// into `to`: what they release now, and, at the body's end, everything they held.
+std::size_t pass_through_stages(evbuffer* from, evbuffer* to, const BodyCursor::Take& take, ResponseChain& stages) {
+  std::string piece(take.pass, '\0');
+  if (take.pass > 0 && evbuffer_remove(from, piece.data(), take.pass) != static_cast<int>(take.pass)) {
+    throw std::bad_alloc();
+  }
+  evbuffer_drain(from, take.take - take.pass);
+  std::string out;
+  stages.on_body(piece, out);
+  if (take.done || !take.ending.empty()) {
+    stages.flush(out);
+    std::string ending(take.ending);  // the trailer section, as a head
+    if (!ending.empty()) stages.on_head(ending);
+    out += ending;
+  }
+  add_or_throw(to, out);
+  return out.size();
+}
+
 }  // namespace
 
 InspectedConnection::Moved InspectedConnection::move_body(evbuffer* from, evbuffer* to, BodyCursor& cursor,
-                                                          std::uint64_t& count) {
+                                                          std::uint64_t& count, ResponseChain* stages) {
   Moved out;
   for (;;) {
     const std::size_t queued = to != nullptr ? evbuffer_get_length(to) : 0;
@@ -30,7 +50,9 @@ InspectedConnection::Moved InspectedConnection::move_body(evbuffer* from, evbuff
       out.malformed = true;
       return out;
     }
-    if (to != nullptr) {
+    if (to != nullptr && stages != nullptr) {
+      count += pass_through_stages(from, to, take, *stages);
+    } else if (to != nullptr) {
       // Passed as framed, byte for byte; a chunked body's trailers are dropped and `ending` closes it.
       if (take.pass > 0 && evbuffer_remove_buffer(from, to, take.pass) != static_cast<int>(take.pass)) {
         throw std::bad_alloc();
@@ -55,7 +77,9 @@ InspectedConnection::Moved InspectedConnection::move_toward(Toward toward, BodyC
   evbuffer* from = up ? client_in() : origin_in();
   evbuffer* to = up ? origin_out() : client_out();
   std::uint64_t count = 0;
-  const Moved moved = move_body(from, to, cursor, count);
+  ResponseChain* stages = up ? nullptr : exchange_.response_stages.get();
+  const Moved moved = move_body(from, to, cursor, count, stages);
+  if (stages != nullptr && moved.moved) watch_quiet_origin();
   (up ? up_ : down_) += count;
   (up ? exchange_.record.up : exchange_.record.down) += count;
   return moved;

@@ -52,7 +52,7 @@ void InspectedConnection::sniff() {
   // stops is plaintext to an inspected endpoint going anywhere uninspected, and OpenSSL being fed
   // what is not TLS at all.
   if (first != kTlsHandshakeRecord) {
-    refuse_connection(InspectRefusal::not_tls);
+    refuse_connection(Reason::not_tls);
     return;
   }
   if (!open_client_tls()) {
@@ -82,12 +82,12 @@ void InspectedConnection::on_h2_refused(void* self, const H2Front::Refused& refu
     });
     return ok ? std::string(text.substr(0, most)) : std::string("-");
   };
-  const InspectRefusalInfo& row = inspect_refusal_info(refused.refusal);
+  const ReasonInfo& row = info(refused.refusal);
   RequestRecord record;
   record.method = printable(refused.method, kMaxReportedMethodBytes);
   record.rule = "-";
   record.log_class.assign(row.log_class);
-  record.status = row.status;
+  record.status = row.http_status;
   if (c->setup_.log_paths) {
     record.path = printable(std::string_view(refused.path).substr(0, refused.path.find('?')), kMaxReportedPathBytes);
   }
@@ -111,7 +111,7 @@ void InspectedConnection::client_event(short what) {
   if (phase_ == Phase::handshaking) {
     // A ClientHello naming another host fails the handshake in the SNI callback (tls_contexts.cc).
     if (sni_check_.mismatched) {
-      refuse_connection(InspectRefusal::sni_mismatch);
+      refuse_connection(Reason::sni_mismatch);
       return;
     }
     end_now((what & BEV_EVENT_EOF) != 0 ? TunnelEnd::client_closed : TunnelEnd::error);

@@ -55,7 +55,8 @@ InspectedConnection::InspectedConnection(event_base* base, UniqueFd client, Insp
       setup_(std::move(setup)),
       hooks_(hooks),
       client_fd_(std::move(client)),
-      timer_(base, &on_timer, this) {
+      timer_(base, &on_timer, this),
+      quiet_origin_(base, &on_quiet_origin, this) {
   sni_check_.host = setup_.host;
 }
 
@@ -65,7 +66,7 @@ bool InspectedConnection::init(UniqueFd upstream) {
   origin_ = DecidedOrigin{std::get<Target>(std::move(decided)), kInspectDefaultPort};
   sniff_event_ = make_event(base_, client_fd_.get(), EV_READ | EV_PERSIST, &on_sniff, this);
   kick_event_ = make_event(base_, -1, 0, &on_kick, this);
-  if (!sniff_event_ || !kick_event_ || !timer_.valid()) return false;
+  if (!sniff_event_ || !kick_event_ || !timer_.valid() || !quiet_origin_.valid()) return false;
   if (event_add(sniff_event_.get(), nullptr) == -1) return false;
   // The origin's handshake goes on while the box's first byte is awaited: the first request does
   // not wait for it more than it must.
@@ -150,6 +151,13 @@ void InspectedConnection::on_origin_event(bufferevent* bev, short what, void* se
   auto* c = static_cast<InspectedConnection*>(self);
   if (!c->origin_side_ || !c->origin_side_->is(bev)) return;
   c->act_then_settle([c, what] { c->origin_event(what); });
+}
+
+void InspectedConnection::on_quiet_origin(void* self) noexcept {
+  auto* c = static_cast<InspectedConnection*>(self);
+  c->act_then_settle([c] {
+    if (c->phase_ == Phase::exchanging || c->phase_ == Phase::relaying) c->release_held_response();
+  });
 }
 
 void InspectedConnection::on_timer(void* self) noexcept {

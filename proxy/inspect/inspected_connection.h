@@ -3,7 +3,7 @@
 // box's socket and a socket already connected to the checked address come in; the proxy takes
 // the box's TLS handshake with the decided host's leaf, makes its own TLS connection to the
 // origin (verified, the host name checked), and judges every HTTP/1.1 request alone
-// (proxy/wire/inspected_request.h) before it goes on. serve decided, dialled and keeps the slot;
+// (proxy/stages/inspected_request.h) before it goes on. serve decided, dialled and keeps the slot;
 // this object never resolves, dials or logs: it tells its owner through Hooks.
 //
 // Life: start() -> the first byte is peeked (not 0x16: `not tls`) -> the box's handshake (an SNI
@@ -65,12 +65,14 @@
 #include "proxy/inspect/leaf_cert.h"
 #include "proxy/inspect/openssl_owners.h"
 #include "proxy/inspect/origin_sessions.h"
+#include "proxy/inspect/scrub_source.h"
 #include "proxy/inspect/tls_contexts.h"
 #include "proxy/inspect/tls_stream.h"
 #include "proxy/timer.h"
 #include "proxy/tunnel.h"
 #include "proxy/unique_fd.h"
-#include "proxy/wire/inspected_request.h"
+#include "proxy/stages/inspected_request.h"
+#include "proxy/stages/response_chain.h"
 #include "table/inspect_endpoint.h"
 
 namespace boxproxy {
@@ -97,6 +99,8 @@ struct InspectedSetup {
   // set (the unit tests' setups), so an injecting endpoint's every request is `secret missing`.
   const SecretLookup* secrets = nullptr;
   const Placeholders* placeholders = nullptr;  // the session's stand-ins; must outlive this; null: none
+  // What every response is scrubbed for (SPEC §19a); must outlive this. Null: nothing is.
+  ScrubSource* scrub = nullptr;
   // serve's --max-head-bytes, --head-timeout and --idle-timeout (the start message); these values
   // are only for a setup made without them (the unit tests).
   std::size_t max_head_bytes = 32 * 1024;  // each request head
@@ -119,6 +123,7 @@ struct RequestRecord {
   bool report = false;       // a report-mode denial, let through
   std::optional<std::string> path;  // with log_paths: the target without its query, cut to kMaxReportedPathBytes
   std::optional<std::string> secret;  // secret misdirected: the secret's name (never its value)
+  std::vector<std::string> scrub;     // the secrets found in its response and scrubbed (names, never values)
 };
 
 // The connection, when it ends.
@@ -215,6 +220,9 @@ class InspectedConnection {
     bool retried = false;            // sent again once on a new origin connection
     bool reused_origin = false;      // its origin connection carried an earlier request
     bool recorded = false;           // its RequestRecord is queued
+    // Its response's stages (SPEC §19a: scrubbing), when the session holds a secret; null: the
+    // response passes as it comes.
+    std::unique_ptr<ResponseChain> response_stages;
   };
 
   InspectedConnection(event_base* base, UniqueFd client, InspectedSetup setup, Hooks hooks);
@@ -233,6 +241,7 @@ class InspectedConnection {
   static void on_origin_io(bufferevent*, void* self) noexcept;
   static void on_origin_event(bufferevent*, short what, void* self) noexcept;
   static void on_timer(void* self) noexcept;
+  static void on_quiet_origin(void* self) noexcept;
   static void on_h2_refused(void* self, const H2Front::Refused& refused);
   // advance(), then the hooks queued meanwhile; `this` may be gone after it.
   void settle() noexcept;
@@ -269,12 +278,19 @@ class InspectedConnection {
   [[nodiscard]] bool switch_to_relay(const ResponseHead& head, std::size_t head_bytes);
   [[nodiscard]] bool relay();
   [[nodiscard]] bool close_when_flushed();
+  // ---- the response's stages (inspected_response_stages.cc) ----
+  void start_response_stages();
+  void stage_head(std::string& text);  // a head or trailer section about to go to the box
+  // What the stages hold goes to the box: when the origin has been quiet for kQuietOriginSeconds,
+  // and when the response or stream ends.
+  void release_held_response();
+  void watch_quiet_origin();  // after bytes went through the stages: (re)arms or disarms the wait
 
   // ---- answers and ends ----
   // Answers the current request with `refusal`; closes after it when `close_with` says why.
-  void refuse(InspectRefusal refusal, std::optional<TunnelEnd> close_with);
-  void refuse_unparsed(InspectRefusal refusal);  // a head that did not parse: answered, then closed
-  void refuse_connection(InspectRefusal refusal);  // not tls, sni mismatch: closed without a word
+  void refuse(Reason refusal, std::optional<TunnelEnd> close_with);
+  void refuse_unparsed(Reason refusal);  // a head that did not parse: answered, then closed
+  void refuse_connection(Reason refusal);  // not tls, sni mismatch: closed without a word
   void record_request(std::string_view log_class, std::uint16_t status);
   void record_exchange();  // the allowed request in progress, as it stands
   void close_after_flush(TunnelEnd end);
@@ -290,7 +306,8 @@ class InspectedConnection {
     bool done = false;
     bool malformed = false;
   };
-  [[nodiscard]] Moved move_body(evbuffer* from, evbuffer* to, BodyCursor& cursor, std::uint64_t& count);
+  [[nodiscard]] Moved move_body(evbuffer* from, evbuffer* to, BodyCursor& cursor, std::uint64_t& count,
+                                ResponseChain* stages = nullptr);
   // move_body from the box's input to the origin's output (counted up), or back (counted down).
   enum class Toward : std::uint8_t { origin, client };
   [[nodiscard]] Moved move_toward(Toward toward, BodyCursor& cursor);
@@ -325,6 +342,7 @@ class InspectedConnection {
   EventPtr sniff_event_;
   EventPtr kick_event_;
   Timer timer_;
+  Timer quiet_origin_;  // the origin sent nothing for a while: the stages' hold goes out (SPEC §19a)
   std::unique_ptr<TlsStream> client_;
   std::unique_ptr<TlsStream> origin_side_;
   std::unique_ptr<H2Front> h2_;  // set once the box chose "h2"
@@ -345,7 +363,7 @@ class InspectedConnection {
   std::uint64_t down_ = 0;
   Clock::time_point last_activity_ = Clock::now();
   Clock::time_point head_wait_started_{};  // while TimerRole::head
-  std::optional<InspectRefusal> connection_refusal_;
+  std::optional<Reason> connection_refusal_;
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
   std::deque<RequestRecord> records_;

@@ -6,10 +6,10 @@
 
 namespace boxproxy {
 
-void InspectedConnection::refuse(InspectRefusal refusal, std::optional<TunnelEnd> close_with) {
-  const InspectRefusalInfo& row = inspect_refusal_info(refusal);
+void InspectedConnection::refuse(Reason refusal, std::optional<TunnelEnd> close_with) {
+  const ReasonInfo& row = info(refusal);
   queue_to_client(inspect_refusal_response(refusal, close_with.has_value()));
-  record_request(row.log_class, row.status);
+  record_request(row.log_class, row.http_status);
   if (close_with) {
     close_after_flush(*close_with);
     return;
@@ -19,7 +19,7 @@ void InspectedConnection::refuse(InspectRefusal refusal, std::optional<TunnelEnd
   arm(TimerRole::drain);
 }
 
-void InspectedConnection::refuse_unparsed(InspectRefusal refusal) {
+void InspectedConnection::refuse_unparsed(Reason refusal) {
   exchange_ = Exchange{};
   exchange_.started = Clock::now();
   exchange_.record.method = "-";
@@ -27,7 +27,7 @@ void InspectedConnection::refuse_unparsed(InspectRefusal refusal) {
   refuse(refusal, TunnelEnd::error);  // where this request ends and the next begins is unknown
 }
 
-void InspectedConnection::refuse_connection(InspectRefusal refusal) {
+void InspectedConnection::refuse_connection(Reason refusal) {
   connection_refusal_ = refusal;
   abort_client_ = true;  // no answer at all: not even a close_notify
   end_now(TunnelEnd::error);
@@ -44,6 +44,11 @@ void InspectedConnection::record_request(std::string_view log_class, std::uint16
 }
 
 void InspectedConnection::record_exchange() {
+  if (exchange_.response_stages && !exchange_.recorded) {
+    for (const TraceEntry& entry : exchange_.response_stages->trace()) {
+      if (entry.stage == "scrub") exchange_.record.scrub.push_back(entry.what);
+    }
+  }
   // A report-mode denial keeps its class on the line (SPEC §18: class request denied, report=1).
   record_request(exchange_.judged.report ? verdict_class(RequestVerdict::request_denied) : "ok",
                  exchange_.record.status);
@@ -76,7 +81,7 @@ void InspectedConnection::end_now(TunnelEnd end) {
   record.up = up_;
   record.down = down_;
   record.end = end;
-  if (connection_refusal_) record.log_class.emplace(inspect_refusal_info(*connection_refusal_).log_class);
+  if (connection_refusal_) record.log_class.emplace(log_class(*connection_refusal_));
   ended_due_ = record;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // An inspected connection's requests (proxy/inspect/inspected_connection.h): each head read and
-// judged alone (proxy/wire/inspected_request.h), a refused one's body dropped, an allowed one sent
+// judged alone (proxy/stages/inspected_request.h), a refused one's body dropped, an allowed one sent
 // to the origin with its body exactly as framed, and the response passed back (interim ones too)
 // until the exchange ends and the connection goes on or closes.
 #include "proxy/inspect/inspected_connection.h"
@@ -9,6 +9,7 @@
 #include <new>
 
 #include "proxy/inspector_messages.h"
+#include "proxy/stages/scope_judgement.h"
 #include "proxy/wire/http_forward.h"
 #include "proxy/wire/http_head.h"
 
@@ -25,11 +26,6 @@ std::string_view front_of(evbuffer* buffer, std::size_t n) {
   if (data == nullptr) throw std::bad_alloc();
   return {reinterpret_cast<const char*>(data), n};
 }
-
-// No secret at all: a setup without a store.
-struct NoSecrets final : SecretLookup {
-  std::optional<std::string_view> secret(std::string_view) const override { return std::nullopt; }
-};
 
 // What the request line may carry of a method or a path: printable ASCII already (the head parser
 // allows nothing else in them), cut to what serve takes (proxy/inspector_messages.h), never empty.
@@ -61,15 +57,15 @@ bool InspectedConnection::read_head() {
   switch (parsed.status) {
     case ParseResult<RequestHead>::Status::need_more:
       if (length > max_head) {
-        refuse_unparsed(InspectRefusal::head_too_large);
+        refuse_unparsed(Reason::head_too_large);
         return true;
       }
       if (!client_eof_) return false;
       close_after_flush(TunnelEnd::client_closed);  // it left in the middle of a head
       return true;
     case ParseResult<RequestHead>::Status::refused:
-      refuse_unparsed(parsed.refusal == Reason::head_too_large ? InspectRefusal::head_too_large
-                                                               : InspectRefusal::bad_request);
+      refuse_unparsed(parsed.refusal == Reason::head_too_large ? Reason::head_too_large
+                                                               : Reason::bad_request);
       return true;
     case ParseResult<RequestHead>::Status::complete:
       begin_request(*parsed.value, parsed.consumed);
@@ -86,9 +82,8 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   RequestRecord& record = exchange_.record;
   record.method = reported(head.method, kMaxReportedMethodBytes);
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
-  static const NoSecrets kNoSecrets;
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
-                                             setup_.secrets != nullptr ? *setup_.secrets : kNoSecrets,
+                                             setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
                                              setup_.placeholders);
   record.secret = exchange_.judged.misdirected;
   record.rule = exchange_.judged.rule;
@@ -105,6 +100,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
     refuse(*judged.refusal, close_with);
     return;
   }
+  start_response_stages();
   phase_ = Phase::waiting_upstream;
   arm(TimerRole::upstream);
 }
@@ -155,7 +151,7 @@ bool InspectedConnection::pass_request_body() {
     drop_origin();
     origin_state_ = Origin::gone;
     if (!exchange_.response_started) {
-      refuse(InspectRefusal::bad_framing, TunnelEnd::error);
+      refuse(Reason::bad_framing, TunnelEnd::error);
     } else {
       abort_client_ = true;
       end_now(TunnelEnd::error);
@@ -197,6 +193,7 @@ bool InspectedConnection::read_response_head() {
       std::string answer;
       if (!exchange_.judged.client_http10) answer = rewrite_response_head(head, exchange_.judged.client_keep_alive);
       evbuffer_drain(in, parsed.consumed);
+      stage_head(answer);
       if (!answer.empty()) {
         queue_to_client(answer);
         exchange_.response_started = true;
@@ -218,9 +215,10 @@ bool InspectedConnection::read_response_head() {
     exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && (exchange_.request_done || h2_) &&
                             !client_eof_ && setup_.endpoint != nullptr;
     exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close;
-    const std::string answer = rewrite_response_head(head, exchange_.keep_client);
+    std::string answer = rewrite_response_head(head, exchange_.keep_client);
     exchange_.record.status = static_cast<std::uint16_t>(head.status);
     evbuffer_drain(in, parsed.consumed);
+    stage_head(answer);
     queue_to_client(answer);
     exchange_.response_started = true;
     exchange_.response_head_done = true;
@@ -243,6 +241,7 @@ bool InspectedConnection::pass_response_body() {
       // The close ends the body. One without close_notify may have been cut by anyone on the path:
       // the client then sees its own connection end the same way, never a clean end.
       if (h2_back_ || origin_error_ || !origin_side_->received_close_notify()) abort_client_ = true;
+      release_held_response();
       exchange_.response_done = true;
       return true;
     }

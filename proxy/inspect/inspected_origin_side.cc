@@ -126,13 +126,13 @@ bool InspectedConnection::wait_for_origin() {
       origin_state_ = Origin::gone;
       std::optional<TunnelEnd> close_with;
       if (!exchange_.judged.keep_after_refusal) close_with = TunnelEnd::error;
-      refuse(InspectRefusal::dial_failed, close_with);
+      refuse(Reason::dial_failed, close_with);
       return true;
     }
     case Origin::tls_failed:
       // SPEC §18: 502 inside TLS, and the connection ends (its origin cannot be trusted).
-      connection_refusal_ = InspectRefusal::upstream_tls;
-      refuse(InspectRefusal::upstream_tls, TunnelEnd::error);
+      connection_refusal_ = Reason::upstream_tls;
+      refuse(Reason::upstream_tls, TunnelEnd::error);
       return true;
   }
   return false;

@@ -12,8 +12,9 @@ namespace boxproxy {
 bool InspectedConnection::switch_to_relay(const ResponseHead& head, std::size_t head_bytes) {
   // Only a WebSocket that was asked for, and allowed, is switched to (SPEC §18).
   if (!exchange_.judged.websocket || !switches_to_websocket(head)) return origin_broke();
-  const std::string answer = rewrite_switching_head(head);
+  std::string answer = rewrite_switching_head(head);
   evbuffer_drain(origin_side_->input(), head_bytes);  // `head` points into what this drops: not used after
+  stage_head(answer);
   queue_to_client(answer);
   exchange_.response_started = true;
   exchange_.record.status = 101;
@@ -33,6 +34,7 @@ bool InspectedConnection::relay() {
   }
   if (origin_eof_ && origin_side_->input_length() == 0) {
     if (origin_error_) abort_client_ = true;
+    release_held_response();  // the stream's last bytes, held by the stages
     close_after_flush(TunnelEnd::upstream_closed);
     return true;
   }

@@ -76,6 +76,16 @@ SessionCa operators_ca(int cert_fd, int key_fd) {
   }
 }
 
+// The names a response's scrubber found, as the request message carries them: "a,b".
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) {
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::shared_ptr<const InspectEndpoint>> read_endpoints(const std::string& json_text) {
@@ -236,6 +246,7 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.closer = &closer_;
   setup.secrets = &secrets_;
   setup.placeholders = &placeholders_;
+  setup.scrub = &scrub_source_;
   InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended};
   held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
                                                 std::move(setup), hooks);
@@ -254,7 +265,7 @@ void Inspector::on_request(void* context, const RequestRecord& record) {
   auto* held = static_cast<Held*>(context);
   held->inspector->report(InspectorRequest{held->id, record.method, record.rule, record.log_class, record.status,
                                            record.up, record.down, record.ms, record.report, record.path,
-                                           record.secret});
+                                           record.secret, join_names(record.scrub)});
 }
 
 void Inspector::on_need_upstream(void* context) {

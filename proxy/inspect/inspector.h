@@ -18,6 +18,7 @@
 #include "proxy/inspect/inspected_connection.h"
 #include "proxy/inspect/leaf_cache.h"
 #include "proxy/inspect/origin_sessions.h"
+#include "proxy/inspect/scrub_source.h"
 #include "proxy/inspect/secret_store.h"
 #include "proxy/inspect/session_ca.h"
 #include "proxy/inspect/tls_contexts.h"
@@ -86,6 +87,7 @@ class Inspector {
   OriginSessions origin_sessions_;  // origins' TLS sessions to resume; declared before the connections
   SecretStore secrets_;  // SPEC §19: read by every request that injects, set and revoked by serve
   Placeholders placeholders_;  // SPEC §19: the session's stand-ins, made by serve at start
+  ScrubSource scrub_source_{secrets_, placeholders_};  // SPEC §19a: what every response is scrubbed for
   FdChannel channel_;
   std::unordered_map<std::uint64_t, std::unique_ptr<Held>> held_;
   bool finished_ = false;

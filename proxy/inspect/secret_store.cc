@@ -54,6 +54,7 @@ bool SecretStore::set(std::string_view name, std::string_view value) {
   std::memcpy(bytes_of(free), value.data(), value.size());
   slot.length = value.size();
   if (slot.name.empty()) slot.name.assign(name);
+  ++generation_;
   return true;
 }
 
@@ -63,6 +64,7 @@ void SecretStore::revoke(std::string_view name) noexcept {
     if (slot.name != name) continue;
     ::explicit_bzero(bytes_of(i), slot.length);
     slot = Slot{};
+    ++generation_;
     return;
   }
 }
@@ -72,6 +74,14 @@ std::optional<std::string_view> SecretStore::secret(std::string_view name) const
     if (!slots_[i].name.empty() && slots_[i].name == name) return std::string_view(bytes_of(i), slots_[i].length);
   }
   return std::nullopt;
+}
+
+std::vector<std::string> SecretStore::names() const {
+  std::vector<std::string> out;
+  for (const Slot& slot : slots_) {
+    if (!slot.name.empty()) out.push_back(slot.name);
+  }
+  return out;
 }
 
 std::size_t SecretStore::size() const noexcept {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,11 @@ class SecretStore final : public SecretLookup {
   // NAME's value, a view into the arena valid until NAME is next set or revoked.
   [[nodiscard]] std::optional<std::string_view> secret(std::string_view name) const override;
   [[nodiscard]] std::size_t size() const noexcept;
+  // The names set now, in slot order.
+  [[nodiscard]] std::vector<std::string> names() const;
+  // Changes with every set and revoke: what was built from the values (the response scrubber's
+  // patterns, proxy/inspect/scrub_source.h) is built again when it moved.
+  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
   // Whether the arena is out of core files, and locked in memory (for the start's notice).
   [[nodiscard]] bool locked() const noexcept { return locked_; }
 
@@ -59,6 +65,7 @@ class SecretStore final : public SecretLookup {
   std::size_t arena_bytes_ = 0;
   bool locked_ = false;
   std::vector<Slot> slots_;
+  std::uint64_t generation_ = 0;
 };
 
 }  // namespace boxproxy

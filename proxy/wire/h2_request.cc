@@ -127,7 +127,7 @@ std::optional<std::string_view> authority_of(const Pseudo& p, const Regular& r) 
 
 }  // namespace
 
-std::variant<H2Request, InspectRefusal> translate_h2_request(const std::vector<H2Field>& fields, bool end_stream,
+std::variant<H2Request, Reason> translate_h2_request(const std::vector<H2Field>& fields, bool end_stream,
                                                             std::size_t max_head_bytes) {
   Pseudo pseudo;
   Regular regular;
@@ -136,12 +136,12 @@ std::variant<H2Request, InspectRefusal> translate_h2_request(const std::vector<H
     const bool is_pseudo = !field.name.empty() && field.name.front() == ':';
     // A pseudo-header after a regular field is malformed (RFC 9113 §8.3): refused, not reordered.
     const bool ok = is_pseudo ? !regular_seen && take_pseudo(field, pseudo) : take_regular(field, regular);
-    if (!ok) return InspectRefusal::bad_request;
+    if (!ok) return Reason::bad_request;
     regular_seen = regular_seen || !is_pseudo;
   }
-  if (!valid_pseudo(pseudo)) return InspectRefusal::bad_request;
+  if (!valid_pseudo(pseudo)) return Reason::bad_request;
   const std::optional<std::string_view> authority = authority_of(pseudo, regular);
-  if (!authority) return InspectRefusal::bad_request;
+  if (!authority) return Reason::bad_request;
 
   H2Request out;
   out.method.assign(*pseudo.method);
@@ -151,7 +151,7 @@ std::variant<H2Request, InspectRefusal> translate_h2_request(const std::vector<H
     const auto& text = *regular.content_length;
     std::from_chars(text.data(), text.data() + text.size(), length);
     // A length announced with no body to follow is a mismatch the stream can never make good.
-    if (end_stream && length != 0) return InspectRefusal::bad_request;
+    if (end_stream && length != 0) return Reason::bad_request;
     out.body = H2BodyMode::length;
     out.length = length;
   } else if (!end_stream) {
@@ -166,7 +166,7 @@ std::variant<H2Request, InspectRefusal> translate_h2_request(const std::vector<H
   if (out.body == H2BodyMode::length) head.append("content-length: ").append(*regular.content_length).append("\r\n");
   if (out.body == H2BodyMode::chunked) head += "transfer-encoding: chunked\r\n";
   head += "\r\n";
-  if (head.size() > max_head_bytes) return InspectRefusal::head_too_large;
+  if (head.size() > max_head_bytes) return Reason::head_too_large;
   return out;
 }
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "proxy/wire/http_body.h"
-#include "proxy/wire/inspected_request.h"
+#include "table/reason.h"
 
 namespace boxproxy {
 
@@ -49,7 +49,7 @@ struct H2Request {
 };
 
 // Builds the HTTP/1.1 head for a stream whose HEADERS carried `fields`; `end_stream`: the stream
-// has no body. Refused (a refusal of InspectRefusal's table, answered on the stream):
+// has no body. Refused (a refusal of Reason's table, answered on the stream):
 //   bad_request: a pseudo-header other than :method, :scheme, :authority, :path, or one twice, or
 //     one after a regular field; :method missing or not a token; CONNECT (nothing here can carry a
 //     tunnel); :scheme missing or not "https"; :path missing or empty, or holding anything but
@@ -62,7 +62,7 @@ struct H2Request {
 //   head_too_large: the head built is longer than `max_head_bytes`.
 // Dropped (never forwarded): te (hop-by-hop) and expect (no interim response goes back to an
 // HTTP/2 client). Several cookie fields are joined into one with "; " (RFC 9113 §8.2.3); an empty one is dropped.
-[[nodiscard]] std::variant<H2Request, InspectRefusal> translate_h2_request(const std::vector<H2Field>& fields,
+[[nodiscard]] std::variant<H2Request, Reason> translate_h2_request(const std::vector<H2Field>& fields,
                                                                           bool end_stream,
                                                                           std::size_t max_head_bytes);
 

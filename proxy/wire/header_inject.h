@@ -17,24 +17,13 @@
 #include <vector>
 
 #include "proxy/wire/http_head.h"
+#include "proxy/wire/placeholder_swap.h"  // SwappedHead, misdirected_placeholder: SPEC §19a
+#include "proxy/wire/secret_lookup.h"
 #include "table/inspect_endpoint.h"
 #include "table/placeholder.h"
 #include "table/secret_value.h"
 
 namespace boxproxy {
-
-// Where a template's secrets are looked up.
-class SecretLookup {
- public:
-  virtual ~SecretLookup() = default;
-  // NAME's value, valid until the lookup next changes; nullopt when it is not set.
-  [[nodiscard]] virtual std::optional<std::string_view> secret(std::string_view name) const = 0;
-
- protected:
-  SecretLookup() = default;
-  SecretLookup(const SecretLookup&) = default;
-  SecretLookup& operator=(const SecretLookup&) = default;
-};
 
 // A template ("Bearer {github}") with every {NAME} replaced by its value; or, when a secret it
 // names is not set, the first such NAME (and no text at all). The template is a checked one
@@ -65,37 +54,5 @@ struct InjectedFields {
 // blank line, each "name: value\r\n". `head` is scrubbed and left empty; the result is made in one
 // allocation, so no buffer holding a value is freed unscrubbed on the way.
 [[nodiscard]] std::string add_injected_fields(std::string& head, const InjectedFields& fields);
-
-// ---- placeholders (SPEC §19, table/placeholder.h) ---------------------------------------------
-
-// The name of a placeholder `head` carries, in any spelling, in its target or any header (name or
-// value), whose secret `endpoint`'s "secrets" does not list: the request would hand it where it
-// may not go (`secret misdirected`). nullopt when none.
-[[nodiscard]] std::optional<std::string> misdirected_placeholder(const RequestHead& head,
-                                                                 const InspectEndpoint& endpoint,
-                                                                 const Placeholders& placeholders);
-
-// `head` with each placeholder of a secret `endpoint` lists, as made, replaced by its value in the
-// target and every header value. The texts that hold a value are owned here (scrubbed when it
-// goes); `head` is a view of them and of the original's other parts, valid while both live. Not
-// movable: the views point into it. `missing` names a secret a placeholder stands for that is not
-// set (the caller refuses the request as `secret missing`).
-class SwappedHead {
- public:
-  SwappedHead(const RequestHead& original, const InspectEndpoint& endpoint, const Placeholders& placeholders,
-              const SecretLookup& secrets);
-  SwappedHead(const SwappedHead&) = delete;
-  SwappedHead& operator=(const SwappedHead&) = delete;
-
-  [[nodiscard]] const RequestHead& head() const noexcept { return head_; }
-  [[nodiscard]] bool target_changed() const noexcept { return target_changed_; }
-  [[nodiscard]] const std::optional<std::string>& missing() const noexcept { return missing_; }
-
- private:
-  std::vector<SecretText> texts_;  // reserved once: never moved, so the views stay valid
-  RequestHead head_;
-  bool target_changed_ = false;
-  std::optional<std::string> missing_;
-};
 
 }  // namespace boxproxy

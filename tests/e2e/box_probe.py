@@ -20,6 +20,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 
 CLONE_NEWNET = 0x40000000
@@ -408,6 +409,48 @@ def check_kernel_surface(_):
     results["add_key"] = "ok" if key > 0 else errno_name(ctypes.get_errno())
     found = libc.syscall(249, b"user", b"boxproxy-probe-absent", None, ctypes.c_long(-3))
     results["request_key"] = "ok" if found > 0 else errno_name(ctypes.get_errno())
+    return " ".join(f"{name} {result}" for name, result in results.items())
+
+
+def check_mounts(_):
+    """Each of the mount calls (SPEC §19a), in a form the kernel would let root of the box's own
+    mount namespace make, or answer with another errno than EPERM (a bad descriptor): a tmpfs, an
+    overlay, the new mount API (fsopen, fsconfig, fsmount, move_mount, fspick, open_tree,
+    mount_setattr), umount2 and pivot_root. 'NAME RESULT ...', in the box's mount namespace only
+    (each a directory of its own under a new temporary one; nothing is left mounted)."""
+    base = tempfile.mkdtemp(prefix="probe-mounts-")
+    dirs = {name: os.path.join(base, name) for name in ("tmpfs", "overlay", "lower", "upper", "work", "new")}
+    for path in dirs.values():
+        os.mkdir(path)
+    results = {}
+
+    def mounted(name, result):
+        results[name] = checked(result)
+        if results[name] == "ok":
+            libc.umount2(dirs[name].encode(), MNT_DETACH)
+
+    mounted("tmpfs", libc.mount(b"none", dirs["tmpfs"].encode(), b"tmpfs", 0, None))
+    options = f"lowerdir={dirs['lower']},upperdir={dirs['upper']},workdir={dirs['work']}".encode()
+    mounted("overlay", libc.mount(b"overlay", dirs["overlay"].encode(), b"overlay", 0, options))
+    # fsopen("tmpfs", FSOPEN_CLOEXEC), then on its descriptor (or -1: EBADF to the kernel)
+    # fsconfig(FSCONFIG_CMD_CREATE), fsmount and move_mount(MOVE_MOUNT_F_EMPTY_PATH)
+    context = libc.syscall(430, b"tmpfs", 1)
+    results["fsopen"] = "ok" if context >= 0 else errno_name(ctypes.get_errno())
+    results["fsconfig"] = checked(libc.syscall(431, context, 6, None, None, 0))
+    mount_fd = libc.syscall(432, context, 1, 0)
+    results["fsmount"] = "ok" if mount_fd >= 0 else errno_name(ctypes.get_errno())
+    results["move_mount"] = checked(libc.syscall(429, mount_fd, b"", -100, dirs["new"].encode(), 4))
+    if results["move_mount"] == "ok":
+        libc.umount2(dirs["new"].encode(), MNT_DETACH)
+    for fd in (context, mount_fd):
+        if fd >= 0:
+            os.close(fd)
+    results["fspick"] = fd_or_errno(libc.syscall(433, -100, b"/", 1))  # FSPICK_CLOEXEC
+    results["open_tree"] = fd_or_errno(libc.syscall(428, -100, b"/", 1 | os.O_CLOEXEC))  # OPEN_TREE_CLONE
+    attr = ctypes.create_string_buffer(struct.pack("<QQQQ", 0, 0, 0, 0))  # mount_attr: no change
+    results["mount_setattr"] = checked(libc.syscall(442, -100, dirs["lower"].encode(), 0, attr, len(attr)))
+    results["umount2"] = checked(libc.umount2(dirs["lower"].encode(), MNT_DETACH))  # EINVAL: not a mount
+    results["pivot_root"] = checked(libc.syscall(155, dirs["lower"].encode(), dirs["lower"].encode()))
     return " ".join(f"{name} {result}" for name, result in results.items())
 
 

@@ -98,7 +98,8 @@ class NamespaceEscapeTest(BoxWallsCase):
         self.assert_no_host_requests(before)
 
     def test_setns_by_a_descriptor_of_the_hosts_network_fails_eperm(self):
-        # Even given the host's namespace itself, COMMAND has no capability over it.
+        # The filter refuses setns (and the caller's descriptor never reaches COMMAND: SPEC §19a,
+        # test_box_files).
         before = len(self.host_service.requests)
         fd = os.open("/proc/self/ns/net", os.O_RDONLY)
         self.addCleanup(os.close, fd)
@@ -155,7 +156,7 @@ class NamespaceEscapeTest(BoxWallsCase):
         self.assertEqual(status["NoNewPrivs"], "1")
         self.assertNotEqual(int(status["CapEff"], 16), 0)  # root inside its own user namespace
         # The box's /proc is locked over the host's: unmounting it would uncover every process.
-        self.assertIn(results["umount_proc"], ("EINVAL", "EPERM"), results)
+        self.assertEqual(results["umount_proc"], "EPERM", results)
 
     def test_what_uid_0_could_write_is_read_only_or_absent(self):
         # run is root here, so COMMAND is uid 0 to the kernel: without capabilities, yet the owner
@@ -433,16 +434,42 @@ class NestedNamespaceTest(BoxWallsCase):
         self.assertEqual(results, {"commands": "exit 0 | exit 0", "clone3": "ok",
                                    "nested_network": "lo ok netfilter EPERM packet EPERM"})
 
-    def test_setns_stays_refused_by_capabilities_with_nested_namespaces(self):
-        # With the filter's setns rule lifted, COMMAND still has no capability over the host's
-        # network namespace.
+    def test_setns_finds_no_namespace_of_the_hosts_with_nested_namespaces(self):
+        # With the filter's setns rule lifted, COMMAND still holds no descriptor of the host's
+        # network namespace (only 0, 1 and 2 reach it), and no path to one (the test runner's pid is
+        # out of its PID namespace).
         before = len(self.host_service.requests)
         fd = os.open("/proc/self/ns/net", os.O_RDONLY)
         self.addCleanup(os.close, fd)
-        results, _ = self.probe({"setns_fd": [fd, self.host_address]}, pass_fds=(fd,),
+        results, _ = self.probe({"setns_fd": [fd, self.host_address],
+                                 "setns_path": [f"/proc/{os.getpid()}/ns/net", self.host_address]}, pass_fds=(fd,),
                                 run_args=["--allow-nested-namespaces"])
-        self.assertEqual(results["setns_fd"], "EPERM", results)
+        self.assertEqual(results["setns_fd"], "EBADF", results)
+        self.assertIn(results["setns_path"], ("ENOENT", "EACCES"), results)
         self.assert_no_host_requests(before)
+
+
+class MountTest(BoxWallsCase):
+    """SPEC §19a (issue 35): COMMAND is root of the box's own mount namespace, so the kernel lets it
+    mount a tmpfs, an overlay or anything the new mount API makes: the kernel surface the nested
+    namespaces are refused for. Every mount call fails with EPERM unless --allow-nested-namespaces."""
+
+    CALLS = ["tmpfs", "overlay", "fsopen", "fsconfig", "fsmount", "move_mount", "fspick", "open_tree",
+             "mount_setattr", "umount2", "pivot_root"]
+
+    def test_every_mount_call_fails_with_eperm(self):
+        for run_args in ([], ["--allow-unix-sockets"]):
+            with self.subTest(run_args=run_args):
+                results, _ = self.probe({"mounts": None}, run_args=run_args)
+                self.assertEqual(results["mounts"], " ".join(f"{name} EPERM" for name in self.CALLS))
+
+    def test_allow_nested_namespaces_lets_the_box_mount(self):
+        results, _ = self.probe({"mounts": None}, run_args=["--allow-nested-namespaces"])
+        found = dict(zip(results["mounts"].split()[::2], results["mounts"].split()[1::2]))
+        # The calls themselves reach the kernel: a tmpfs and the new API's mount are made, and the
+        # rest answer as the kernel does (EINVAL where the arguments are no good), never EPERM.
+        self.assertEqual([found["tmpfs"], found["fsopen"], found["fsmount"], found["move_mount"]], ["ok"] * 4, results)
+        self.assertNotIn("EPERM", found.values(), results)
 
 
 class KernelSurfaceTest(BoxWallsCase):

@@ -137,6 +137,9 @@ EVERY_BLOCK = (
      "not run: what run sets (test_run_env)"),
     (MANUAL, "boxproxy check --allow \"$(sed", "not run: reads /etc/boxproxy/s1.allow"),
     (README, "scripts/demo        # installs", "not run: the whole build and test run (scripts/test-all is CI)"),
+    (MANUAL, "$ boxproxy run --socket /run/boxproxy-s1/egress.sock --ca /run/boxproxy-s1/ca.pem",
+     "run by test_supervisor_example"),
+    (MANUAL, "$ boxproxy run --control-socket $XDG_RUNTIME_DIR/llm.ctl", "run by test_run_rotation"),
     (README, "podman run -d --rm --name egress --network host", "not run: the manual's recipe, the same with "
      "--allow, is run by test_container"),
     (README, "$ scripts/demo &", "run here: test_readme_30_seconds"),

@@ -145,6 +145,31 @@ class SupervisorSecretTest(unittest.TestCase):
         if why:
             raise unittest.SkipTest(why)
 
+    def test_the_box_trusts_the_inspecting_proxy_as_the_docstring_says(self):
+        # Issue 37 item 1: the docstring's recipe, no --ca-out and no --cacert: supervisor.py takes
+        # the CA from hello and gives it to run --socket --ca; curl and Python in the box trust it.
+        d = self.enterContext(tempfile.TemporaryDirectory(prefix="supervisor-ca-"))
+        cert, key = make_certificate(d)
+        origin = TlsOrigin(cert, key)
+        self.addCleanup(origin.close)
+        key_file = os.path.join(d, "key.txt")
+        with open(key_file, "w") as f:
+            f.write("sk-docstring-0123456789\n")
+        config = os.path.join(d, "api.json")
+        with open(config, "w") as f:
+            json.dump({"inspect": [{"host": f"origin.test:{origin.port}",
+                                    "inject": {"authorization": "Bearer {api}"}}]}, f)
+        url = f"https://origin.test:{origin.port}/x"
+        script = (f"curl -sS --max-time 20 -o /dev/null -w '%{{http_code}}\\n' {url} && "
+                  f"{sys.executable} -c 'import urllib.request; print(urllib.request.urlopen(\"{url}\").status)'")
+        s = Session(self, ["sh", "-c", script], "--secret-file", f"api={key_file}", "--config", config,
+                    "--upstream-ca", cert, "--resolve", "origin.test=127.0.0.2")
+        code, out, err = s.finish()
+        self.assertEqual(code, 0, err[-3000:])
+        self.assertEqual(out.split(), [b"200", b"200"], err[-3000:])
+        got = [[v for k, v in r["headers"] if k.lower() == "authorization"] for r in origin.requests]
+        self.assertEqual(got, [["Bearer sk-docstring-0123456789"]] * 2)
+
     def test_a_key_rewritten_in_its_file_is_rotated_over_the_channel(self):
         d = self.enterContext(tempfile.TemporaryDirectory(prefix="supervisor-secret-"))
         cert, key = make_certificate(d)

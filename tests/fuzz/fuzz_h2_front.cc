@@ -316,7 +316,7 @@ struct EvBufferDeleter {
 };
 
 void check_refused(void*, const H2Front::Refused& refused) {
-  FUZZ_CHECK(refused.refusal == InspectRefusal::bad_request || refused.refusal == InspectRefusal::head_too_large);
+  FUZZ_CHECK(refused.refusal == Reason::bad_request || refused.refusal == Reason::head_too_large);
 }
 
 void check_held(const H2Front& front, const Shape& shape) {

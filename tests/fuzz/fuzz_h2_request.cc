@@ -146,8 +146,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (H2Field& f : decode_fields(fuzz::as_text(data + 1, size - 1))) fields.push_back(std::move(f));
 
   const auto result = translate_h2_request(fields, end_stream, max_head);
-  if (const auto* refusal = std::get_if<InspectRefusal>(&result)) {
-    FUZZ_CHECK(*refusal == InspectRefusal::bad_request || *refusal == InspectRefusal::head_too_large);
+  if (const auto* refusal = std::get_if<Reason>(&result)) {
+    FUZZ_CHECK(*refusal == Reason::bad_request || *refusal == Reason::head_too_large);
     return 0;
   }
   FUZZ_CHECK(!must_refuse(fields));

@@ -22,7 +22,7 @@
 
 #include "proxy/wire/http_forward.h"
 #include "proxy/wire/http_head.h"
-#include "proxy/wire/inspected_request.h"
+#include "proxy/stages/inspected_request.h"
 #include "table/ascii.h"
 #include "table/inspect_endpoint.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -96,7 +96,7 @@ const HeaderField* find_header(const std::vector<HeaderField>& headers, std::str
 }
 
 void check_refusal_answer(const InspectedRequest& judged) {
-  const InspectRefusalInfo& info = inspect_refusal_info(*judged.refusal);
+  const ReasonInfo& info = info(*judged.refusal);
   FUZZ_CHECK(info.refusal == *judged.refusal);
   if (info.status == 0) return;
   for (const bool close : {false, true}) {
@@ -154,7 +154,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const InspectedRequest judged = judge_inspected_request(head, endpoint, origin, secrets);
   // Never sent without its credential: a missing secret is the only way an injecting endpoint's
   // sound request fails past the rules.
-  if (judged.refusal == InspectRefusal::secret_missing) FUZZ_CHECK(!endpoint.inject.empty() && !secrets.set);
+  if (judged.refusal == Reason::secret_missing) FUZZ_CHECK(!endpoint.inject.empty() && !secrets.set);
 
   if (judged.refusal) {
     FUZZ_CHECK(judged.upstream_head.empty());

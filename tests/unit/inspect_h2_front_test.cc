@@ -110,10 +110,10 @@ TEST_CASE("a header list of many empty fields counts kH2FieldOverhead a field: 4
   // but 2,000 vector entries held. Counted as SETTINGS_MAX_HEADER_LIST_SIZE counts them (32 a
   // field), the list passes --max-head-bytes 32 KiB and is answered 431 without being kept.
   constexpr std::size_t kMaxHead = 32 * 1024;
-  std::vector<InspectRefusal> refused;
+  std::vector<Reason> refused;
   std::unique_ptr<H2Front> front =
       H2Front::open(kMaxHead, {&refused, [](void* owner, const H2Front::Refused& r) {
-                                 static_cast<std::vector<InspectRefusal>*>(owner)->push_back(r.refusal);
+                                 static_cast<std::vector<Reason>*>(owner)->push_back(r.refusal);
                                }});
   REQUIRE(front != nullptr);
   nghttp2_hd_deflater* raw = nullptr;
@@ -132,6 +132,6 @@ TEST_CASE("a header list of many empty fields counts kH2FieldOverhead a field: 4
   CHECK(front->pump(from.get(), to.get(), 64 * 1024).alive);
   CHECK(evbuffer_get_length(front->requests()) == 0);  // not served
   REQUIRE(refused.size() == 1);
-  CHECK(refused[0] == InspectRefusal::head_too_large);
+  CHECK(refused[0] == Reason::head_too_large);
   CHECK(front->held().head_bytes == 0);  // nothing of it is kept
 }

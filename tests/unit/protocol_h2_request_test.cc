@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "proxy/stages/inspected_request.h"
 #include "proxy/wire/h2_request.h"
 #include "proxy/wire/header_inject.h"
 #include "map_secrets.h"
@@ -34,10 +35,10 @@ H2Request translated(const std::vector<H2Field>& fields, bool end_stream = true)
   return std::get<H2Request>(std::move(result));
 }
 
-InspectRefusal refused(const std::vector<H2Field>& fields, bool end_stream = true, std::size_t max = kMaxHead) {
+Reason refused(const std::vector<H2Field>& fields, bool end_stream = true, std::size_t max = kMaxHead) {
   auto result = translate_h2_request(fields, end_stream, max);
-  REQUIRE(std::holds_alternative<InspectRefusal>(result));
-  return std::get<InspectRefusal>(result);
+  REQUIRE(std::holds_alternative<Reason>(result));
+  return std::get<Reason>(result);
 }
 
 }  // namespace
@@ -94,8 +95,8 @@ TEST_CASE("host alone stands for :authority; both must agree") {
         std::string::npos);
   CHECK(translated(with(base_fields(), {"host", "API.example"})).head.find("host: api.example\r\n") !=
         std::string::npos);
-  CHECK(refused(with(base_fields(), {"host", "evil.example"})) == InspectRefusal::bad_request);
-  CHECK(refused(fields) == InspectRefusal::bad_request);  // neither
+  CHECK(refused(with(base_fields(), {"host", "evil.example"})) == Reason::bad_request);
+  CHECK(refused(fields) == Reason::bad_request);  // neither
 }
 
 TEST_CASE("every list HTTP/1.1 cannot carry, or HTTP/2 calls malformed, is bad request") {
@@ -155,13 +156,13 @@ TEST_CASE("every list HTTP/1.1 cannot carry, or HTTP/2 calls malformed, is bad r
   };
   for (const Row& row : rows) {
     CAPTURE(row.what);
-    CHECK(refused(row.fields, row.end_stream) == InspectRefusal::bad_request);
+    CHECK(refused(row.fields, row.end_stream) == Reason::bad_request);
   }
 }
 
 TEST_CASE("a head longer than --max-head-bytes is head too large") {
   const auto fields = with(base_fields(), {"x-big", std::string(200, 'a')});
-  CHECK(refused(fields, true, 128) == InspectRefusal::head_too_large);
+  CHECK(refused(fields, true, 128) == Reason::head_too_large);
   CHECK(std::holds_alternative<H2Request>(translate_h2_request(fields, true, 1024)));
 }
 
@@ -182,10 +183,10 @@ TEST_CASE("what is let through is judged like HTTP/1.1: host mismatch and bad pa
   };
   auto other = base_fields();
   other[2].value = "other.example";
-  CHECK(judge(other).refusal == InspectRefusal::host_mismatch);
+  CHECK(judge(other).refusal == Reason::host_mismatch);
   auto dotted = base_fields();
   dotted[3].value = "/a/../b";
-  CHECK(judge(dotted).refusal == InspectRefusal::bad_path);
+  CHECK(judge(dotted).refusal == Reason::bad_path);
   const InspectedRequest ok = judge(base_fields());
   CHECK_FALSE(ok.refusal);
   CHECK(ok.keep_after_refusal);

@@ -32,7 +32,7 @@ std::string read_manual() {
   const char* override_path = std::getenv("BOXPROXY_MANUAL");
   const auto path = override_path != nullptr
                         ? std::filesystem::path(override_path)
-                        : std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "man" / "boxproxy.1";
+                        : std::filesystem::path(BOXPROXY_SOURCE_DIR) / "man" / "boxproxy.1";
   std::ifstream in(path);
   REQUIRE_MESSAGE(in.good(), "cannot read ", path.string());
   std::stringstream text;

@@ -106,3 +106,99 @@ TEST_CASE("a name set again has its new placeholder only") {
   CHECK(s.placeholders.find_misdirected(s.github) == std::nullopt);
   CHECK(s.placeholders.find_misdirected(fresh) == "github");
 }
+
+namespace {
+
+// RFC 4648 base64, written here (not table/base64's), with the alphabet's last two characters.
+std::string test_base64(std::string_view bytes, const char* last_two, bool pad) {
+  const std::string table = std::string("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789") + last_two;
+  std::string out;
+  std::uint32_t bits = 0;
+  int count = 0;
+  for (const char c : bytes) {
+    bits = (bits << 8) | static_cast<unsigned char>(c);
+    count += 8;
+    while (count >= 6) {
+      count -= 6;
+      out.push_back(table[(bits >> count) & 63]);
+    }
+  }
+  if (count > 0) out.push_back(table[(bits << (6 - count)) & 63]);
+  while (pad && out.size() % 4 != 0) out.push_back('=');
+  return out;
+}
+
+std::string percent_all(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    out += '%';
+    out += "0123456789ABCDEF"[static_cast<unsigned char>(c) >> 4];
+    out += "0123456789ABCDEF"[c & 15];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("percent-decoding until nothing changes, in one pass") {
+  CHECK(boxproxy::percent_decode_fully("%2541") == "A");
+  CHECK(boxproxy::percent_decode_fully("%252541") == "A");
+  CHECK(boxproxy::percent_decode_fully("%%2541") == "%A");
+  CHECK(boxproxy::percent_decode_fully("%4") == "%4");
+  CHECK(boxproxy::percent_decode_fully("%zz%") == "%zz%");
+  CHECK(boxproxy::percent_decode_fully("%2%341") == "$1");  // "%34" is "4", then "%24" is "$"
+  CHECK(boxproxy::percent_decode_fully(std::string(20000, '%') + "41") == std::string(19999, '%') + "A");
+}
+
+TEST_CASE("finding: percent-encoded any number of times over, and in any case") {
+  const Session s;
+  std::string text = s.github;
+  for (int times = 0; times < 5; ++times) {
+    CAPTURE(times);
+    CHECK(s.placeholders.find_misdirected("/q?k=" + text + "&x") == "github");
+    text = percent_all(text);
+  }
+  std::string mixed = percent_all(s.github);
+  for (char& c : mixed) c = static_cast<char>(c >= 'A' && c <= 'F' ? c + 32 : c);  // lower-case hex
+  CHECK(s.placeholders.find_misdirected(mixed) == "github");
+}
+
+TEST_CASE("finding: inside Basic credentials and base64 of any text holding it, both alphabets, every offset") {
+  const Session s;
+  for (std::size_t before = 0; before < 6; ++before) {
+    for (std::size_t after = 0; after < 4; ++after) {
+      for (const char* last_two : {"+/", "-_"}) {
+        for (const bool pad : {false, true}) {
+          const std::string text = std::string(before, '\xfb') + s.github + std::string(after, '?');
+          CAPTURE(before);
+          CAPTURE(after);
+          CAPTURE(last_two);
+          CHECK(s.placeholders.find_misdirected("x-token: " + test_base64(text, last_two, pad)) == "github");
+          CHECK(s.placeholders.find_misdirected("q=" + test_base64(text, last_two, pad), {"npm_token"}) == "github");
+        }
+      }
+    }
+  }
+  CHECK(s.placeholders.find_misdirected("Basic " + test_base64("git:" + s.npm, "+/", true)) == "npm_token");
+  CHECK(s.placeholders.find_misdirected("Basic " + test_base64(s.npm + ":x-oauth-basic", "+/", true)) == "npm_token");
+  // The base64 itself percent-encoded (a query value), or base64 of an encoded or upper-cased
+  // placeholder, or base64 of base64: still found.
+  CHECK(s.placeholders.find_misdirected(percent_all(test_base64("u:" + s.github, "+/", true))) == "github");
+  CHECK(s.placeholders.find_misdirected(test_base64("u:" + percent_all(s.github), "+/", true)) == "github");
+  std::string upper = s.github;
+  for (char& c : upper) c = static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+  CHECK(s.placeholders.find_misdirected(test_base64("{\"k\":\"" + upper + "\"}", "-_", false)) == "github");
+  CHECK(s.placeholders.find_misdirected(test_base64(test_base64("u:" + s.github, "+/", true), "+/", true)) ==
+        "github");
+  // Base64 of text without it, or of a cut one: nothing.
+  CHECK(s.placeholders.find_misdirected(test_base64("u:" + s.github.substr(0, 30), "+/", true)) == std::nullopt);
+  CHECK(s.placeholders.find_misdirected("Basic " + test_base64("user:password", "+/", true)) == std::nullopt);
+}
+
+TEST_CASE("finding: linear, even on a head-sized text of nested escapes and base64") {
+  const Session s;
+  std::string big;
+  for (int i = 0; i < 2000; ++i) big += "%25%25" + test_base64("abcdefghijklmnopqrstuvwxyz0123456789", "+/", true) + " ";
+  CHECK(s.placeholders.find_misdirected(big) == std::nullopt);
+  CHECK(s.placeholders.find_misdirected(big + test_base64(s.github, "+/", true)) == "github");
+}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// proxy/wire/inspected_request: one request of an inspected connection judged in SPEC §18's order
-// (framing, Host, path, rules), its refusal table and answer, and the head the origin gets.
+// proxy/stages/inspected_request: one request of an inspected connection judged by the inspector's
+// stages in SPEC §18's order (framing, Host, path, rules, credentials), its answer, and the head
+// the origin gets.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -8,7 +9,7 @@
 #include <string>
 #include <variant>
 
-#include "proxy/wire/inspected_request.h"
+#include "proxy/stages/inspected_request.h"
 #include "map_secrets.h"
 #include "table/reason.h"
 
@@ -55,39 +56,32 @@ InspectedRequest judge(const std::string& text, const InspectEndpoint& endpoint 
 }
 
 std::string class_of(const InspectedRequest& judged) {
-  return judged.refusal ? std::string(inspect_refusal_info(*judged.refusal).log_class) : "ok";
+  return judged.refusal ? std::string(log_class(*judged.refusal)) : "ok";
 }
 
 }  // namespace
 
-TEST_CASE("the refusal table: rows in the enum's order, §6's classes and statuses where §6 has them") {
-  const InspectRefusal all[] = {
-      InspectRefusal::not_tls,       InspectRefusal::sni_mismatch, InspectRefusal::bad_request,
-      InspectRefusal::head_too_large, InspectRefusal::bad_framing,  InspectRefusal::host_mismatch,
-      InspectRefusal::bad_path,      InspectRefusal::request_denied, InspectRefusal::dial_failed,
-      InspectRefusal::upstream_tls,  InspectRefusal::secret_missing, InspectRefusal::secret_misdirected,
-  };
-  for (const InspectRefusal r : all) CHECK(inspect_refusal_info(r).refusal == r);
+TEST_CASE("the refusals' statuses and classes: SPEC §6's table, §18's settled ones") {
   // SPEC §18's settled statuses.
-  CHECK(inspect_refusal_info(InspectRefusal::request_denied).status == 403);
-  CHECK(inspect_refusal_info(InspectRefusal::bad_path).status == 400);
-  CHECK(inspect_refusal_info(InspectRefusal::host_mismatch).status == 400);
-  CHECK(inspect_refusal_info(InspectRefusal::upstream_tls).status == 502);
-  CHECK(inspect_refusal_info(InspectRefusal::not_tls).status == 0);
-  CHECK(inspect_refusal_info(InspectRefusal::sni_mismatch).status == 0);
-  CHECK(inspect_refusal_info(InspectRefusal::not_tls).log_class == "not tls");
-  CHECK(inspect_refusal_info(InspectRefusal::upstream_tls).log_class == "upstream tls");
-  CHECK(inspect_refusal_info(InspectRefusal::sni_mismatch).log_class == log_class(Reason::sni_mismatch));
-  CHECK(inspect_refusal_info(InspectRefusal::dial_failed).log_class == "dial failed");
-  CHECK(inspect_refusal_info(InspectRefusal::head_too_large).status == info(Reason::head_too_large).http_status);
+  CHECK(info(Reason::request_denied).http_status == 403);
+  CHECK(info(Reason::bad_path).http_status == 400);
+  CHECK(info(Reason::host_mismatch).http_status == 400);
+  CHECK(info(Reason::upstream_tls).http_status == 502);
+  CHECK(info(Reason::not_tls).http_status == 0);
+  CHECK(info(Reason::sni_mismatch).http_status == 0);
+  CHECK(log_class(Reason::not_tls) == "not tls");
+  CHECK(log_class(Reason::upstream_tls) == "upstream tls");
+  CHECK(log_class(Reason::sni_mismatch) == log_class(Reason::sni_mismatch));
+  CHECK(log_class(Reason::dial_failed) == "dial failed");
+  CHECK(info(Reason::head_too_large).http_status == info(Reason::head_too_large).http_status);
 }
 
 TEST_CASE("a refusal's answer: status, x-egress-refused, a one-line body; connection: close only when asked") {
-  const std::string kept = inspect_refusal_response(InspectRefusal::request_denied, false);
+  const std::string kept = inspect_refusal_response(Reason::request_denied, false);
   CHECK(kept ==
         "HTTP/1.1 403 egress refused: request denied\r\nx-egress-refused: request denied\r\n"
         "content-type: text/plain\r\ncontent-length: 31\r\n\r\negress refused: request denied\n");
-  const std::string closed = inspect_refusal_response(InspectRefusal::bad_framing, true);
+  const std::string closed = inspect_refusal_response(Reason::bad_framing, true);
   CHECK(closed ==
         "HTTP/1.1 400 egress refused: bad framing\r\nx-egress-refused: bad framing\r\n"
         "content-type: text/plain\r\ncontent-length: 28\r\nconnection: close\r\n\r\negress refused: bad framing\n");
@@ -261,8 +255,8 @@ TEST_CASE("inject: a secret not set is secret missing, 403, in report mode too, 
       CHECK(judged.keep_after_refusal);
     }
   }
-  CHECK(inspect_refusal_info(InspectRefusal::secret_missing).status == 403);
-  CHECK(inspect_refusal_info(InspectRefusal::secret_missing).log_class == "secret missing");
+  CHECK(info(Reason::secret_missing).http_status == 403);
+  CHECK(log_class(Reason::secret_missing) == "secret missing");
 }
 
 TEST_CASE("inject: a websocket upgrade refused as secret missing is no upgrade (fuzz_inspected_request)") {
@@ -307,15 +301,18 @@ TEST_CASE("placeholders: misdirected before the rules; swapped once allowed; a s
 
   InspectEndpoint listed = acme_endpoint();
   listed.secrets = {"key"};
+  // SPEC §19a: swapped only at the places the endpoint names (proxy/wire/placeholder_swap.h).
+  listed.secret_places = {{"key", {std::get<SecretPlace>(parse_secret_place("query:k")),
+                                   std::get<SecretPlace>(parse_secret_place("header:x-key"))}}};
   const InspectedRequest swapped =
       judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\nX-Key: " + key + "\r\n\r\n", listed);
   CHECK(class_of(swapped) == "ok");
   CHECK(swapped.upstream_head == "GET /repos/acme/x?k=K3Y HTTP/1.1\r\nHost: api.example\r\nX-Key: K3Y\r\n\r\n");
-  // A value that would take the path elsewhere: bad path, never sent.
+  // Never swapped in the path (SPEC §19a): a placeholder there is misdirected, never sent.
   secrets.values["key"] = "../../other/y";
   const InspectedRequest escaped =
       judged_with("GET /repos/acme/" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed);
-  CHECK(class_of(escaped) == "bad path");
+  CHECK(class_of(escaped) == "secret misdirected");
   CHECK(escaped.upstream_head.empty());
   secrets.values.clear();
   CHECK(class_of(judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed)) ==

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// An inspected connection's response stages (proxy/stages/response_chain.h; SPEC §19a: the
+// scrubber): made for each allowed request when the session holds a secret, given every head and
+// body byte the origin sends back (interim heads, the head, the body, trailers, an upgraded
+// stream), and released to the box when the response ends or the origin has been quiet a while.
+#include "proxy/inspect/inspected_connection.h"
+
+#include "proxy/stages/scrub_stage.h"
+
+namespace boxproxy {
+namespace {
+
+// How long the origin may be quiet before what the stages hold goes to the box anyway (SPEC §19a:
+// 50 ms): a stream (server-sent events, a streamed completion, a WebSocket) never stalls on a
+// hold; a value split across a longer pause is not caught, and the manual says so.
+constexpr double kQuietOriginSeconds = 0.05;
+
+}  // namespace
+
+void InspectedConnection::start_response_stages() {
+  exchange_.response_stages.reset();
+  if (setup_.scrub == nullptr) return;
+  // Every response of a session that holds a secret, on every inspected endpoint: an origin may
+  // keep a value one endpoint was given and hand it back through another.
+  std::shared_ptr<const ScrubPatterns> patterns = setup_.scrub->patterns();
+  if (!patterns) return;
+  exchange_.response_stages = std::make_unique<ResponseChain>();
+  exchange_.response_stages->add(std::make_unique<ScrubStage>(std::move(patterns)));
+}
+
+void InspectedConnection::stage_head(std::string& text) {
+  if (exchange_.response_stages) exchange_.response_stages->on_head(text);
+}
+
+void InspectedConnection::release_held_response() {
+  quiet_origin_.disarm();
+  ResponseChain* stages = exchange_.response_stages.get();
+  if (stages == nullptr || stages->held() == 0) return;
+  std::string out;
+  stages->flush(out);
+  queue_to_client(out);
+}
+
+void InspectedConnection::watch_quiet_origin() {
+  const ResponseChain* stages = exchange_.response_stages.get();
+  if (stages != nullptr && stages->held() > 0) {
+    quiet_origin_.arm(kQuietOriginSeconds);  // again from now: the origin just sent something
+  } else {
+    quiet_origin_.disarm();
+  }
+}
+
+}  // namespace boxproxy

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// One request on an inspected connection, judged (proxy/stages/inspected_request.h).
+#include "proxy/stages/inspected_request.h"
+
+#include "proxy/stages/request_pipeline.h"
+#include "proxy/wire/http_forward.h"
+
+namespace boxproxy {
+namespace {
+
+// The head the origin gets, from what the stages decided and changed: the box's head with its
+// placeholders swapped, without its headers of an injected name, the Host the decided origin's,
+// and the injected headers added.
+std::string compose_upstream_head(const RequestContext& context, bool websocket) {
+  const RequestHead& sent = context.outgoing();
+  std::string text = forward_origin_form_head(
+      context.endpoint.inject.empty() ? sent : without_injected_headers(sent, context.endpoint),
+      origin_host_field(context.origin), websocket, !context.client_keep_alive);
+  return context.injected.fields.empty() ? std::move(text) : add_injected_fields(text, context.injected);
+}
+
+}  // namespace
+
+std::string inspect_refusal_response(Reason refusal, bool close) {
+  const std::string_view log_class_text = log_class(refusal);
+  const std::string words = "egress refused: " + std::string(log_class_text);
+  std::string out;
+  out.reserve(192);
+  out += "HTTP/1.1 ";
+  out += std::to_string(info(refusal).http_status);
+  out += ' ';
+  out += words;
+  out += "\r\nx-egress-refused: ";
+  out += log_class_text;
+  out += "\r\ncontent-type: text/plain\r\ncontent-length: ";
+  out += std::to_string(words.size() + 1);
+  out += close ? "\r\nconnection: close\r\n\r\n" : "\r\n\r\n";
+  out += words;
+  out += '\n';
+  return out;
+}
+
+InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
+                                         const DecidedOrigin& origin, const SecretLookup& secrets,
+                                         const Placeholders* placeholders) {
+  RequestContext context(head, endpoint, origin, secrets, placeholders);
+  const PipelineOutcome outcome = RequestPipeline::for_scope(StageScope::inspector).run(context);
+  InspectedRequest judged;
+  judged.rule = context.rule;
+  judged.framing = context.framing;
+  judged.keep_after_refusal = context.keep_after_refusal;
+  judged.client_keep_alive = context.client_keep_alive;
+  judged.client_http10 = context.client_http10;
+  judged.misdirected = std::move(context.misdirected);
+  if (outcome.verdict.action != StageVerdict::Action::proceed) {
+    // No inspector stage waits yet; a refusal is neither a report-mode pass nor an upgrade
+    // (nothing is sent, so no 101 can come to switch on).
+    judged.refusal = outcome.verdict.reason;
+    return judged;
+  }
+  judged.report = context.report;
+  judged.websocket = is_websocket_upgrade(head);
+  judged.trace = std::move(context.trace);
+  judged.upstream_head = compose_upstream_head(context, judged.websocket);
+  return judged;
+}
+
+}  // namespace boxproxy

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// One request on an inspected connection (SPEC §18-§19), judged alone by the request pipeline
+// (request_pipeline.h: its stages, in order, are listed there), and what the connection does with
+// it. Pure: the connection (proxy/inspect/inspected_connection.h) parses the head (http_head.h),
+// calls this, and sends what it says. Nothing here knows TLS, so plain HTTP to an inspected
+// endpoint's port and `boxproxy check` run the same stages (their scopes' share of them).
+//
+// An absolute-form target ("https://host/x") or "*" is `bad path` (judge_request refuses every
+// target that is not origin-form): inside an inspected connection the host is decided already, and
+// a target naming one again could only disagree with it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/stages/request_context.h"
+#include "table/reason.h"
+
+namespace boxproxy {
+
+// The answer to a refused request, inside the connection: "HTTP/1.1 <status> egress refused:
+// <class>", x-egress-refused: <class>, content-type text/plain, a content-length, "connection:
+// close" only when `close`, and the one-line body "egress refused: <class>\n". Only for a refusal
+// with an HTTP status (SPEC §6's table).
+[[nodiscard]] std::string inspect_refusal_response(Reason refusal, bool close);
+
+struct InspectedRequest {
+  std::optional<Reason> refusal;  // set: answer it instead of sending the request on
+  std::string rule = "-";         // the deciding rule's label (the request line's rule=)
+  bool report = false;            // a report-mode denial let through (class request denied)
+  BodyFraming framing;            // the request's body, when its framing is sound
+  // A refusal leaves the connection usable: the framing is sound, the client keeps its
+  // connection alive, and the body (if any) comes without waiting for a 100 Continue that a
+  // refusal never sends. The body is then read and dropped, and the next request read.
+  bool keep_after_refusal = false;
+  bool websocket = false;          // an allowed WebSocket upgrade (is_websocket_upgrade)
+  bool client_keep_alive = false;  // the client keeps its connection after this request
+  bool client_http10 = false;      // an HTTP/1.0 request: no interim (1xx) response goes back
+  std::optional<std::string> misdirected;  // secret_misdirected: the secret whose placeholder it was
+  std::vector<TraceEntry> trace;           // what the stages did (never a value)
+  // Allowed: the head the origin gets (forward_origin_form_head, with the injected headers). It
+  // may hold a secret's value: its holder scrubs it (table/secret_value.h) once it is sent.
+  std::string upstream_head;
+};
+
+// Judges `head` (a parsed request head) for an inspected connection decided for `origin`, by
+// `endpoint`'s rules, through the inspector's stages; `secrets` gives the values its "inject"
+// templates name, read now (a secret replaced or revoked meanwhile applies from the next request
+// on); `placeholders` (null: none) are the session's stand-ins for them.
+[[nodiscard]] InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
+                                                       const DecidedOrigin& origin, const SecretLookup& secrets,
+                                                       const Placeholders* placeholders = nullptr);
+
+}  // namespace boxproxy

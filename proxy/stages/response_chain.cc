@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "proxy/stages/response_chain.h"
+
+namespace boxproxy {
+
+void ResponseChain::on_head(std::string& text) {
+  for (const auto& stage : stages_) stage->on_head(text);
+}
+
+void ResponseChain::on_body(std::string_view piece, std::string& out) {
+  if (stages_.size() == 1) return stages_.front()->on_body(piece, out);
+  std::string input(piece);
+  for (const auto& stage : stages_) {
+    between_.clear();
+    stage->on_body(input, between_);
+    input.swap(between_);
+  }
+  out += input;
+}
+
+void ResponseChain::flush(std::string& out) {
+  std::string carried;  // what the stages before released, through the rest
+  for (const auto& stage : stages_) {
+    between_.clear();
+    if (!carried.empty()) stage->on_body(carried, between_);
+    stage->flush(between_);
+    carried.swap(between_);
+  }
+  out += carried;
+}
+
+std::size_t ResponseChain::held() const noexcept {
+  std::size_t total = 0;
+  for (const auto& stage : stages_) total += stage->held();
+  return total;
+}
+
+std::vector<TraceEntry> ResponseChain::trace() const {
+  std::vector<TraceEntry> out;
+  for (const auto& stage : stages_) stage->trace(out);
+  return out;
+}
+
+}  // namespace boxproxy

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// Many byte strings looked for at once, in one pass (Aho-Corasick, 1975): what the response
+// scrubber (proxy/wire/response_scrubber.h) runs over everything an origin sends back, and the
+// placeholder tripwire (table/placeholder.h) over a request. Pure.
+//
+// Time: one step per byte of text, amortized constant (a failure link followed at most as often as
+// a byte was consumed), whatever the patterns are and whatever the text is, so a box cannot make a
+// response cost more than its length. Memory: a node per distinct pattern prefix (about 20 bytes
+// each) and a dense table for the start state; patterns are not kept. The nodes are overwritten
+// when the matcher goes: they spell the patterns, and the patterns are secrets.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace boxproxy {
+
+class MultiMatcher {
+ public:
+  using State = std::uint32_t;
+  static constexpr State kStart = 0;
+  static constexpr std::uint32_t kNoMatch = 0xffffffffu;
+
+  // The patterns, each an index into `patterns`; an empty one is never matched. A pattern given
+  // twice matches as its first index.
+  explicit MultiMatcher(const std::vector<std::string_view>& patterns);
+  MultiMatcher() : MultiMatcher(std::vector<std::string_view>{}) {}
+  ~MultiMatcher();
+  MultiMatcher(const MultiMatcher& other) = default;
+  MultiMatcher& operator=(const MultiMatcher& other) = default;
+  MultiMatcher(MultiMatcher&& other) noexcept = default;
+  MultiMatcher& operator=(MultiMatcher&& other) noexcept = default;
+
+  // The state after `state` reads `byte`.
+  [[nodiscard]] State step(State state, unsigned char byte) const noexcept;
+  // The longest pattern that ends with the byte that led to `state` (every shorter one ending
+  // there is a suffix of it), or kNoMatch.
+  [[nodiscard]] std::uint32_t match(State state) const noexcept { return nodes_[state].match; }
+  [[nodiscard]] std::size_t pattern_size(std::uint32_t pattern) const noexcept { return sizes_[pattern]; }
+  [[nodiscard]] std::size_t pattern_count() const noexcept { return sizes_.size(); }
+  [[nodiscard]] std::size_t longest_pattern() const noexcept { return longest_; }
+  [[nodiscard]] std::size_t node_count() const noexcept { return nodes_.size(); }
+
+ private:
+  struct Node {
+    std::uint32_t first_child = 0;   // 0: none (the start state is never a child)
+    std::uint32_t next_sibling = 0;  // 0: none
+    std::uint32_t fail = 0;          // the longest proper suffix of this prefix that is a prefix
+    std::uint32_t match = kNoMatch;
+    unsigned char byte = 0;          // the byte that leads here from the parent
+  };
+  [[nodiscard]] std::uint32_t child(std::uint32_t node, unsigned char byte) const noexcept;
+  std::uint32_t add_child(std::uint32_t node, unsigned char byte);
+  void link();
+
+  std::vector<Node> nodes_;
+  std::array<std::uint32_t, 256> start_{};  // the start state's step, dense: the common case
+  std::vector<std::uint32_t> sizes_;
+  std::size_t longest_ = 0;
+};
+
+}  // namespace boxproxy

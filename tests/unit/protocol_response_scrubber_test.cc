@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+// proxy/wire/response_scrubber: responses searched for every spelling of every secret as they
+// stream (SPEC §19a). The expected outputs are made here by a plain search over the whole text
+// (std::string::find for each spelling), never by the code under test.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "proxy/wire/response_scrubber.h"
+#include "table/secret_spellings.h"
+
+using namespace boxproxy;
+
+namespace {
+
+struct Named {
+  std::string name;
+  std::string value;
+  std::string placeholder;
+};
+
+std::shared_ptr<const ScrubPatterns> patterns_of(const std::vector<Named>& secrets) {
+  std::vector<ScrubSecret> given;
+  for (const Named& s : secrets) given.push_back({s.name, s.value, s.placeholder});
+  return std::make_shared<const ScrubPatterns>(given);
+}
+
+// The whole text with every occurrence of every spelling starred: what the scrubber must give
+// when nothing is flushed in between.
+std::string starred_reference(std::string text, const std::vector<Named>& secrets) {
+  std::vector<bool> hit(text.size());
+  for (const Named& s : secrets) {
+    for (const SecretText& spelling : secret_spellings(s.value)) {
+      for (std::size_t at = text.find(spelling.view()); at != std::string::npos;
+           at = text.find(spelling.view(), at + 1)) {
+        for (std::size_t i = 0; i < spelling.size(); ++i) hit[at + i] = true;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (hit[i]) text[i] = '*';
+  }
+  return text;
+}
+
+// `text` fed in the pieces `cuts` makes (positions, increasing), then flushed.
+std::string fed(ResponseScrubber& scrubber, std::string_view text, const std::vector<std::size_t>& cuts) {
+  std::string out;
+  std::size_t at = 0;
+  for (const std::size_t cut : cuts) {
+    scrubber.feed(text.substr(at, cut - at), out);
+    at = cut;
+  }
+  scrubber.feed(text.substr(at), out);
+  scrubber.flush(out);
+  return out;
+}
+
+std::string base64_std(std::string_view bytes) { return base64_encode(bytes, Base64Alphabet::standard, true); }
+
+const Named kGithub{"github", "ghp_R3alT0kenValue0123456789", "bxp_github_00112233445566778899aabbccddeeff"};
+const Named kDb{"db", "p@ss/w0rd+\"<&>'x", "bxp_db_ffeeddccbbaa99887766554433221100"};
+
+}  // namespace
+
+TEST_CASE("scrubber: every spelling, split across two chunks at every point, is starred byte for byte") {
+  const auto patterns = patterns_of({kGithub, kDb});
+  for (const Named& secret : {kGithub, kDb}) {
+    std::vector<std::string> texts;
+    for (const SecretText& spelling : secret_spellings(secret.value)) {
+      texts.push_back("{\"echo\":\"" + std::string(spelling.view()) + "\"}\n");
+    }
+    texts.push_back("Location: /x?k=" + base64_std("user:" + secret.value) + "&y=1");
+    for (const std::string& text : texts) {
+      const std::string expected = starred_reference(text, {secret});
+      CHECK(expected != text);
+      for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+        CAPTURE(text);
+        CAPTURE(cut);
+        ResponseScrubber scrubber(patterns);
+        const std::string out = fed(scrubber, text, {cut});
+        CHECK(out == expected);
+        CHECK(out.size() == text.size());
+        CHECK(scrubber.found().names() == std::vector<std::string>{secret.name});
+      }
+    }
+  }
+}
+
+TEST_CASE("scrubber: random texts in random pieces agree with a plain search of the whole") {
+  // Small alphabets make overlaps, suffixes and near misses common.
+  const std::vector<Named> secrets{{"a", "abcabcabcabd", ""}, {"b", "cabdcabdcabd", ""}, {"c", "aaaaaaaaaaaa", ""}};
+  const auto patterns = patterns_of(secrets);
+  std::mt19937 random(7);
+  for (int round = 0; round < 400; ++round) {
+    std::string text;
+    const std::size_t size = random() % 300;
+    for (std::size_t i = 0; i < size; ++i) text.push_back("abcd \n"[random() % (round % 2 == 0 ? 4 : 6)]);
+    std::vector<std::size_t> cuts;
+    for (std::size_t at = random() % 20; at < text.size(); at += 1 + random() % 20) cuts.push_back(at);
+    ResponseScrubber scrubber(patterns);
+    CAPTURE(text);
+    CHECK(fed(scrubber, text, cuts) == starred_reference(text, secrets));
+  }
+}
+
+TEST_CASE("scrubber: interleaved and overlapping secrets are all starred, and each is named once") {
+  const Named left{"left", "abcdefghijklmn", ""};
+  const Named right{"right", "ijklmnopqrstuvwx", ""};
+  const auto patterns = patterns_of({left, right, kGithub});
+  const std::string text = "1 abcdefghijklmnopqrstuvwx 2 " + kGithub.value + "abcdefghijklmn" + kGithub.value + " 3";
+  ResponseScrubber scrubber(patterns);
+  const std::string out = fed(scrubber, text, {5, 6, 30, 31, 40});
+  CHECK(out == "1 ************************ 2 " + std::string(kGithub.value.size() * 2 + 14, '*') + " 3");
+  CHECK(scrubber.found().names() == std::vector<std::string>{"left", "right", "github"});
+}
+
+TEST_CASE("scrubber: a value across a flush is not caught (the documented limit)") {
+  const auto patterns = patterns_of({kGithub});
+  const std::string text = "x " + kGithub.value + " y";
+  ResponseScrubber scrubber(patterns);
+  std::string out;
+  scrubber.feed(text.substr(0, 10), out);
+  scrubber.flush(out);  // the origin paused past 50 ms here
+  scrubber.feed(text.substr(10), out);
+  scrubber.flush(out);
+  CHECK(out == text);
+  CHECK(scrubber.found().empty());
+}
+
+TEST_CASE("scrubber: what is held is the trailing printable run, capped, whatever the secrets are") {
+  // Same length, different bytes (one with escapes, one without, one that the text begins): the
+  // hold must be the same byte for byte at every step, or it would tell the box about the key.
+  const Named a{"a", "AAAAAAAAAAAAAAAAAAAAAAA1", ""};
+  const Named b{"b", "p@ss/w0rd+\"<&>'x12345678", ""};
+  const Named c{"c", "hello-world-what-is-this", ""};
+  REQUIRE(a.value.size() == b.value.size());
+  REQUIRE(a.value.size() == c.value.size());
+  ResponseScrubber sa(patterns_of({a})), sb(patterns_of({b})), sc(patterns_of({c}));
+  const std::string text = "hello world\nhello-world-what-is-th" + std::string(200, 'Z') + " p@ss/w0rd+ \t" +
+                           std::string(10, 'q');
+  std::string oa, ob, oc;
+  for (std::size_t i = 0; i < text.size(); i += 3) {
+    const std::string_view piece = std::string_view(text).substr(i, 3);
+    sa.feed(piece, oa);
+    sb.feed(piece, ob);
+    sc.feed(piece, oc);
+    CAPTURE(i);
+    CHECK(sa.held() == sb.held());
+    CHECK(sa.held() == sc.held());
+    CHECK(oa.size() == ob.size());
+    CHECK(oa.size() == oc.size());
+    // The run: nothing before the last space or control byte, at most the limit.
+    const std::string so_far = text.substr(0, std::min(text.size(), i + 3));
+    const std::size_t space = so_far.find_last_of(" \t\n");
+    const std::size_t run = space == std::string::npos ? so_far.size() : so_far.size() - space - 1;
+    CHECK(sa.held().size() == std::min(run, longest_spelling_bound(a.value.size()) - 1));
+  }
+  // A 24-byte secret holds at most 143 bytes: the long run of Z was released as it came.
+  CHECK(patterns_of({a})->hold_limit() == 143);
+}
+
+TEST_CASE("scrubber: a stream never stalls: a line ending releases everything before it") {
+  const auto patterns = patterns_of({kGithub, kDb});
+  ResponseScrubber scrubber(patterns);
+  std::string out;
+  scrubber.feed("data: {\"n\":1}\n\n", out);
+  CHECK(out == "data: {\"n\":1}\n\n");
+  CHECK(scrubber.held().empty());
+  scrubber.feed("data: tok", out);
+  CHECK(scrubber.held() == "tok");
+  scrubber.flush(out);
+  CHECK(out == "data: {\"n\":1}\n\ndata: tok");
+}
+
+TEST_CASE("scrubber: no secrets, nothing held, nothing changed") {
+  ResponseScrubber scrubber(patterns_of({}));
+  std::string out;
+  scrubber.feed("abc", out);
+  CHECK(out == "abc");
+  CHECK(scrubber.held().empty());
+}
+
+TEST_CASE("scrub_head_text: a match becomes the placeholder of its secret; runs of several, each named") {
+  const auto patterns = patterns_of({kGithub, kDb, {"nohold", "zzzzzzzzzzzzzzzz", ""}});
+  ScrubFound found;
+  CHECK_FALSE(scrub_head_text("HTTP/1.1 302 Found\r\nLocation: /a?b=c\r\n\r\n", *patterns, found));
+  const auto location = scrub_head_text("Location: /next?key=" + kGithub.value + "&p=2", *patterns, found);
+  REQUIRE(location);
+  CHECK(*location == "Location: /next?key=" + kGithub.placeholder + "&p=2");
+  const std::string encoded = percent_encode_all(kDb.value);
+  const auto both = scrub_head_text("x: " + encoded + kGithub.value + ";", *patterns, found);
+  REQUIRE(both);
+  CHECK(*both == "x: " + kDb.placeholder + kGithub.placeholder + ";");
+  const auto basic = scrub_head_text("www-authenticate: Basic " + base64_std("u:" + kDb.value), *patterns, found);
+  REQUIRE(basic);
+  CHECK(basic->find(kDb.placeholder) != std::string::npos);
+  const auto starred = scrub_head_text("a: zzzzzzzzzzzzzzzz", *patterns, found);
+  REQUIRE(starred);
+  CHECK(*starred == "a: ****************");  // no placeholder for it: starred as in a body
+  CHECK(found.names() == std::vector<std::string>{"github", "db", "nohold"});
+}
+
+TEST_CASE("scrubber: linear in the input, even on the worst text for its longest secret") {
+  // A 4 KiB value of one repeated byte and a text of that byte: a match ends at every byte and
+  // every one overlaps the last 4 KiB; plus 64 ordinary secrets. Quadratic work would take the
+  // 4 MiB run 16 times as long as the 1 MiB one; linear, 4 times.
+  std::vector<Named> secrets{{"long", std::string(4096, 'a'), ""}};
+  for (int i = 0; i < 63; ++i) secrets.push_back({"s" + std::to_string(i), "value-" + std::to_string(i * 7919) + "-abcdefgh", ""});
+  const auto patterns = patterns_of(secrets);
+  const auto run = [&](std::size_t size) {
+    const std::string text(size, 'a');
+    ResponseScrubber scrubber(patterns);
+    std::string out;
+    out.reserve(size);
+    const auto start = std::chrono::steady_clock::now();
+    for (std::size_t at = 0; at < size; at += 1000) scrubber.feed(std::string_view(text).substr(at, 1000), out);
+    scrubber.flush(out);
+    const auto took = std::chrono::steady_clock::now() - start;
+    CHECK(out == std::string(size, '*'));
+    return std::chrono::duration<double>(took).count();
+  };
+  const double small = run(std::size_t{1} << 20);
+  const double big = run(std::size_t{4} << 20);
+  CAPTURE(small);
+  CAPTURE(big);
+  CHECK(big < small * 8 + 0.05);
+  CHECK(big < 2.0);
+}
