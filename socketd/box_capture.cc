@@ -65,7 +65,8 @@ std::optional<std::string> load_nftables(NftLibrary& nft) {
 // address but the loopback's fails with ENETUNREACH in routing, before the nat rules could
 // redirect it; without the source, an IPv4 socket would take 0.0.0.0 as its address, and the
 // bridge's answers to it would be refused by the filter rules like any packet that leaves.
-std::optional<std::string> add_default_route(int family) {
+// `keep_existing`: a default route already there (a pod with a network) is not an error.
+std::optional<std::string> add_default_route(int family, bool keep_existing) {
   UniqueFd fd(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
   if (!fd.valid()) return fmt::format("socket(AF_NETLINK): {}", std::strerror(errno));
   const unsigned loopback = ::if_nametoindex("lo");
@@ -113,8 +114,102 @@ std::optional<std::string> add_default_route(int family) {
     return std::string("rtnetlink: an unexpected answer");
   }
   const auto* error = static_cast<const nlmsgerr*>(NLMSG_DATA(answer));
+  if (error->error == -EEXIST && keep_existing) return std::nullopt;
   if (error->error != 0) return fmt::format("rtnetlink: {}", std::strerror(-error->error));
   return std::nullopt;
+}
+
+// The rules of a pod (CaptureSpec::exempt_uid set): see box_capture.h and the comments below.
+std::string pod_rules(const CaptureSpec& spec, std::uint32_t uid) {
+  std::string nat_direct;
+  std::string filter_direct;
+  if (spec.listen_port != 0) {
+    // The bridge's own --listen port, dialled on loopback as HTTP_PROXY says, is not captured
+    // (captured, its original destination would be the loopback, which the proxy refuses).
+    nat_direct = fmt::format(
+        "    ip daddr 127.0.0.1 tcp dport {0} return;\n"
+        "    ip6 daddr ::1 tcp dport {0} return;\n",
+        spec.listen_port);
+    filter_direct = fmt::format(
+        "    ip daddr 127.0.0.1 tcp dport {0} accept;\n"
+        "    ip6 daddr ::1 tcp dport {0} accept;\n",
+        spec.listen_port);
+  }
+  std::string dns_nat;
+  std::string dns_filter;
+  if (spec.dns_port != 0) {
+    // DNS to any server, the cluster's included, goes to the bridge's responder: a name off the
+    // list never leaves the pod, and the agent never learns a refused name's address.
+    dns_nat = fmt::format("    meta l4proto {{ tcp, udp }} th dport 53 redirect to :{};\n", spec.dns_port);
+    dns_filter = fmt::format(
+        "    ip daddr 127.0.0.1 meta l4proto {{ tcp, udp }} th dport {0} accept;\n"
+        "    ip6 daddr ::1 meta l4proto {{ tcp, udp }} th dport {0} accept;\n",
+        spec.dns_port);
+  }
+  return fmt::format(
+      // Created empty if missing, then deleted, then made anew, in one transaction: a second
+      // capture (an init container restarted) leaves exactly one table, and there is no moment
+      // without rules.
+      "table inet boxproxy_capture {{}}\n"
+      "delete table inet boxproxy_capture\n"
+      "table inet boxproxy_capture {{\n"
+      "  chain nat_output {{\n"
+      "    type nat hook output priority -100; policy accept;\n"
+      // The proxy's own user: serve's dials to origins and its DNS must not come back to it.
+      "    meta skuid {0} return;\n"
+      "{1}{2}"
+      // Every other TCP connection, to any address, loopback too (the pod's loopback is shared
+      // with every container: a server another container runs there is not the agent's to reach
+      // but through the proxy), ends at the bridge, which asks the proxy about its destination.
+      "    meta l4proto tcp redirect to :{3};\n"
+      "  }}\n"
+      "  chain filter_output {{\n"
+      // What is not captured (other UDP, ICMP, raw IP, IPv4 and IPv6 alike) goes nowhere: dropped
+      // (a sender in the pod is told EPERM), so no packet of it leaves for any address.
+      "    type filter hook output priority 0; policy drop;\n"
+      "    meta skuid {0} accept;\n"
+      // Later packets of what was let through, and the kernel's own answers about them (RST,
+      // ICMP errors, which belong to no socket); the first packet of anything never matches.
+      "    ct state established,related accept;\n"
+      // After nat (priority -100): the packets captured above, now bound for the bridge.
+      "    ip daddr 127.0.0.1 tcp dport {3} accept;\n"
+      "    ip6 daddr ::1 tcp dport {3} accept;\n"
+      "{4}{5}"
+      // IPv6 neighbour discovery (the kernel's, for the proxy's own traffic on the pod's link):
+      // it cannot leave the link.
+      "    icmpv6 type {{ nd-neighbor-solicit, nd-neighbor-advert, nd-router-solicit }} accept;\n"
+      "  }}\n"
+      "}}\n",
+      uid, dns_nat, nat_direct, spec.transparent_port, dns_filter, filter_direct);
+}
+
+// Loads `rules` through libnftables: nullopt, or why not (after `who: `).
+std::optional<std::string> load_rules(const std::string& rules, std::string_view who) {
+  NftLibrary nft;
+  if (auto failure = load_nftables(nft)) return fmt::format("{}: {}", who, *failure);
+  nft_ctx* context = nft.ctx_new(NFT_CTX_DEFAULT);
+  if (context == nullptr) return fmt::format("{}: nft_ctx_new failed", who);
+  (void)nft.buffer_error(context);  // errors into a buffer, for our message, not onto stderr
+  std::optional<std::string> result;
+  if (nft.run(context, rules.c_str()) != 0) {
+    const char* why = nft.error_buffer(context);
+    result = fmt::format(
+        "{}: the kernel refused the nftables rules (it needs nf_tables with nat and reject, and nf_conntrack):\n{}",
+        who, why ? why : "(no reason given)");
+  }
+  nft.ctx_free(context);
+  return result;
+}
+
+// The default routes, then the rules.
+std::optional<std::string> program_capture(const CaptureSpec& spec, std::string_view who, bool keep_routes) {
+  for (const int family : {AF_INET, AF_INET6}) {
+    if (auto failure = add_default_route(family, keep_routes)) {
+      return fmt::format("{}: cannot add the default {} route: {}", who, family == AF_INET ? "IPv4" : "IPv6",
+                         *failure);
+    }
+  }
+  return load_rules(capture_rules(spec), who);
 }
 
 }  // namespace
@@ -154,6 +249,13 @@ std::optional<std::string> mount_box_resolv_conf(std::string_view contents) {
 }
 
 std::string capture_rules(std::uint16_t transparent_port, std::uint16_t dns_port) {
+  return capture_rules(CaptureSpec{.transparent_port = transparent_port, .dns_port = dns_port, .exempt_uid = std::nullopt, .listen_port = 0});
+}
+
+std::string capture_rules(const CaptureSpec& spec) {
+  if (spec.exempt_uid) return pod_rules(spec, *spec.exempt_uid);
+  const std::uint16_t transparent_port = spec.transparent_port;
+  const std::uint16_t dns_port = spec.dns_port;
   std::string dns;
   if (dns_port != 0) {
     // DNS to any server but the box's own goes to the bridge's responder: a program that asks
@@ -189,28 +291,12 @@ std::optional<std::string> capture_available() {
 }
 
 std::optional<std::string> capture_box_traffic(std::uint16_t transparent_port, std::uint16_t dns_port) {
-  for (const int family : {AF_INET, AF_INET6}) {
-    if (auto failure = add_default_route(family)) {
-      return fmt::format("boxproxy run: --transparent: cannot add the box's default {} route: {}",
-                         family == AF_INET ? "IPv4" : "IPv6", *failure);
-    }
-  }
-  NftLibrary nft;
-  if (auto failure = load_nftables(nft)) return "boxproxy run: --transparent: " + *failure;
-  nft_ctx* context = nft.ctx_new(NFT_CTX_DEFAULT);
-  if (context == nullptr) return std::string("boxproxy run: --transparent: nft_ctx_new failed");
-  (void)nft.buffer_error(context);  // errors into a buffer, for our message, not onto stderr
-  const std::string rules = capture_rules(transparent_port, dns_port);
-  std::optional<std::string> result;
-  if (nft.run(context, rules.c_str()) != 0) {
-    const char* why = nft.error_buffer(context);
-    result = fmt::format(
-        "boxproxy run: --transparent: the kernel refused the box's nftables rules (it needs nf_tables with nat "
-        "and reject, and nf_conntrack):\n{}",
-        why ? why : "(no reason given)");
-  }
-  nft.ctx_free(context);
-  return result;
+  return program_capture(CaptureSpec{.transparent_port = transparent_port, .dns_port = dns_port, .exempt_uid = std::nullopt, .listen_port = 0},
+                         "boxproxy run: --transparent", false);
+}
+
+std::optional<std::string> capture_namespace_traffic(const CaptureSpec& spec, std::string_view who) {
+  return program_capture(spec, who, true);
 }
 
 }  // namespace boxproxy

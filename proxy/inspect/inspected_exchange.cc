@@ -84,7 +84,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
-                                             setup_.placeholders);
+                                             setup_.placeholders, setup_.max_head_bytes);
   record.secret = exchange_.judged.misdirected;
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;

@@ -42,8 +42,9 @@ std::string inspect_refusal_response(Reason refusal, bool close) {
 
 InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
                                          const DecidedOrigin& origin, const SecretLookup& secrets,
-                                         const Placeholders* placeholders) {
+                                         const Placeholders* placeholders, std::size_t max_head_bytes) {
   RequestContext context(head, endpoint, origin, secrets, placeholders);
+  context.max_head_bytes = max_head_bytes;
   const PipelineOutcome outcome = RequestPipeline::for_scope(StageScope::inspector).run(context);
   InspectedRequest judged;
   judged.rule = context.rule;

@@ -52,6 +52,7 @@ struct InspectedRequest {
 // on); `placeholders` (null: none) are the session's stand-ins for them.
 [[nodiscard]] InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
                                                        const DecidedOrigin& origin, const SecretLookup& secrets,
-                                                       const Placeholders* placeholders = nullptr);
+                                                       const Placeholders* placeholders = nullptr,
+                                                       std::size_t max_head_bytes = SIZE_MAX);
 
 }  // namespace boxproxy

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,7 @@ struct RequestContext {
   const DecidedOrigin& origin;
   const SecretLookup& secrets;      // values, read when a stage needs them (a rotation applies next request)
   const Placeholders* placeholders;  // the session's stand-ins; null: none
+  std::size_t max_head_bytes = SIZE_MAX;  // --max-head-bytes: what a head may grow to by swapping
 
   // ---- what the stages decide ----
   BodyFraming framing;             // the request's body (the framing stage)

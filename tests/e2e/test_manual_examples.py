@@ -126,6 +126,7 @@ EVERY_BLOCK = (
     (MANUAL, "-v /usr/local/bin/boxproxy:/usr/local/bin/boxproxy:ro", "run by test_container"),
     (MANUAL, "scripts/build-image\n", "run by test_container"),
     (MANUAL, "podman run -d --rm --name egress --network host", "run by test_container"),
+    (MANUAL, "kubectl apply -f examples/kubernetes/policy.yaml", "run by test_pod (podman kube play of pod.yaml)"),
     (MANUAL, "# /lib/systemd/system/boxproxy@.service", "run by test_manual_systemd (and test_package: it is the "
      "shipped unit)"),
     (MANUAL, "# /etc/boxproxy/s1.env", "not run: needs systemd as pid 1 and the installed package"),

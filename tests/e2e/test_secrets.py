@@ -239,8 +239,9 @@ class PlaceholderTest(InspectRig, ProxyTestCase):
             f.write(FIRST + "\n")
         self.secret_file = path
 
-    def start(self, *args, rules=None):
-        endpoints = [{"host": self.host, "secrets": ["api"]}, {"host": f"origin.test:{self.other.port}"}]
+    def start(self, *args, rules=None, secrets=("api",)):
+        secrets = list(secrets) if isinstance(secrets, tuple) else secrets
+        endpoints = [{"host": self.host, "secrets": secrets}, {"host": f"origin.test:{self.other.port}"}]
         if rules:
             endpoints[0]["rules"] = rules
         config = os.path.join(self.dir, "config.json")
@@ -259,36 +260,53 @@ class PlaceholderTest(InspectRig, ProxyTestCase):
         tls.sendall(request.encode())
         return read_http_response(tls)
 
-    def test_the_placeholder_is_printed_and_swapped_in_the_target_and_header_values(self):
-        p = self.start("--secret", f"api={self.secret_file}")
+    def test_the_placeholder_is_printed_and_swapped_at_the_places_named(self):
+        # SPEC §19a: the object form names the places; the value goes in percent-encoded in a query.
+        places = {"api": ["authorization", "header:x-api-key", "query:key"]}
+        p = self.start("--secret", f"api={self.secret_file}", secrets=places)
         placeholder = p.placeholders["api"]
         self.assertRegex(placeholder, r"^bxp_api_[0-9a-f]{32}$")
         response = self.exchange(p, self.origin.port, f"GET /q?key={placeholder} HTTP/1.1\r\nHost: {self.host}\r\n"
-                                                      f"X-Api-Key: {placeholder}\r\nX-Note: k={placeholder};\r\n\r\n")
+                                                      f"X-Api-Key: {placeholder}\r\n"
+                                                      f"Authorization: Bearer {placeholder}\r\n\r\n")
         self.assertEqual(response.status, 200)
         [got] = self.origin.requests
         self.assertEqual(got["path"], f"/q?key={FIRST}")
         headers = dict((k.lower(), v) for k, v in got["headers"])
-        self.assertEqual((headers["x-api-key"], headers["x-note"]), (FIRST, f"k={FIRST};"))
+        self.assertEqual((headers["x-api-key"], headers["authorization"]), (FIRST, f"Bearer {FIRST}"))
         self.assertNotIn(FIRST.encode(), response.raw_head + response.body)
         p.stop()
         self.assertNotIn(FIRST, p.stderr_text())
 
+    def test_a_placeholder_elsewhere_than_its_places_is_misdirected(self):
+        # SPEC §19a: the list form swaps in Authorization only; a header the origin may reflect
+        # (X-Note) or the path is never a place, so the request is refused and nothing is sent.
+        p = self.start("--secret", f"api={self.secret_file}")
+        placeholder = p.placeholders["api"]
+        for request in (f"GET /q HTTP/1.1\r\nHost: {self.host}\r\nX-Note: k={placeholder};\r\n\r\n",
+                        f"GET /v1/{placeholder} HTTP/1.1\r\nHost: {self.host}\r\n\r\n",
+                        f"GET /q?key={placeholder} HTTP/1.1\r\nHost: {self.host}\r\n\r\n"):
+            response = self.exchange(p, self.origin.port, request)
+            self.assertEqual((response.status, response.header("x-egress-refused")), (403, "secret misdirected"))
+        self.assertEqual(self.origin.requests, [])
+
     def test_a_placeholder_whose_secret_is_not_set_is_secret_missing(self):
         p = self.start()
-        response = self.exchange(p, self.origin.port, f"GET /q?key={p.placeholders['api']} HTTP/1.1\r\n"
-                                                      f"Host: {self.host}\r\n\r\n")
+        response = self.exchange(p, self.origin.port, f"GET /q HTTP/1.1\r\nHost: {self.host}\r\n"
+                                                      f"Authorization: Bearer {p.placeholders['api']}\r\n\r\n")
         self.assertEqual((response.status, response.header("x-egress-refused")), (403, "secret missing"))
         self.assertEqual(self.origin.requests, [])
 
-    def test_a_value_that_would_change_the_judged_path_is_bad_path(self):
+    def test_a_query_value_goes_in_percent_encoded_and_never_changes_the_path(self):
         with open(self.secret_file, "w") as f:
-            f.write("../../../admin\n")  # 14 bytes: a secret is at least 12
-        p = self.start("--secret", f"api={self.secret_file}", rules=[{"method": "GET", "path": "/files/*"}])
-        response = self.exchange(p, self.origin.port, f"GET /files/{p.placeholders['api']} HTTP/1.1\r\n"
+            f.write("../admin?x=1&y/z\n")
+        p = self.start("--secret", f"api={self.secret_file}", rules=[{"method": "GET", "path": "/files/*"}],
+                       secrets={"api": ["query:key"]})
+        response = self.exchange(p, self.origin.port, f"GET /files/a?key={p.placeholders['api']} HTTP/1.1\r\n"
                                                       f"Host: {self.host}\r\n\r\n")
-        self.assertEqual((response.status, response.header("x-egress-refused")), (400, "bad path"))
-        self.assertEqual(self.origin.requests, [])
+        self.assertEqual(response.status, 200)
+        [got] = self.origin.requests
+        self.assertEqual(got["path"], "/files/a?key=..%2Fadmin%3Fx%3D1%26y%2Fz")
 
     def test_a_placeholder_sent_to_another_inspected_endpoint_is_misdirected(self):
         p = self.start("--secret", f"api={self.secret_file}")
@@ -397,7 +415,7 @@ class RunSecretsTest(BoxTestCase):
             f.write(FIRST + "\n")
         config = os.path.join(d, "config.json")
         with open(config, "w") as f:
-            json.dump({"inspect": [{"host": f"origin.test:{origin.port}", "secrets": ["api"]}]}, f)
+            json.dump({"inspect": [{"host": f"origin.test:{origin.port}", "secrets": {"api": ["header:x-api-key"]}}]}, f)
         script = os.path.join(d, "use.sh")
         with open(script, "w") as f:
             f.write(textwrap.dedent("""
