@@ -14,8 +14,8 @@
 namespace boxproxy {
 namespace {
 
-constexpr std::array<std::string_view, 8> kEndpointKeys = {"host",  "name", "access", "rules",
-                                                           "deny",  "mode", "inject", "secrets"};
+constexpr std::array<std::string_view, 10> kEndpointKeys = {"host", "name",   "access",  "rules", "deny",
+                                                            "mode", "inject", "secrets", "case",  "get-bodies"};
 constexpr std::array<std::string_view, 3> kRuleKeys = {"method", "path", "name"};
 
 // The first error found, unwinding the reader to read_inspect_array, which returns its words. It
@@ -88,20 +88,35 @@ std::string name_at(const Where& where, const nlohmann::json& value) {
   return name;
 }
 
+// A rule's "method": one method as a string, or a list of them ("method": ["GET", "HEAD"], as people
+// write policies). Views into `value`.
+std::vector<std::string_view> methods_at(const Where& where, const nlohmann::json& value) {
+  if (!value.is_array()) {
+    const std::string& method = string_at(where, value);
+    if (auto error = check_rule_method(method)) where.fail(method, *error);
+    return {method};
+  }
+  std::vector<std::string_view> methods;
+  for (std::size_t i = 0; i < value.size() && i <= kMaxRuleMethods; ++i) {
+    methods.emplace_back(string_at(where.item(i), value[i]));
+  }
+  if (auto error = check_rule_methods(methods)) where.fail(shown(value), *error);
+  return methods;
+}
+
 InspectRule read_rule(const Where& where, const nlohmann::json& value) {
   if (!value.is_object()) where.fail(shown(value), "is not a JSON object ({\"method\": M, \"path\": GLOB})");
   check_keys(where, value, kRuleKeys, "a rule");
   for (const std::string_view required : {"method", "path"}) {
     if (!value.contains(required)) where.fail(fmt::format("has no \"{}\" (a rule needs a method and a path)", required));
   }
-  const std::string& method = string_at(where.key("method"), value.at("method"));
-  if (auto error = check_rule_method(method)) where.key("method").fail(method, *error);
+  const std::vector<std::string_view> methods = methods_at(where.key("method"), value.at("method"));
   const std::string& path = string_at(where.key("path"), value.at("path"));
   auto glob = PathGlob::parse(path);
   if (const auto* error = std::get_if<std::string>(&glob)) where.key("path").fail(*error);
   std::optional<std::string> name;
   if (value.contains("name")) name = name_at(where.key("name"), value.at("name"));
-  auto rule = make_inspect_rule(method, path, name);
+  auto rule = make_inspect_rule(methods, path, name);
   if (const auto* error = std::get_if<std::string>(&rule)) where.fail(*error);  // checked above: never
   return std::get<InspectRule>(std::move(rule));
 }
@@ -181,6 +196,12 @@ InspectEndpoint read_endpoint(const Where& where, const nlohmann::json& value) {
   if (value.contains("mode")) endpoint.mode = word_at(where.key("mode"), value.at("mode"), &parse_inspect_mode);
   if (value.contains("inject")) read_inject(where.key("inject"), value.at("inject"), endpoint);
   if (value.contains("secrets")) read_secrets(where.key("secrets"), value.at("secrets"), endpoint);
+  if (value.contains("case")) endpoint.path_case = word_at(where.key("case"), value.at("case"), &parse_path_case);
+  if (value.contains("get-bodies")) {
+    const nlohmann::json& get_bodies = value.at("get-bodies");
+    if (!get_bodies.is_boolean()) where.key("get-bodies").fail(shown(get_bodies), "is not true or false");
+    endpoint.get_bodies = get_bodies.get<bool>();
+  }
   if (auto error = check_inspect_endpoint(endpoint)) where.fail(*error);
   return endpoint;
 }
@@ -188,7 +209,10 @@ InspectEndpoint read_endpoint(const Where& where, const nlohmann::json& value) {
 nlohmann::ordered_json rule_objects(const std::vector<InspectRule>& rules) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const InspectRule& rule : rules) {
-    nlohmann::ordered_json object = {{"method", rule.method}, {"path", rule.path.text()}};
+    // One method as a string, as most rules are written; a list as a list.
+    nlohmann::ordered_json method = rule.methods.size() == 1 ? nlohmann::ordered_json(rule.methods.front())
+                                                             : nlohmann::ordered_json(rule.methods);
+    nlohmann::ordered_json object = {{"method", std::move(method)}, {"path", rule.path.text()}};
     if (rule.name) object["name"] = *rule.name;
     out.push_back(std::move(object));
   }
@@ -233,6 +257,8 @@ nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint) {
   } else if (!endpoint.secrets.empty()) {
     out["secrets"] = endpoint.secrets;
   }
+  if (endpoint.path_case == PathCase::insensitive) out["case"] = path_case_text(endpoint.path_case);
+  if (endpoint.get_bodies) out["get-bodies"] = true;
   return out;
 }
 

@@ -50,7 +50,10 @@ bool is_read_only_method(std::string_view method) noexcept {
 }
 
 bool method_matches(const InspectRule& rule, std::string_view method) noexcept {
-  return rule.method == "*" || iequals(rule.method, method);
+  for (const std::string& named : rule.methods) {
+    if (named == "*" || iequals(named, method)) return true;
+  }
+  return false;
 }
 
 std::string rule_label(const InspectRule& rule, std::string_view list, std::size_t index) {
@@ -81,17 +84,48 @@ std::optional<std::string> check_rule_method(std::string_view text) {
   return std::string("is not an HTTP method (a token such as GET or PROPFIND) nor *");
 }
 
+std::optional<std::string> check_rule_methods(const std::vector<std::string_view>& methods) {
+  if (methods.empty()) return std::string("is an empty list (name one method or more, or \"*\")");
+  if (methods.size() > kMaxRuleMethods) return fmt::format("names more than {} methods", kMaxRuleMethods);
+  for (std::size_t i = 0; i < methods.size(); ++i) {
+    if (auto error = check_rule_method(methods[i])) return fmt::format("\"{}\" {}", methods[i], *error);
+    // "*" among others would make them dead words: the list would read narrower than it is.
+    if (methods[i] == "*" && methods.size() > 1) return std::string("holds \"*\" with other methods (\"*\" stands alone)");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (iequals(methods[j], methods[i])) return fmt::format("names \"{}\" twice", methods[i]);
+    }
+  }
+  return std::nullopt;
+}
+
 std::variant<InspectRule, std::string> make_inspect_rule(std::string_view method, std::string_view path,
                                                          std::optional<std::string_view> name) {
   if (auto error = check_rule_method(method)) return fmt::format("method \"{}\": {}", method, *error);
+  return make_inspect_rule(std::vector<std::string_view>{method}, path, name);
+}
+
+std::variant<InspectRule, std::string> make_inspect_rule(const std::vector<std::string_view>& methods,
+                                                         std::string_view path, std::optional<std::string_view> name) {
+  if (auto error = check_rule_methods(methods)) return fmt::format("method {}", *error);
   auto glob = PathGlob::parse(path);
   if (auto* error = std::get_if<std::string>(&glob)) return fmt::format("path {}", *error);
   if (name) {
     if (auto error = check_inspect_name(*name)) return fmt::format("name \"{}\": {}", *name, *error);
   }
-  InspectRule rule{ascii_upper(method), std::get<PathGlob>(std::move(glob)), std::nullopt};
+  InspectRule rule{{}, std::get<PathGlob>(std::move(glob)), std::nullopt};
+  for (const std::string_view method : methods) rule.methods.push_back(ascii_upper(method));
   if (name) rule.name = std::string(*name);
   return rule;
+}
+
+std::variant<PathCase, std::string> parse_path_case(std::string_view text) {
+  if (text == "sensitive") return PathCase::sensitive;
+  if (text == "insensitive") return PathCase::insensitive;
+  return std::string("is not \"sensitive\" or \"insensitive\"");
+}
+
+std::string_view path_case_text(PathCase path_case) noexcept {
+  return path_case == PathCase::insensitive ? "insensitive" : "sensitive";
 }
 
 std::variant<InspectAccess, std::string> parse_inspect_access(std::string_view text) {
@@ -165,10 +199,25 @@ std::optional<std::string> check_secret_name(std::string_view text) {
   return fmt::format("is not a secret's name (1 to {} of a-z, 0-9 and '_')", kMaxSecretNameChars);
 }
 
+std::vector<std::string_view> credential_keys(const InspectEndpoint& endpoint) {
+  std::vector<std::string_view> keys;
+  if (!endpoint.inject.empty()) keys.emplace_back("inject");
+  if (!endpoint.secrets.empty()) keys.emplace_back("secrets");
+  // "sign" (SPEC §20) joins here once it is parsed: a signing key is a credential too.
+  return keys;
+}
+
 std::optional<std::string> check_inspect_endpoint(const InspectEndpoint& endpoint) {
   // Two grants at once: which one was meant to decide is not a guess to make.
   if (endpoint.access && endpoint.rules) {
     return std::string("has both \"access\" and \"rules\"; give one (or neither, for every method and path)");
+  }
+  // A wildcard names hosts the operator never saw: under *.azurewebsites.net any tenant can
+  // register a name, point the box at it and receive the credential (SPEC §19a).
+  if (const std::vector<std::string_view> keys = credential_keys(endpoint); endpoint.host.wildcard && !keys.empty()) {
+    return fmt::format("\"{}\" is a wildcard endpoint and cannot carry \"{}\" (any name under it, one a tenant of "
+                       "that domain registers included, would get the credential); name each host instead",
+                       entry_text(endpoint.host), keys.front());
   }
   return std::nullopt;
 }
@@ -234,12 +283,24 @@ std::string_view verdict_class(RequestVerdict verdict) noexcept {
 RequestJudgement judge_request(const InspectEndpoint& endpoint, std::string_view method, std::string_view target) {
   auto judged = judge_request_path(target);
   if (std::holds_alternative<PathFault>(judged)) return {RequestVerdict::bad_path, "-"};
-  const PathSegments& segments = std::get<PathSegments>(judged);
-  const auto matches = [&](const InspectRule& rule) { return method_matches(rule, method) && rule.path.matches(segments); };
+  const PathCase path_case = endpoint.path_case;
+  PathSegments& as_sent = std::get<PathSegments>(judged);
+  // Folded once, not once a rule; the globs hold their folded parts (table/path_glob.h).
+  if (path_case == PathCase::insensitive) as_sent = fold_case(as_sent);
+  // SPEC §19a: two readings of one path, as sent and as a servlet container reads it with the
+  // ';'-parameters gone ("/allowed/secret;x/k" is "/allowed/secret/k" there). A deny holds if
+  // either matches, a grant only if both do: no origin reads a path the rules did not judge.
+  const PathSegments bare = without_parameters(as_sent);
+  const auto denies = [&](const InspectRule& rule) {
+    return method_matches(rule, method) && (rule.path.matches(as_sent, path_case) || rule.path.matches(bare, path_case));
+  };
+  const auto allows = [&](const InspectRule& rule) {
+    return method_matches(rule, method) && rule.path.matches(as_sent, path_case) && rule.path.matches(bare, path_case);
+  };
 
   // A deny beats every grant: the operator's "never this" holds whatever else allows.
   for (std::size_t i = 0; i < endpoint.deny.size(); ++i) {
-    if (matches(endpoint.deny[i])) return {RequestVerdict::request_denied, rule_label(endpoint.deny[i], "deny", i)};
+    if (denies(endpoint.deny[i])) return {RequestVerdict::request_denied, rule_label(endpoint.deny[i], "deny", i)};
   }
   if (endpoint.access) {
     const bool allowed = *endpoint.access == InspectAccess::read_write || is_read_only_method(method);
@@ -248,7 +309,7 @@ RequestJudgement judge_request(const InspectEndpoint& endpoint, std::string_view
   if (endpoint.rules) {
     const std::vector<InspectRule>& rules = *endpoint.rules;
     for (std::size_t i = 0; i < rules.size(); ++i) {
-      if (matches(rules[i])) return {RequestVerdict::allowed, rule_label(rules[i], "rules", i)};
+      if (allows(rules[i])) return {RequestVerdict::allowed, rule_label(rules[i], "rules", i)};
     }
     // Rules are a list of what may pass: anything they do not name is refused.
     return {RequestVerdict::request_denied, "-"};

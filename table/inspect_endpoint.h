@@ -6,14 +6,17 @@
 // request line's rule= and `check` print):
 //   1. the path (table/request_path.h): a bad one is `bad path`, label "-";
 //   2. "deny": the first entry whose method and glob match refuses it, `request denied`,
-//      label "deny[N]" (or the entry's "name"): a deny beats every grant;
+//      label "deny[N]" (or the entry's "name"): a deny beats every grant. Its glob matches when it
+//      matches the path as sent or the path with every segment's ';'-parameters removed (SPEC
+//      §19a: either is what some origin reads);
 //   3. "access": read-only allows GET, HEAD and OPTIONS and refuses the rest, read-write allows
 //      every method; label "access";
 //   4. "rules": the first matching entry allows it, label "rules[N]" (or its "name"); none
-//      matching refuses it, label "-";
+//      matching refuses it, label "-". Its glob must match both the path as sent and the path
+//      without ';'-parameters: what it allows is allowed however the origin reads the path;
 //   5. neither "access" nor "rules": allowed, label "-".
 // Methods are compared without regard to case: an origin that reads "delete" as DELETE must not
-// be reached past a deny of DELETE.
+// be reached past a deny of DELETE. Paths are compared as the endpoint's "case" says.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +47,9 @@ enum class InspectMode : std::uint8_t {
 
 // One entry of "rules" or "deny".
 struct InspectRule {
-  std::string method;               // an HTTP token, upper-cased, or "*" for every method
+  // HTTP tokens, upper-cased, each once, matching any one of them ("method": ["GET", "HEAD"]);
+  // or {"*"} alone, every method. Never empty.
+  std::vector<std::string> methods;
   PathGlob path;
   std::optional<std::string> name;  // its label instead of rules[N] / deny[N]
 };
@@ -77,6 +82,17 @@ struct InspectEndpoint {
   // SPEC §19a's object form of "secrets": each name's places. A name of `secrets` not here (the
   // list form) is swapped in the Authorization header only (secret_places_of).
   std::vector<std::pair<std::string, std::vector<SecretPlace>>> secret_places;
+  // SPEC §19a: "case": "insensitive" compares the rules and paths without regard to ASCII case,
+  // for origins that fold case (where "/ADMIN" is "/admin", a deny of "/admin" must hold).
+  PathCase path_case = PathCase::sensitive;
+  // SPEC §19a: "get-bodies": true lets a GET or HEAD carry a body (get_body_refused).
+  bool get_bodies = false;
+
+  // Whether the proxy puts a credential into this endpoint's requests itself, by "inject" or by
+  // swapping a placeholder ("secrets"): there TRACE is refused and Accept-Encoding rewritten to
+  // identity (SPEC §19a), so that nothing the origin hands back can carry the value past the
+  // scrubber. An endpoint that only signs is not one ("sign" keeps the box's Accept-Encoding).
+  [[nodiscard]] bool injects_or_swaps() const noexcept { return !inject.empty() || !secrets.empty(); }
 };
 
 // ---- SPEC §19a: where a placeholder is swapped --------------------------------------------------
@@ -104,10 +120,22 @@ struct InspectEndpoint {
 // A rule's method: an HTTP token (RFC 9110 §5.6.2), or "*". nullopt when good, else why not.
 [[nodiscard]] std::optional<std::string> check_rule_method(std::string_view text);
 
-// A rule from its parts, each checked (check_rule_method, PathGlob::parse, check_inspect_name);
-// the method upper-cased. The first error, naming the part.
+// A rule's methods as a list ("method": ["GET", "HEAD"]): 1 to kMaxRuleMethods tokens, each once
+// (in any case), and "*" only alone. nullopt when good, else why not.
+inline constexpr std::size_t kMaxRuleMethods = 32;
+[[nodiscard]] std::optional<std::string> check_rule_methods(const std::vector<std::string_view>& methods);
+
+// A rule from its parts, each checked (check_rule_method or check_rule_methods, PathGlob::parse,
+// check_inspect_name); the methods upper-cased. The first error, naming the part.
 [[nodiscard]] std::variant<InspectRule, std::string> make_inspect_rule(std::string_view method, std::string_view path,
                                                                        std::optional<std::string_view> name);
+[[nodiscard]] std::variant<InspectRule, std::string> make_inspect_rule(const std::vector<std::string_view>& methods,
+                                                                       std::string_view path,
+                                                                       std::optional<std::string_view> name);
+
+// "sensitive" or "insensitive" (the endpoint's "case").
+[[nodiscard]] std::variant<PathCase, std::string> parse_path_case(std::string_view text);
+[[nodiscard]] std::string_view path_case_text(PathCase path_case) noexcept;
 
 // "read-only" or "read-write".
 [[nodiscard]] std::variant<InspectAccess, std::string> parse_inspect_access(std::string_view text);
@@ -133,7 +161,13 @@ struct InspectEndpoint {
 // A secret's name: 1 to 32 of [a-z0-9_] (SPEC §19). nullopt when good.
 [[nodiscard]] std::optional<std::string> check_secret_name(std::string_view text);
 
-// The endpoint as a whole: "access" and "rules" are exclusive. nullopt when good.
+// The keys of `endpoint` that hand it a credential: "inject", "secrets" (and "sign", when it is
+// parsed), those it carries, in that order.
+[[nodiscard]] std::vector<std::string_view> credential_keys(const InspectEndpoint& endpoint);
+
+// The endpoint as a whole: "access" and "rules" are exclusive; a wildcard host ("*.name") carries
+// no credential_keys (SPEC §19a: a name any tenant of the domain can register would get the
+// credential). nullopt when good, else why not, naming the host entry and the key.
 [[nodiscard]] std::optional<std::string> check_inspect_endpoint(const InspectEndpoint& endpoint);
 
 // The text of an access and a mode, as the config file spells them.

@@ -35,7 +35,8 @@ std::string_view path_fault_words(PathFault fault) noexcept {
     case PathFault::encoded_nul: return "holds %00 (an encoded NUL)";
     case PathFault::backslash: return "holds a '\\'";
     case PathFault::empty_segment: return "holds an empty segment (\"//\")";
-    case PathFault::dot_segment: return "holds a \".\" or \"..\" segment";
+    case PathFault::dot_segment: return "holds a \".\" or \"..\" segment (also before a ';': \"..;x\")";
+    case PathFault::bare_parameters: return "holds a segment that is only ';'-parameters (\"/;x\")";
     case PathFault::bad_percent: return "holds a '%' not followed by two hex digits";
     case PathFault::bad_character: return "holds a character no URL path may hold unencoded";
   }
@@ -85,12 +86,36 @@ std::variant<std::string, PathFault> normalise_path_text(std::string_view text) 
 std::variant<std::string, PathFault> normalise_segment(std::string_view text) {
   if (text.empty()) return PathFault::empty_segment;
   auto out = normalise_path_text(text);
+  const auto* segment = std::get_if<std::string>(&out);
+  if (segment == nullptr) return out;
   // Checked after decoding: "%2e" and "%2E%2e" climb as "." and ".." do, at an origin that
-  // decodes before it resolves dot segments.
-  if (const auto* segment = std::get_if<std::string>(&out); segment && (*segment == "." || *segment == "..")) {
-    return PathFault::dot_segment;
-  }
+  // decodes before it resolves dot segments. And before a ';': a servlet container drops a
+  // segment's ';'-parameters first, so "/allowed/..;/other" would be "/other" there while a rule
+  // read "/allowed/<something>" (SPEC §19a).
+  const std::string_view head = segment_without_parameters(*segment);
+  if (head == "." || head == "..") return PathFault::dot_segment;
+  // "/;x/a" would be "//a" once the parameters go: an empty segment, merged by some origins and
+  // not others, as "//" is.
+  if (head.empty()) return PathFault::bare_parameters;
   return out;
+}
+
+std::string_view segment_without_parameters(std::string_view segment) noexcept {
+  return segment.substr(0, segment.find(';'));
+}
+
+PathSegments without_parameters(const PathSegments& segments) {
+  PathSegments out;
+  out.reserve(segments.size());
+  for (const std::string& segment : segments) out.emplace_back(segment_without_parameters(segment));
+  return out;
+}
+
+bool has_parameters(const PathSegments& segments) noexcept {
+  for (const std::string& segment : segments) {
+    if (segment.find(';') != std::string::npos) return true;
+  }
+  return false;
 }
 
 std::variant<PathSegments, PathFault> judge_request_path(std::string_view target) {

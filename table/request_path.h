@@ -24,7 +24,10 @@ enum class PathFault : std::uint8_t {
   encoded_nul,        // %00: ends the path early in a C origin
   backslash,          // a raw '\', which some origins read as '/'
   empty_segment,      // "//": some origins merge it, some do not
-  dot_segment,        // "." or "..", also once decoded ("%2e%2E"): the origin would climb
+  dot_segment,        // "." or "..", also once decoded ("%2e%2E") and before a ';' ("..;x"): the
+                      // origin would climb
+  bare_parameters,    // a segment that is only ';'-parameters ("/;x/a"): once they are removed,
+                      // as a servlet container removes them, an empty segment some origins merge
   bad_percent,        // '%' not followed by two hex digits
   bad_character,      // a byte RFC 3986 allows in no path (a space, '#', '"', a control, >= 0x80)
 };
@@ -42,8 +45,22 @@ using PathSegments = std::vector<std::string>;
 [[nodiscard]] std::variant<std::string, PathFault> normalise_path_text(std::string_view text);
 
 // One segment as written (between two '/', without them): normalise_path_text, then an empty
-// segment and a "." or ".." (once decoded) are faults.
+// segment, a "." or ".." (once decoded), and a segment whose part before its first ';' is "." or
+// ".." (dot_segment) or empty (bare_parameters) are faults (SPEC §19a: "/a/..;/b" is "/b" to a
+// servlet container, which drops each segment's ';'-parameters before it resolves dot segments).
 [[nodiscard]] std::variant<std::string, PathFault> normalise_segment(std::string_view text);
+
+// The part of a normalised segment before its first ';' (all of it when it has none): what an
+// origin that drops ';'-parameters reads. A ';' is a raw one only: an encoded one stays "%3B" in a
+// normalised segment, data to every reader.
+[[nodiscard]] std::string_view segment_without_parameters(std::string_view segment) noexcept;
+
+// The path with every segment's ';'-parameters removed (SPEC §19a): "/a;x/b;y=1" is "/a/b". Of a
+// judged path, never an empty segment (judge_request_path refused those).
+[[nodiscard]] PathSegments without_parameters(const PathSegments& segments);
+
+// Whether any segment holds a ';' (so that without_parameters would change it).
+[[nodiscard]] bool has_parameters(const PathSegments& segments) noexcept;
 
 // Judges a request target: origin-form only; the query (from the first '?') is cut off and
 // neither matched nor checked; then each segment through normalise_segment. One trailing '/' is

@@ -11,6 +11,11 @@ namespace boxproxy {
 
 std::optional<std::string> check_secret_value(std::string_view value) {
   if (value.empty()) return std::string("is empty");
+  if (value.size() < kMinSecretValueBytes) {
+    // The length alone: it says nothing of the value a log reader could use beyond its size.
+    return fmt::format("is shorter than {} bytes (a short value would match at random in the responses searched "
+                       "for it)", kMinSecretValueBytes);
+  }
   if (value.size() > kMaxSecretValueBytes) {
     return fmt::format("is longer than {} bytes", kMaxSecretValueBytes);
   }

@@ -4,7 +4,7 @@
 // (a --secret file, the control channel) and where it is kept (proxy/inspect/secret_store.h) are
 // the callers'.
 //
-// A value is 1 to kMaxSecretValueBytes of visible ASCII (0x21 to 0x7e). Why so narrow: it is put
+// A value is kMinSecretValueBytes to kMaxSecretValueBytes of visible ASCII (0x21 to 0x7e). Why so narrow: it is put
 // into a header value as is (and, for a placeholder, into a request target), so a CR, LF or NUL
 // would end the header and start another the box never wrote, any other control byte is refused
 // by careful origins, a space or a tab at either end is stripped by the origin's parser (it would
@@ -22,6 +22,11 @@
 
 namespace boxproxy {
 
+// The shortest value (SPEC §19a): responses are searched for every value in force and what matches
+// is replaced, so a short value would match at random (a 4-byte one in about every 4 GiB of
+// random bytes per spelling, far sooner in text) and each match would tell the box a piece of it.
+// 12 bytes of even a decimal PIN is beyond chance; every API key and token in use is longer.
+inline constexpr std::size_t kMinSecretValueBytes = 12;
 // The longest value: a JWT with many claims is about 2 KiB; a header line of twice that is still
 // far under any origin's head limit. Bounds the inspector's store too (kMaxSecrets of these).
 inline constexpr std::size_t kMaxSecretValueBytes = 4096;

@@ -238,9 +238,35 @@ class BadEntriesTest(InspectTestCase):
             ({"host": "a.test", "secrets": ["a", "a"]}, "[0].secrets[1]: \"a\" is named twice"),
             ({"inspect": [{"host": "a.test"}, {"host": "A.test.:443"}]},
              '[1].host: "a.test:443" names the endpoint a.test:443 again, as --config'),
+            # SPEC §19a: no credential on a wildcard; method lists; "case"; "get-bodies".
+            ({"host": "*.a.test", "inject": {"Authorization": "Bearer {k}"}},
+             '[0]: "*.a.test:443" is a wildcard endpoint and cannot carry "inject"'),
+            ({"inspect": [{"host": "a.test", "secrets": ["k"]}, {"host": "*.a.test:8443", "secrets": ["k"]}]},
+             '[1]: "*.a.test:8443" is a wildcard endpoint and cannot carry "secrets"'),
+            ({"host": "a.test", "rules": [{"method": [], "path": "/"}]}, "[0].rules[0].method: \"[]\" is an empty list"),
+            ({"host": "a.test", "deny": [{"method": ["GET", "get"], "path": "/"}]}, 'names "get" twice'),
+            ({"host": "a.test", "rules": [{"method": ["*", "GET"], "path": "/"}]}, '"*" stands alone'),
+            ({"host": "a.test", "rules": [{"method": ["GET", 7], "path": "/"}]},
+             '[0].rules[0].method[1]: "7" is not a JSON string'),
+            ({"host": "a.test", "case": "ignore"}, '[0].case: "ignore" is not "sensitive" or "insensitive"'),
+            ({"host": "a.test", "get-bodies": 1}, '[0].get-bodies: "1" is not true or false'),
+            ({"host": "a.test", "rules": [{"method": "GET", "path": "/a/..;/b"}]}, '"/a/..;/b": holds a "." or ".."'),
         ]
         for config, says in cases:
             self.bad_config(config, says)
+
+    def test_a_wildcard_endpoint_with_a_credential_does_not_start(self):
+        # SPEC §19a: a name a tenant of the domain registers would get the credential. serve (and
+        # run) stop at the usage error, before the inspector or the socket.
+        path = self.write_config({"inspect": [{"host": "*.azurewebsites.net",
+                                               "inject": {"x-functions-key": "{key}"}}]})
+        for command in (["serve", "--socket", "s.sock", "--config", path],
+                        ["run", "--config", path, "--", "true"]):
+            with self.subTest(command=command[0]):
+                result = self.boxproxy(*command)
+                self.assert_usage(result, f'--config "{path}": key "inspect"[0]: "*.azurewebsites.net:443" is a '
+                                          'wildcard endpoint and cannot carry "inject"', "name each host instead")
+        self.assertEqual(os.listdir(self.dir), ["c.json"], "a usage error creates no socket")
 
     def test_the_same_host_across_both_sources_names_both(self):
         path = self.write_config({"inspect": [{"host": "api.github.com", "access": "read-only"}]})
@@ -299,6 +325,105 @@ class FailClosedTest(InspectTestCase):
             self.assertFalse(os.path.exists(marker), "COMMAND never ran")
 
 
+class CheckRoundTwoTest(InspectTestCase):
+    """SPEC §19a's rules through check, which runs serve's judge: a segment whose part before ';' is
+    "." or ".." is bad path; a deny matches the path as sent or without ';'-parameters, a grant must
+    match both; "case": "insensitive"; method lists. Names resolve to 127.0.0.2, permitted: check
+    never dials."""
+
+    CONFIG = {"inspect": [
+        {"host": "api.example.test",
+         "rules": [{"method": ["GET", "HEAD"], "path": "/allowed/**"}],
+         "deny": [{"method": "*", "path": "/allowed/secret/**", "name": "no-secret"}]},
+        {"host": "files.example.test", "case": "insensitive",
+         "rules": [{"method": "GET", "path": "/Public/**"}],
+         "deny": [{"method": ["PUT", "DELETE"], "path": "/public/**", "name": "no-writes"},
+                  {"method": "*", "path": "/public/admin/**", "name": "no-admin"}]},
+    ]}
+
+    def judge(self, *targets):
+        config = self.write_config(self.CONFIG)
+        return self.check("--config", config, "--permit", "127.0.0.2/32", "--resolve", "api.example.test=127.0.0.2",
+                          "--resolve", "files.example.test=127.0.0.2", *targets)
+
+    def assert_lines(self, rows):
+        code, lines, err = self.judge(*[target for target, _, _ in rows])
+        self.assertEqual([line[2:] for line in lines], [(rule, verdict) for _, rule, verdict in rows], err)
+        self.assertEqual([line[0] for line in lines], [target for target, _, _ in rows])
+        self.assertEqual(code, 0 if all(verdict == "ok" for _, _, verdict in rows) else 1)
+
+    def test_a_dot_segment_behind_a_parameter_is_a_bad_path(self):
+        api = "https://api.example.test"
+        self.assert_lines([(f"GET {api}/allowed/..;/other", "-", "bad path"),
+                           (f"GET {api}/allowed/.;x/other", "-", "bad path"),
+                           (f"GET {api}/allowed/%2e%2E;/other", "-", "bad path"),
+                           (f"GET {api}/allowed/x/..;y=1", "-", "bad path"),
+                           (f"GET {api}/allowed/;x/other", "-", "bad path"),  # only parameters
+                           (f"GET {api}/allowed/x;..", "rules[0]", "ok")])  # dots inside a parameter
+
+    def test_a_deny_matches_either_reading_a_grant_both(self):
+        api = "https://api.example.test"
+        self.assert_lines([(f"GET {api}/allowed/secret;x/k", "no-secret", "request denied"),
+                           (f"GET {api}/allowed/secret;/k", "no-secret", "request denied"),
+                           (f"HEAD {api}/allowed/secret;a=1;b/k;c", "no-secret", "request denied"),
+                           (f"GET {api}/allowed/secret%3Bx/k", "rules[0]", "ok"),  # an encoded ';' is data
+                           (f"GET {api}/allowed/other;x/k", "rules[0]", "ok"),
+                           (f"GET {api}/allowed;x/k", "-", "request denied")])  # as sent, not under /allowed/
+
+    def test_a_method_list_allows_each_of_its_methods(self):
+        api = "https://api.example.test"
+        self.assert_lines([(f"GET {api}/allowed/x", "rules[0]", "ok"),
+                           (f"HEAD {api}/allowed/x", "rules[0]", "ok"),
+                           (f"head {api}/allowed/x", "rules[0]", "ok"),
+                           (f"POST {api}/allowed/x", "-", "request denied"),
+                           (f"OPTIONS {api}/allowed/x", "-", "request denied")])
+
+    def test_case_insensitive_folds_rules_and_paths(self):
+        files = "https://files.example.test"
+        self.assert_lines([(f"GET {files}/public/readme", "rules[0]", "ok"),
+                           (f"GET {files}/PUBLIC/readme", "rules[0]", "ok"),
+                           (f"GET {files}/Public/ADMIN/keys", "no-admin", "request denied"),
+                           (f"GET {files}/PUBLIC/Admin;x/keys", "no-admin", "request denied"),
+                           (f"DELETE {files}/PuBlIc/x", "no-writes", "request denied"),
+                           (f"GET {files}/private/x", "-", "request denied")])
+        # The same rules, case-sensitive: /PUBLIC is another path, and /Public/ADMIN no admin path.
+        self.CONFIG = json.loads(json.dumps(self.CONFIG))
+        del self.CONFIG["inspect"][1]["case"]
+        self.assert_lines([(f"GET {files}/PUBLIC/readme", "-", "request denied"),
+                           (f"GET {files}/Public/ADMIN/keys", "rules[0]", "ok")])
+
+
+class GithubExampleTest(InspectTestCase):
+    """The manual's GitHub example (Request inspection), which is examples/github.json, lets git
+    clone and fetch (smart HTTP: GET info/refs, then POST git-upload-pack) and never push, and a
+    HEAD has its rule (issue 37 item 7): check answers as the manual says."""
+
+    def test_examples_github_json_is_the_manuals_and_answers_as_it_says(self):
+        from test_manual_examples import manual_block  # the manual's blocks, as a reader sees them
+        example = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                               "examples", "github.json")
+        with open(example) as f:
+            self.assertEqual(json.load(f), json.loads(manual_block('"name": "file-issue"')))
+        rows = [
+            ("GET https://api.github.com/repos/acme/widget", "github", "rules[0]", "ok"),
+            ("HEAD https://api.github.com/repos/acme/widget", "github", "rules[0]", "ok"),  # HEAD has its rule
+            ("GET https://github.com/acme/widget/info/refs?service=git-upload-pack", "git", "rules[0]", "ok"),
+            ("POST https://github.com/acme/widget/git-upload-pack", "git", "fetch", "ok"),
+            ("GET https://github.com/acme/widget.git/info/refs?service=git-upload-pack", "git", "rules[0]", "ok"),
+            ("POST https://github.com/acme/widget.git/git-upload-pack", "git", "fetch", "ok"),
+            ("HEAD https://github.com/acme/widget.git/info/refs", "git", "rules[0]", "ok"),
+            # A push asks the same way (the query is not matched), and is refused when it sends.
+            ("GET https://github.com/acme/widget.git/info/refs?service=git-receive-pack", "git", "rules[0]", "ok"),
+            ("POST https://github.com/acme/widget.git/git-receive-pack", "git", "-", "request denied"),
+            ("POST https://github.com/other/widget.git/git-upload-pack", "git", "-", "request denied"),
+            ("GET https://github.com/acme/widget/settings", "git", "-", "request denied"),
+        ]
+        code, lines, err = self.check("--config", example, "--resolve", GITHUB, "--resolve", "github.com=140.82.112.3",
+                                      *[row[0] for row in rows])
+        self.assertEqual(lines, rows, err)
+        self.assertEqual(code, 1)
+
+
 class CheckConfigInspectTest(InspectTestCase):
     """--check-config lists the endpoints and rules in force, as a config that reads back the same."""
 
@@ -333,6 +458,20 @@ class CheckConfigInspectTest(InspectTestCase):
             {"host": "*.example.com:8443", "access": "read-write", "mode": "enforce"},
             {"host": "empty.example:443", "rules": [], "mode": "enforce"},
             {"host": "cli.example:443", "mode": "enforce"}])
+
+    def test_method_lists_case_and_get_bodies_round_trip(self):
+        config = self.write_config({"inspect": [
+            {"host": "search.example", "case": "insensitive", "get-bodies": True,
+             "rules": [{"method": ["get", "HEAD"], "path": "/**"}, {"method": ["POST"], "path": "/_search"}],
+             "deny": [{"method": ["PUT", "delete"], "path": "/_all/**"}]},
+            {"host": "plain.example", "case": "sensitive", "get-bodies": False}]})
+        printed = self.round_trip("--config", config)
+        self.assertEqual(printed["inspect"], [
+            {"host": "search.example:443",
+             "rules": [{"method": ["GET", "HEAD"], "path": "/**"}, {"method": "POST", "path": "/_search"}],
+             "deny": [{"method": ["PUT", "DELETE"], "path": "/_all/**"}], "mode": "enforce",
+             "case": "insensitive", "get-bodies": True},
+            {"host": "plain.example:443", "mode": "enforce"}])
         self.assertEqual(list(printed)[:2], ["inspect", "max-tunnels"], "in --help's order")
 
     def test_schema_and_serve_agree_on_inspect_configs(self):
@@ -343,6 +482,9 @@ class CheckConfigInspectTest(InspectTestCase):
                           "deny": [{"method": "*", "path": "/**", "name": "all"}]}]},
             {"inspect": [{"host": "a.test", "rules": [{"method": "PROPFIND", "path": "/v1/*.json"}],
                           "inject": {"x-api-key": "{key}"}, "secrets": ["key"]}]},
+            {"inspect": [{"host": "a.test", "rules": [{"method": ["GET", "HEAD"], "path": "/"}],
+                          "deny": [{"method": ["*"], "path": "/x"}], "case": "insensitive", "get-bodies": True}]},
+            {"inspect": [{"host": "*.a.test", "access": "read-only", "inject": {}, "secrets": []}]},
         ]
         invalid = [
             {"inspect": ["a.test"]},
@@ -358,6 +500,14 @@ class CheckConfigInspectTest(InspectTestCase):
             {"inspect": [{"host": "a.test", "name": "access"}]},
             {"inspect": [{"host": "a.test", "secrets": ["A"]}]},
             {"inspect": [{"host": "a.test", "inject": {"k": "{A}"}}]},
+            {"inspect": [{"host": "*.a.test", "inject": {"k": "{a}"}}]},
+            {"inspect": [{"host": "*.a.test:8443", "secrets": ["a"]}]},
+            {"inspect": [{"host": "a.test", "rules": [{"method": [], "path": "/"}]}]},
+            {"inspect": [{"host": "a.test", "rules": [{"method": ["GET", "GET"], "path": "/"}]}]},
+            {"inspect": [{"host": "a.test", "rules": [{"method": ["*", "GET"], "path": "/"}]}]},
+            {"inspect": [{"host": "a.test", "rules": [{"method": ["G T"], "path": "/"}]}]},
+            {"inspect": [{"host": "a.test", "case": "Insensitive"}]},
+            {"inspect": [{"host": "a.test", "get-bodies": "true"}]},
         ]
         schema = validator("config")
         for config in valid + invalid:

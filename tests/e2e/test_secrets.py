@@ -160,6 +160,43 @@ class SecretsTest(InspectRig, ProxyTestCase):
         self.assertEqual(self.authorizations(), [[f"Bearer {SECOND}"], [f"Bearer {SECOND}"]])
         self.assertNotIn(SECOND, "\n".join(p.raw_log_lines()))
 
+    def test_a_value_under_12_bytes_is_refused_and_the_one_in_force_kept(self):
+        # SPEC §19a: a short value would match at random in the responses searched for it. The
+        # control op answers an error; a SIGHUP that reads one keeps the value in force and says so.
+        p, client = self.start()
+        tls = self.open_tls(p)
+        short = "sk-short-11"  # 11 bytes
+        reply = self.control(client, name="api", value=short)
+        self.assertEqual(reply, {"id": 1, "ok": False, "error": (
+            'secret: "value" is shorter than 12 bytes (a short value would match at random in the responses searched '
+            "for it)")})
+        self.assertEqual(self.get(tls, "/one").status, 200)
+        with open(self.secret_file, "r+") as f:  # rewritten in place with a short value
+            f.truncate(0)
+            f.write(short + "\n")
+        p.proc.send_signal(signal.SIGHUP)
+        p.wait_raw("sighup: --secret api: kept the value in force: the file is shorter than 12 bytes")
+        self.assertEqual(self.get(tls, "/two").status, 200)
+        # Twelve bytes are enough, by either way in.
+        twelve = "sk-twelve-12"
+        self.assertEqual(self.control(client, name="api", value=twelve), {"id": 2, "ok": True})
+        self.assertEqual(self.get(tls, "/three").status, 200)
+        self.assertEqual(self.authorizations(), [[f"Bearer {FIRST}"], [f"Bearer {FIRST}"], [f"Bearer {twelve}"]])
+        self.assertNotIn(short, "\n".join(p.raw_log_lines()))
+
+    def test_the_live_inspect_op_refuses_a_credential_on_a_wildcard(self):
+        # SPEC §19a, live as at start: an error reply, and nothing changed.
+        p, client = self.start()
+        for change in ({"add": [{"host": "*.example.test", "inject": {"x-key": "{api}"}}]},
+                       {"set": [{"host": self.host}, {"host": "*.example.test:8443", "secrets": ["api"]}]}):
+            with self.subTest(change=change):
+                reply = client.request("inspect", **change)
+                self.assertFalse(reply["ok"], reply)
+                self.assertIn("is a wildcard endpoint and cannot carry", reply["error"])
+        in_force = client.request("inspect", add=[])["inspect"]
+        self.assertEqual([e["host"] for e in in_force], [self.host])
+        self.assertEqual(in_force[0]["inject"], {"Authorization": "Bearer {api}"})
+
     def test_the_secret_op_without_an_inspector_is_refused(self):
         p, client = proxy_with_control_fd(self, "--log", "json")
         reply = client.request("secret", name="api", value=SECOND)
@@ -432,6 +469,7 @@ class SecretUsageTest(unittest.TestCase):
             ("api=" + self.write("crlf", b"VISIBLE\r\nX-Injected: 1\n"), b"X-Injected"),
             ("api=" + self.write("nul", b"VISIBLE\0x\n"), b"VISIBLE"),
             ("api=" + self.write("empty", b"\n"), None),
+            ("api=" + self.write("short", b"VISIBLE-sho\n"), b"VISIBLE-sho"),  # 11 bytes (SPEC §19a)
             ("api=" + self.write("long", b"V" * 4097), b"V" * 64),
         ]
         for value, contents in cases:
@@ -443,6 +481,8 @@ class SecretUsageTest(unittest.TestCase):
                 self.assertIn(value, err)
                 if contents is not None:
                     self.assertNotIn(contents, r.stderr)
+        r = self.serve("--inspect", "origin.test", "--secret", "api=" + os.path.join(self.dir, "short"))
+        self.assertIn(b"FILE is shorter than 12 bytes", r.stderr)
         self.assertEqual(self.serve("--inspect", "origin.test", "--secret", f"api={good}",
                                     "--secret", f"api={good}").returncode, 2)
         too_many = [a for i in range(65) for a in ("--secret", f"s{i}={good}")]

@@ -342,6 +342,13 @@ TEST_CASE("control_ops: a refused inspect names why and changes nothing") {
        R"(inspect: add[1].host: \"c.org:443\" is named twice (each host is named once))"},
       {R"({"op":"inspect","add":[{"host":"c.org"},{"host":"A.org."}]})",
        R"(inspect: add[1].host: \"a.org:443\" is inspected already (\"set\" changes its rules))"},
+      // SPEC §19a: no credential on a wildcard, live as at start.
+      {R"({"op":"inspect","add":[{"host":"*.c.org","inject":{"x-key":"{k}"}}]})",
+       R"(inspect: add[0]: \"*.c.org:443\" is a wildcard endpoint and cannot carry \"inject\" (any name under it, )"
+       R"(one a tenant of that domain registers included, would get the credential); name each host instead)"},
+      {R"({"op":"inspect","set":[{"host":"c.org","secrets":["k"]},{"host":"*.c.org","secrets":["k"]}]})",
+       R"(inspect: set[1]: \"*.c.org:443\" is a wildcard endpoint and cannot carry \"secrets\" (any name under it, )"
+       R"(one a tenant of that domain registers included, would get the credential); name each host instead)"},
       {R"({"op":"inspect","remove":"a.org"})", "inspect: remove is not an array of host entries"},
       {R"({"op":"inspect","remove":["a.org",7]})", "inspect: remove[1] is not a string: 7"},
       {R"({"op":"inspect","remove":["a.org","b.org"]})", R"(inspect: remove[1]: \"b.org:443\" is not inspected)"},
@@ -371,15 +378,16 @@ namespace boxproxy {
 
 TEST_CASE("control_ops: secret sets, replaces and revokes; a refusal never echoes the value") {
   FakeSession session;
-  CHECK(reply(session, R"({"id":1,"op":"secret","name":"github","value":"ghp_x1"})") == R"({"id":1,"ok":true})");
+  CHECK(reply(session, R"({"id":1,"op":"secret","name":"github","value":"ghp_x1-0123456789"})") == R"({"id":1,"ok":true})");
   CHECK(reply(session, R"({"id":2,"op":"secret","name":"github","value":null})") == R"({"id":2,"ok":true})");
   REQUIRE(session.secrets_set.size() == 2);
-  CHECK(session.secrets_set[0] == std::pair<std::string, std::optional<std::string>>{"github", "ghp_x1"});
+  CHECK(session.secrets_set[0] == std::pair<std::string, std::optional<std::string>>{"github", "ghp_x1-0123456789"});
   CHECK(session.secrets_set[1] == std::pair<std::string, std::optional<std::string>>{"github", std::nullopt});
 
   for (const char* line : {R"({"op":"secret","name":"github","value":"sp ace-VALUE9"})",
                            R"({"op":"secret","name":"github","value":"crlf\r\nVALUE9"})",
                            R"({"op":"secret","name":"github","value":""})",
+                           R"({"op":"secret","name":"github","value":"VALUE9-abcd"})",  // 11 bytes: too short
                            R"({"op":"secret","name":"github","value":7})",
                            R"({"op":"secret","name":"github"})",
                            R"({"op":"secret","name":"GitHub","value":"VALUE9"})",
@@ -391,9 +399,15 @@ TEST_CASE("control_ops: secret sets, replaces and revokes; a refusal never echoe
     CHECK(answer.find("VALUE9") == std::string::npos);
   }
   CHECK(session.secrets_set.size() == 2);  // nothing refused reached the session
+  // SPEC §19a: 12 bytes at least, said without the value.
+  CHECK(reply(session, R"({"id":5,"op":"secret","name":"github","value":"VALUE9-abcd"})") ==
+        error("5", "secret: \\\"value\\\" is shorter than 12 bytes (a short value would match at random in the "
+                   "responses searched for it)"));
+  CHECK(reply(session, R"({"id":6,"op":"secret","name":"github","value":"VALUE9-abcde"})") == R"({"id":6,"ok":true})");
+  CHECK(session.secrets_set.size() == 3);
 
   session.has_inspector = false;
-  const std::string refused = reply(session, R"({"id":3,"op":"secret","name":"github","value":"VALUE9"})");
+  const std::string refused = reply(session, R"({"id":3,"op":"secret","name":"github","value":"VALUE9-abcdef"})");
   CHECK(refused == error("3", std::string("secret: ") + std::string(kNoInspectorForSecrets)));
 }
 

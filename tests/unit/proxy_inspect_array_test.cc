@@ -10,6 +10,7 @@
 using boxproxy::InspectAccess;
 using boxproxy::InspectEndpoint;
 using boxproxy::InspectMode;
+using boxproxy::PathCase;
 using nlohmann::json;
 
 namespace {
@@ -49,7 +50,7 @@ TEST_CASE("every key is read, and written back to the same endpoint") {
   CHECK(*github.name == "github");
   REQUIRE(github.rules.has_value());
   CHECK(github.rules->size() == 2);
-  CHECK((*github.rules)[0].method == "GET");
+  CHECK((*github.rules)[0].methods == std::vector<std::string>{"GET"});
   CHECK((*github.rules)[0].path.text() == "/repos/acme/**");
   CHECK(*(*github.rules)[1].name == "data");
   CHECK(github.deny.size() == 1);
@@ -97,7 +98,7 @@ TEST_CASE("errors name the item, the key and the value") {
        R"([0]: has both "access" and "rules"; give one (or neither, for every method and path))");
   says(R"([{"host": "a.test", "Access": "read-only"}])",
        R"([0]: unknown key "Access" (the keys of an inspected endpoint are host, name, access, rules, deny, mode, )"
-       R"(inject, secrets))");
+       R"(inject, secrets, case, get-bodies))");
   says(R"([{"host": "a.test:99999"}])", R"([0].host: "a.test:99999" bad port (must be 1 to 65535))");
   // A value is quoted, its bytes escaped: the words reach a terminal.
   CHECK(error_of(json::parse(R"([{"host": "a.test", "mode": "\u001b[2J"}])"))
@@ -109,4 +110,54 @@ TEST_CASE("the array is written in order, and an empty one is []") {
   const std::vector<InspectEndpoint> endpoints = read(json::parse(R"([{"host": "b.test"}, {"host": "a.test:8443"}])"));
   CHECK(boxproxy::inspect_array(endpoints).dump() ==
         R"([{"host":"b.test:443","mode":"enforce"},{"host":"a.test:8443","mode":"enforce"}])");
+}
+
+TEST_CASE("SPEC §19a's keys: method lists, case, get-bodies; read and written back") {
+  const std::vector<InspectEndpoint> endpoints = read(json::parse(R"([
+    {"host": "a.test", "rules": [{"method": ["GET", "head"], "path": "/x/**"}, {"method": ["POST"], "path": "/y"}],
+     "deny": [{"method": ["delete", "PUT"], "path": "/x/k/**"}], "case": "insensitive", "get-bodies": true},
+    {"host": "b.test", "case": "sensitive", "get-bodies": false}
+  ])"));
+  REQUIRE(endpoints.size() == 2);
+  const InspectEndpoint& a = endpoints[0];
+  CHECK((*a.rules)[0].methods == std::vector<std::string>{"GET", "HEAD"});
+  CHECK((*a.rules)[1].methods == std::vector<std::string>{"POST"});
+  CHECK(a.deny[0].methods == std::vector<std::string>{"DELETE", "PUT"});
+  CHECK(a.path_case == PathCase::insensitive);
+  CHECK(a.get_bodies);
+  CHECK(endpoints[1].path_case == PathCase::sensitive);
+  CHECK_FALSE(endpoints[1].get_bodies);
+  CHECK(boxproxy::inspect_object(a).dump() ==
+        R"({"host":"a.test:443","rules":[{"method":["GET","HEAD"],"path":"/x/**"},{"method":"POST","path":"/y"}],)"
+        R"("deny":[{"method":["DELETE","PUT"],"path":"/x/k/**"}],"mode":"enforce","case":"insensitive",)"
+        R"("get-bodies":true})");
+  // The defaults are not written: an endpoint reads back the same.
+  CHECK(boxproxy::inspect_object(endpoints[1]).dump() == R"({"host":"b.test:443","mode":"enforce"})");
+  const std::vector<InspectEndpoint> again = read(json::parse(boxproxy::inspect_array(endpoints).dump()));
+  CHECK(boxproxy::inspect_array(again).dump() == boxproxy::inspect_array(endpoints).dump());
+}
+
+TEST_CASE("SPEC §19a's errors: a credential on a wildcard, a bad method list, case, get-bodies") {
+  const auto says = [](const char* text, const std::string& expected) {
+    CAPTURE(text);
+    CHECK(error_of(json::parse(text)) == kLabel + expected);
+  };
+  says(R"([{"host": "*.example.com", "inject": {"Authorization": "Bearer {k}"}}])",
+       R"([0]: "*.example.com:443" is a wildcard endpoint and cannot carry "inject" (any name under it, one a )"
+       R"(tenant of that domain registers included, would get the credential); name each host instead)");
+  says(R"([{"host": "a.test"}, {"host": "*.example.com:8443", "secrets": ["k"]}])",
+       R"([1]: "*.example.com:8443" is a wildcard endpoint and cannot carry "secrets" (any name under it, one a )"
+       R"(tenant of that domain registers included, would get the credential); name each host instead)");
+  says(R"([{"host": "a.test", "rules": [{"method": [], "path": "/"}]}])",
+       R"([0].rules[0].method: "[]" is an empty list (name one method or more, or "*"))");
+  says(R"([{"host": "a.test", "rules": [{"method": ["GET", "get"], "path": "/"}]}])",
+       R"([0].rules[0].method: "[\"GET\",\"get\"]" names "get" twice)");
+  says(R"([{"host": "a.test", "deny": [{"method": ["*", "GET"], "path": "/"}]}])",
+       R"([0].deny[0].method: "[\"*\",\"GET\"]" holds "*" with other methods ("*" stands alone))");
+  says(R"([{"host": "a.test", "rules": [{"method": ["GET", 1], "path": "/"}]}])",
+       R"([0].rules[0].method[1]: "1" is not a JSON string)");
+  says(R"([{"host": "a.test", "rules": [{"method": ["G ET"], "path": "/"}]}])",
+       R"([0].rules[0].method: "[\"G ET\"]" "G ET" is not an HTTP method (a token such as GET or PROPFIND) nor *)");
+  says(R"([{"host": "a.test", "case": "ignore"}])", R"([0].case: "ignore" is not "sensitive" or "insensitive")");
+  says(R"([{"host": "a.test", "get-bodies": "yes"}])", R"([0].get-bodies: "\"yes\"" is not true or false)");
 }

@@ -178,16 +178,16 @@ TEST_CASE("a start message's bounds are serve's options' ranges") {
 namespace boxproxy {
 
 TEST_CASE("a secret's message: the value as hex, read back; anything else of that shape refused") {
-  const std::string set = serve_message(InspectorOrder(InspectorSecret{"github", SecretText("ghp_Ab9")}));
-  CHECK(set == R"({"op":"secret","name":"github","value":"6768705f416239"})");
-  CHECK(set.find("ghp_Ab9") == std::string::npos);
+  const std::string set = serve_message(InspectorOrder(InspectorSecret{"github", SecretText("ghp_Ab9-0123456789")}));
+  CHECK(set == R"({"op":"secret","name":"github","value":"6768705f4162392d30313233343536373839"})");
+  CHECK(set.find("ghp_Ab9-0123456789") == std::string::npos);
   auto parsed = parse_serve_message(set);
   REQUIRE(std::holds_alternative<InspectorOrder>(parsed));
   const auto* secret = std::get_if<InspectorSecret>(&std::get<InspectorOrder>(parsed));
   REQUIRE(secret != nullptr);
   CHECK(secret->name == "github");
   REQUIRE(secret->value.has_value());
-  CHECK(secret->value->view() == "ghp_Ab9");
+  CHECK(secret->value->view() == "ghp_Ab9-0123456789");
 
   const std::string revoke = serve_message(InspectorOrder(InspectorSecret{"github", std::nullopt}));
   CHECK(revoke == R"({"op":"secret","name":"github","value":null})");
@@ -198,6 +198,7 @@ TEST_CASE("a secret's message: the value as hex, read back; anything else of tha
   for (const char* bad : {R"({"op":"secret","name":"GitHub","value":null})",
                           R"({"op":"secret","name":"github","value":"6g"})",
                           R"({"op":"secret","name":"github","value":"20"})",  // a space: not a value
+                          R"({"op":"secret","name":"github","value":"6768705f416239"})",  // 7 bytes: too short
                           R"({"op":"secret","name":"github","value":""})",
                           R"({"op":"secret","name":"github","value":null,"x":1})",
                           R"({"op":"secret","name":"github"})"}) {

@@ -163,8 +163,8 @@ TEST_CASE("the values: methods, names, access, mode, inject, secrets") {
     CAPTURE(bad);
     CHECK(check_rule_method(bad).has_value());
   }
-  CHECK(rule("propfind", "/").method == "PROPFIND");
-  CHECK(rule("*", "/").method == "*");
+  CHECK(rule("propfind", "/").methods == std::vector<std::string>{"PROPFIND"});
+  CHECK(rule("*", "/").methods == std::vector<std::string>{"*"});
 
   for (const char* good : {"a", "read-repos", "Rule_1.2", "0x"}) {
     CAPTURE(good);

@@ -144,6 +144,11 @@ TEST_CASE("bad globs are errors naming the glob and the fault") {
       {"/.", "\".\" or \"..\""},
       {"/a/..", "\".\" or \"..\""},
       {"/a/%2e%2E/b", "\".\" or \"..\""},
+      {"/a/..;/b", "\".\" or \"..\""},  // no judged path holds a segment like these (SPEC §19a)
+      {"/a/.;x", "\".\" or \"..\""},
+      {"/a/%2E%2E;x*", "\".\" or \"..\""},
+      {"/;x", "only ';'-parameters"},
+      {"/a/;*", "only ';'-parameters"},
       {"/a%2Fb", "%2F"},
       {"/a%2fb", "%2F"},
       {"/a%5cb", "%5C"},
@@ -174,4 +179,46 @@ TEST_CASE("a glob keeps its text as given") {
   CHECK(matches("/*.", "/a."));
   CHECK(matches("/.*", "/.git"));
   CHECK(matches("/..*", "/..x"));
+}
+
+TEST_CASE("a glob segment with a ';' past its head, or a '*' before it, is a glob like any other") {
+  CHECK(matches("/a;x", "/a;x"));
+  CHECK_FALSE(matches("/a;x", "/a"));
+  CHECK(matches("/*;v=1", "/a;v=1"));
+  CHECK(matches("/a/*;*/b", "/a/c;d/b"));
+  CHECK(matches("/..x;y", "/..x;y"));
+}
+
+TEST_CASE("\"case\": insensitive compares ASCII letters without case, on both sides") {
+  struct Row {
+    const char* pattern;
+    const char* target;
+    bool sensitive;
+    bool insensitive;
+  };
+  const Row rows[] = {
+      {"/admin", "/admin", true, true},
+      {"/admin", "/ADMIN", false, true},
+      {"/Admin", "/aDMIN", false, true},
+      {"/ADMIN/**", "/admin/x/Y", false, true},
+      {"/v1/*.JSON", "/v1/a.json", false, true},
+      {"/v1/*.json", "/V1/A.Json", false, true},
+      {"/a%3fb", "/A%3Fb", false, true},   // percent-encodings are one octet in either case already
+      {"/a%3Fb", "/a%3fb", true, true},
+      {"/%41", "/a", false, true},         // %41 is "A", decoded (unreserved)
+      {"/a", "/b", false, false},
+      {"/a/**", "/A", false, false},       // "**" still needs a segment
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.pattern);
+    CAPTURE(row.target);
+    auto judged = judge_request_path(row.target);
+    REQUIRE(std::holds_alternative<PathSegments>(judged));
+    const PathSegments& segments = std::get<PathSegments>(judged);
+    CHECK(glob(row.pattern).matches(segments) == row.sensitive);
+    CHECK(glob(row.pattern).matches(segments, PathCase::sensitive) == row.sensitive);
+    CHECK(glob(row.pattern).matches(fold_case(segments), PathCase::insensitive) == row.insensitive);
+  }
+  CHECK(glob("/Repos/**").text() == "/Repos/**");  // the text stays as given
+  CHECK(fold_case(PathSegments{"AbC", "%3F"}) == PathSegments{"abc", "%3f"});
 }

@@ -127,6 +127,20 @@ TEST_CASE("every bad path form, with its percent-encodings in either case") {
       {"/.%2e", PathFault::dot_segment},
       {"/%2e.", PathFault::dot_segment},
       {"/a/%2e%2E/", PathFault::dot_segment},
+      // SPEC §19a: the part before a ';' is what a servlet container resolves.
+      {"/.;", PathFault::dot_segment},
+      {"/..;", PathFault::dot_segment},
+      {"/allowed/..;/other", PathFault::dot_segment},
+      {"/allowed/.;x/other", PathFault::dot_segment},
+      {"/a/..;x=1;y", PathFault::dot_segment},
+      {"/a/%2e%2e;x/b", PathFault::dot_segment},
+      {"/a/.%2E;/b", PathFault::dot_segment},
+      {"/a/..;/", PathFault::dot_segment},
+      {"/;", PathFault::bare_parameters},
+      {"/;x", PathFault::bare_parameters},
+      {"/;jsessionid=1/a", PathFault::bare_parameters},
+      {"/a/;x/b", PathFault::bare_parameters},
+      {"/a/;/", PathFault::bare_parameters},
       {"/a%", PathFault::bad_percent},
       {"/a%4", PathFault::bad_percent},
       {"/a%4g", PathFault::bad_percent},
@@ -156,7 +170,8 @@ TEST_CASE("every bad path form, with its percent-encodings in either case") {
 TEST_CASE("a fault's words say what it is") {
   for (const PathFault fault : {PathFault::not_origin_form, PathFault::encoded_slash, PathFault::encoded_backslash,
                                 PathFault::encoded_nul, PathFault::backslash, PathFault::empty_segment,
-                                PathFault::dot_segment, PathFault::bad_percent, PathFault::bad_character}) {
+                                PathFault::dot_segment, PathFault::bare_parameters, PathFault::bad_percent,
+                                PathFault::bad_character}) {
     CHECK_FALSE(path_fault_words(fault).empty());
   }
   CHECK(path_fault_words(PathFault::encoded_slash).find("%2F") != std::string_view::npos);
@@ -169,4 +184,37 @@ TEST_CASE("normalise_path_text keeps dots and empties for a glob's pieces; norma
   CHECK(std::get<PathFault>(normalise_segment("")) == PathFault::empty_segment);
   CHECK(std::get<PathFault>(normalise_segment("%2E")) == PathFault::dot_segment);
   CHECK(std::get<PathFault>(normalise_path_text("a/b")) == PathFault::bad_character);
+}
+
+TEST_CASE("';'-parameters: kept in the path as sent, removed in its second reading") {
+  struct Row {
+    const char* target;
+    std::vector<std::string> as_sent;
+    std::vector<std::string> bare;
+  };
+  const Row rows[] = {
+      {"/a/b", {"a", "b"}, {"a", "b"}},
+      {"/allowed/secret;x/k", {"allowed", "secret;x", "k"}, {"allowed", "secret", "k"}},
+      {"/a;x=1;y=2/b;", {"a;x=1;y=2", "b;"}, {"a", "b"}},
+      {"/a;/b", {"a;", "b"}, {"a", "b"}},
+      {"/a...;x", {"a...;x"}, {"a..."}},          // only "." and ".." climb
+      {"/..a;x", {"..a;x"}, {"..a"}},
+      {"/a%3Bx/b", {"a%3Bx", "b"}, {"a%3Bx", "b"}},  // an encoded ';' is data to every reader
+      {"/a%3bx", {"a%3Bx"}, {"a%3Bx"}},
+      {"/a;%2e%2e", {"a;..", }, {"a"}},             // dots after the ';' are the parameter's
+      {"/a;x?q=;..", {"a;x"}, {"a"}},                // the query is not the path
+  };
+  for (const Row& row : rows) {
+    CAPTURE(row.target);
+    const PathSegments sent = segments_of(row.target);
+    CHECK(sent == row.as_sent);
+    CHECK(without_parameters(sent) == row.bare);
+    CHECK(has_parameters(sent) == (row.as_sent != row.bare));
+  }
+  CHECK(segment_without_parameters("a;b;c") == "a");
+  CHECK(segment_without_parameters("abc") == "abc");
+  CHECK(segment_without_parameters(";") == "");
+  CHECK(without_parameters(PathSegments{}).empty());
+  CHECK(std::get<PathFault>(normalise_segment("..;x")) == PathFault::dot_segment);
+  CHECK(std::get<PathFault>(normalise_segment(";x")) == PathFault::bare_parameters);
 }
