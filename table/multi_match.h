@@ -39,6 +39,8 @@ class MultiMatcher {
   // The longest pattern that ends with the byte that led to `state` (every shorter one ending
   // there is a suffix of it), or kNoMatch.
   [[nodiscard]] std::uint32_t match(State state) const noexcept { return nodes_[state].match; }
+  // Whether some pattern starts with `byte`: from kStart, any other byte leads back to kStart.
+  [[nodiscard]] bool starts_with(unsigned char byte) const noexcept { return start_[byte] != 0; }
   [[nodiscard]] std::size_t pattern_size(std::uint32_t pattern) const noexcept { return sizes_[pattern]; }
   [[nodiscard]] std::size_t pattern_count() const noexcept { return sizes_.size(); }
   [[nodiscard]] std::size_t longest_pattern() const noexcept { return longest_; }

@@ -5,6 +5,7 @@
 
 #include "proxy/wire/http_forward.h"
 #include "table/ascii.h"
+#include "table/inspect_request_checks.h"
 
 namespace boxproxy {
 namespace {
@@ -36,6 +37,11 @@ StageVerdict FramingStage::on_request(RequestContext& context) const {
   auto framing = request_framing(head);
   if (std::holds_alternative<Reason>(framing)) return StageVerdict::refuse(Reason::bad_framing);
   context.framing = std::get<BodyFraming>(framing);
+  // SPEC §19a: a GET or HEAD with a body, unless the endpoint says "get-bodies": an origin that
+  // ignores the body would read it as a next request that no rule judged.
+  const bool chunked = context.framing.kind == BodyFraming::Kind::chunked;
+  const std::uint64_t length = context.framing.kind == BodyFraming::Kind::length ? context.framing.length : 0;
+  if (get_body_refused(context.endpoint, head.method, length, chunked)) return StageVerdict::refuse(Reason::bad_framing);
   if (host_fields(head) > 1) return StageVerdict::refuse(Reason::bad_request);
   // From here on the body can be found, so a refusal need not end the connection.
   context.keep_after_refusal = context.client_keep_alive && !(has_body(context.framing) && expects_continue(head));

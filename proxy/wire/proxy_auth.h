@@ -18,7 +18,5 @@ namespace boxproxy {
 // any-user:token>" (scheme compared without regard to case) with the right token.
 [[nodiscard]] bool http_proxy_authorized(const RequestHead& head, std::string_view token);
 
-// Standard base64 (with padding) decoding; nullopt on anything malformed.
-[[nodiscard]] std::optional<std::string> base64_decode(std::string_view text);
 
 }  // namespace boxproxy

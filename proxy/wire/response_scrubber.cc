@@ -112,14 +112,24 @@ void ResponseScrubber::feed(std::string_view chunk, std::string& out) {
   const std::size_t limit = patterns_->hold_limit();
   const std::size_t first = buffer_.size();
   buffer_.append(chunk);
-  for (std::size_t i = first; i < buffer_.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(buffer_[i]);
-    state_ = matcher.step(state_, byte);
-    const std::uint32_t pattern = matcher.match(state_);
-    if (pattern != MultiMatcher::kNoMatch) matched(base_ + i, pattern);
+  // The state and the run in locals for the whole chunk, and, from the start state, the bytes no
+  // spelling starts with passed over without a step (most of a body's bytes): measured at 16 KiB
+  // bodies, the matcher's per-byte step was a third of the inspector's time (bench/README.md).
+  const unsigned char* data = reinterpret_cast<const unsigned char*>(buffer_.data());
+  const std::size_t size = buffer_.size();
+  MultiMatcher::State state = state_;
+  std::size_t run = run_;
+  for (std::size_t i = first; i < size; ++i) {
+    const unsigned char byte = data[i];
     // The hold: the trailing run of printable bytes, capped, and nothing else.
-    run_ = is_held_byte(byte) ? std::min(run_ + 1, limit) : 0;
+    run = is_held_byte(byte) ? std::min(run + 1, limit) : 0;
+    if (state == MultiMatcher::kStart && !matcher.starts_with(byte)) continue;
+    state = matcher.step(state, byte);
+    const std::uint32_t pattern = matcher.match(state);
+    if (pattern != MultiMatcher::kNoMatch) matched(base_ + i, pattern);  // stars bytes in place: no reallocation
   }
+  state_ = state;
+  run_ = run;
   release(buffer_.size() - begin_ - run_, out);
 }
 

@@ -139,6 +139,9 @@ TEST_CASE("framing: bad framing, two Hosts, and whether a refusal keeps the conn
   CHECK(run("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n", &context).action ==
         StageVerdict::Action::proceed);
   CHECK_FALSE(context->keep_after_refusal);  // its body will not come without a 100 Continue
+  CHECK(run("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n").reason == Reason::bad_framing);
+  CHECK(run("HEAD / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n").reason == Reason::bad_framing);
+  CHECK(run("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n").action == StageVerdict::Action::proceed);
   CHECK(run("GET / HTTP/1.0\r\nHost: a\r\n\r\n", &context).action == StageVerdict::Action::proceed);
   CHECK(context->client_http10);
   CHECK_FALSE(context->client_keep_alive);
