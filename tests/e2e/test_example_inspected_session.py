@@ -71,7 +71,9 @@ class InspectedSessionExampleTest(unittest.TestCase):
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.addCleanup(self.stop, proc)
         line = proc.stdout.readline()  # the listening line: the CA was written before it
-        self.assertTrue(line.startswith(b'{"event":"listening"'), (line, proc.stderr.read1(4096)))
+        if not line.startswith(b'{"event":"listening"'):
+            proc.terminate()
+            self.fail(f"serve did not start: {line!r} {proc.stderr.read()!r}")
         self.assertEqual(oct(os.stat(key_file).st_mode & 0o777), "0o640")
         return session_directory, json.loads(line)["socket"]
 
