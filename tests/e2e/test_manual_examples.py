@@ -49,6 +49,9 @@ ORIGIN_TEXT = "hello from the origin\n"
 BLOCKS = {
     "readme_30_seconds": (README, "boxproxy check 0x7f.1", r"scripts/demo|\$S|^S="),
     "readme_run_offline": (README, "mkdir /tmp/o && echo 'hello from the origin'", None),
+    # Run by test_readme_inspection, with its own origins.
+    "readme_offline_https": (README, "openssl s_server -quiet -accept 127.0.0.2:8443", None),
+    "readme_inspection_and_credentials": (README, "\"Bearer {gh}\"}}]}' >gh.json", None),
     "manual_check": (MANUAL, "boxproxy check 0x7f.1", None),
     "manual_check_requests": (MANUAL, "boxproxy check --config s1.json", None),
     "manual_boxproxy_run": (MANUAL, "boxproxy run --permit 127.0.0.2/32 --resolve origin.test=127.0.0.2",
@@ -149,6 +152,8 @@ EVERY_BLOCK = (
     (README, "$ build/socketd/boxproxy run -- curl -sS https://example.com/",
      "not run: example.com needs the Internet (the offline block below is run)"),
     (README, "$ mkdir /tmp/o && echo 'hello from the origin'", "run here: test_readme_run_offline"),
+    (README, "openssl s_server -quiet -accept 127.0.0.2:8443", "run by test_readme_inspection"),
+    (README, "\"Bearer {gh}\"}}]}' >gh.json", "run by test_readme_inspection"),
 )
 
 
