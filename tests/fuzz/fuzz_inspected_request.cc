@@ -96,18 +96,18 @@ const HeaderField* find_header(const std::vector<HeaderField>& headers, std::str
 }
 
 void check_refusal_answer(const InspectedRequest& judged) {
-  const ReasonInfo& info = info(*judged.refusal);
-  FUZZ_CHECK(info.refusal == *judged.refusal);
-  if (info.status == 0) return;
+  const ReasonInfo& row = info(*judged.refusal);
+  FUZZ_CHECK(row.reason == *judged.refusal);
+  if (row.http_status == 0) return;
   for (const bool close : {false, true}) {
     const std::string answer = inspect_refusal_response(*judged.refusal, close);
     const auto parsed = parse_response_head(answer, kMaxHead);
     FUZZ_CHECK(parsed.status == ParseResult<ResponseHead>::Status::complete);
-    FUZZ_CHECK(parsed.value->status == info.status);
+    FUZZ_CHECK(parsed.value->status == row.http_status);
     const HeaderField* length = find_header(parsed.value->headers, "Content-Length");
     FUZZ_CHECK(length != nullptr && length->value == std::to_string(answer.size() - parsed.consumed));
     const HeaderField* refused = find_header(parsed.value->headers, "x-egress-refused");
-    FUZZ_CHECK(refused != nullptr && refused->value == info.log_class);
+    FUZZ_CHECK(refused != nullptr && refused->value == row.log_class);
     FUZZ_CHECK((find_header(parsed.value->headers, "Connection") != nullptr) == close);
   }
 }

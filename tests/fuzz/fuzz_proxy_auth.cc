@@ -13,6 +13,7 @@
 #include <string>
 
 #include "proxy/wire/proxy_auth.h"
+#include "table/base64.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace boxproxy;
