@@ -117,6 +117,7 @@ void ClientConnection::inspected_request(ClientConnection* connection, const Ins
   if (line.secret) entry.secret = *line.secret;
   entry.swap = line.swap;
   entry.inject = line.inject;
+  entry.sign = line.sign;
   entry.scrub = line.scrub;
   // A class the inspector should never report is logged as a bad request, not dropped: the line
   // still shows that something was refused.

@@ -46,6 +46,13 @@ inline constexpr std::size_t kMaxHeadBytes = 32'768;
 inline constexpr std::uint64_t kMaxHeadBytesMin = 1'024;
 inline constexpr std::uint64_t kMaxHeadBytesMax = 1'048'576;
 
+// --max-held-body: the largest request body held to be hashed for a signature (SPEC §20), as
+// framed. 1 MiB holds every ordinary API call's body; a held body is one a connection (an HTTP/2
+// one serves a stream at a time), so 256 connections hold at most 256 MiB with the default. Its
+// range: 0 (no body is held: every signed upload must declare an unsigned payload) to 1 GiB.
+inline constexpr std::size_t kMaxHeldBody = 1'048'576;
+inline constexpr std::uint64_t kMaxHeldBodyMax = 1'073'741'824;
+
 // ---- serve: times, in seconds --------------------------------------------------------------
 
 // --head-timeout: a new client's time to finish its request head or SOCKS handshake. A real

@@ -14,8 +14,11 @@
 namespace boxproxy {
 namespace {
 
-constexpr std::array<std::string_view, 10> kEndpointKeys = {"host", "name",   "access",  "rules", "deny",
-                                                            "mode", "inject", "secrets", "case",  "get-bodies"};
+constexpr std::array<std::string_view, 11> kEndpointKeys = {"host",    "name", "access",     "rules", "deny", "mode",
+                                                            "inject",  "secrets", "case", "get-bodies", "sign"};
+constexpr std::array<std::string_view, 1> kSignKeys = {"aws-sigv4"};
+constexpr std::array<std::string_view, 5> kSigV4Keys = {"access_key_id", "secret_access_key", "session_token",
+                                                        "regions", "services"};
 constexpr std::array<std::string_view, 3> kRuleKeys = {"method", "path", "name"};
 
 // The first error found, unwinding the reader to read_inspect_array, which returns its words. It
@@ -176,6 +179,61 @@ void read_secrets(const Where& where, const nlohmann::json& value, InspectEndpoi
   }
 }
 
+// "{NAME}": a secret's name in braces (the template form "inject" uses, the whole value).
+std::string sign_secret_at(const Where& where, const nlohmann::json& value) {
+  const std::string& text = string_at(where, value);
+  const std::string_view name = std::string_view(text).substr(text.empty() ? 0 : 1, text.size() < 2 ? 0 : text.size() - 2);
+  if (text.size() < 3 || text.front() != '{' || text.back() != '}' || check_secret_name(name)) {
+    where.fail(text, "is not a secret's name in braces (\"{NAME}\", NAME 1 to 32 of a-z, 0-9 and '_')");
+  }
+  return std::string(name);
+}
+
+// "regions" and "services": 1 or more of 1 to 64 of a-z, 0-9 and '-' (how AWS names them; what the
+// box's credential scope is compared with).
+std::vector<std::string> scope_names_at(const Where& where, const nlohmann::json& value) {
+  if (!value.is_array() || value.empty()) where.fail(shown(value), "is not a JSON array of names");
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::string& name = string_at(where.item(i), value[i]);
+    bool good = !name.empty() && name.size() <= 64;
+    for (const char c : name) good = good && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+    if (!good) where.item(i).fail(name, "is not 1 to 64 of a-z, 0-9 and '-'");
+    names.push_back(name);
+  }
+  return names;
+}
+
+// SPEC §20: "sign": {"aws-sigv4": {"access_key_id": "{NAME}", "secret_access_key": "{NAME}",
+// "session_token": "{NAME}", "regions": [...], "services": [...]}}, services required.
+SignAwsSigV4 read_sign(const Where& where, const nlohmann::json& value) {
+  if (!value.is_object() || !value.contains("aws-sigv4")) where.fail(shown(value), "is not {\"aws-sigv4\": {...}}");
+  check_keys(where, value, kSignKeys, "\"sign\"");
+  const Where at = where.key("aws-sigv4");
+  const nlohmann::json& sigv4 = value.at("aws-sigv4");
+  if (!sigv4.is_object()) at.fail(shown(sigv4), "is not a JSON object");
+  check_keys(at, sigv4, kSigV4Keys, "\"aws-sigv4\"");
+  for (const std::string_view required : {"access_key_id", "secret_access_key", "services"}) {
+    if (!sigv4.contains(required)) at.fail(fmt::format("has no \"{}\" (\"services\" names what may be signed for)", required));
+  }
+  SignAwsSigV4 sign;
+  sign.access_key_id = sign_secret_at(at.key("access_key_id"), sigv4.at("access_key_id"));
+  sign.secret_access_key = sign_secret_at(at.key("secret_access_key"), sigv4.at("secret_access_key"));
+  if (sigv4.contains("session_token")) sign.session_token = sign_secret_at(at.key("session_token"), sigv4.at("session_token"));
+  if (sigv4.contains("regions")) sign.regions = scope_names_at(at.key("regions"), sigv4.at("regions"));
+  sign.services = scope_names_at(at.key("services"), sigv4.at("services"));
+  return sign;
+}
+
+nlohmann::ordered_json sign_object(const SignAwsSigV4& sign) {
+  nlohmann::ordered_json sigv4 = {{"access_key_id", "{" + sign.access_key_id + "}"},
+                                  {"secret_access_key", "{" + sign.secret_access_key + "}"}};
+  if (sign.session_token) sigv4["session_token"] = "{" + *sign.session_token + "}";
+  if (!sign.regions.empty()) sigv4["regions"] = sign.regions;
+  sigv4["services"] = sign.services;
+  return {{"aws-sigv4", std::move(sigv4)}};
+}
+
 InspectEndpoint read_endpoint(const Where& where, const nlohmann::json& value) {
   // Objects only (SPEC §18): a bare entry string belongs on the command line, as --inspect.
   if (!value.is_object()) {
@@ -202,6 +260,7 @@ InspectEndpoint read_endpoint(const Where& where, const nlohmann::json& value) {
     if (!get_bodies.is_boolean()) where.key("get-bodies").fail(shown(get_bodies), "is not true or false");
     endpoint.get_bodies = get_bodies.get<bool>();
   }
+  if (value.contains("sign")) endpoint.sign = read_sign(where.key("sign"), value.at("sign"));
   if (auto error = check_inspect_endpoint(endpoint)) where.fail(*error);
   return endpoint;
 }
@@ -259,6 +318,7 @@ nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint) {
   }
   if (endpoint.path_case == PathCase::insensitive) out["case"] = path_case_text(endpoint.path_case);
   if (endpoint.get_bodies) out["get-bodies"] = true;
+  if (endpoint.sign) out["sign"] = sign_object(*endpoint.sign);
   return out;
 }
 

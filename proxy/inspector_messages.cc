@@ -132,6 +132,7 @@ InspectorOrder order_of(const Json& message) {
     start.idle_timeout = seconds(message, "idle_timeout", true);
     start.max_head_bytes = number(message, "max_head_bytes", defaults::kMaxHeadBytesMax);
     if (start.max_head_bytes < defaults::kMaxHeadBytesMin) refuse_key("max_head_bytes");
+    start.max_held_body = number(message, "max_held_body", defaults::kMaxHeldBodyMax);
     return start;
   }
   if (op == "endpoints") return InspectorEndpoints{endpoints_json()};
@@ -175,6 +176,7 @@ struct OrderWriter {
             {"head_timeout", start.head_timeout},
             {"idle_timeout", start.idle_timeout},
             {"max_head_bytes", start.max_head_bytes},
+            {"max_held_body", start.max_held_body},
             {"endpoints", endpoints(start.endpoints_json)}};
   }
   Json operator()(const InspectorEndpoints& update) const {
@@ -235,7 +237,8 @@ std::variant<InspectorOrder, std::string> secret_of(std::string_view bytes) {
 // inspected request, and building and dumping one 4% of the inspector's (perf, 2026-12-06). It
 // is still one line of JSON, in exactly one shape:
 //   {"op":"request","id":N,"method":"M","rule":"R","class":"C","status":S,"up":U,"down":D,"ms":T,
-//    "report":true|false[,"path":"P"][,"secret":"NAME"][,"scrub":"NAME,..."]}
+//    "report":true|false[,"path":"P"][,"secret":"NAME"][,"swap":"..."][,"inject":"..."][,"sign":"aws-sigv4"]
+//    [,"scrub":"NAME,..."]}
 // Numbers are decimal, no sign, fraction, exponent or leading zero. Strings hold what text()
 // takes (printable ASCII: the inspector reports nothing else), with '"' and '\' escaped as \" and
 // \\ and no other escape: anything else is refused, as the general path refuses a bad field.
@@ -283,6 +286,7 @@ std::string request_message(const InspectorRequest& request) {
   if (request.secret) append_text(out, "secret", *request.secret);
   if (!request.swap.empty()) append_text(out, "swap", request.swap);
   if (!request.inject.empty()) append_text(out, "inject", request.inject);
+  if (!request.sign.empty()) append_text(out, "sign", request.sign);
   if (!request.scrub.empty()) append_text(out, "scrub", request.scrub);
   out += '}';
   return out;
@@ -390,6 +394,10 @@ InspectorReport request_of(std::string_view bytes) {
   // scrub= carry names and nothing else (never a value, never a byte that could forge a field).
   if (reader.has_key("swap")) request.swap = trace_list(reader, "swap", &bad_swap_item);
   if (reader.has_key("inject")) request.inject = trace_list(reader, "inject", &bad_header_item);
+  if (reader.has_key("sign")) {
+    request.sign = reader.text("sign", 16);
+    if (request.sign != "aws-sigv4") refuse_key("sign");  // the one signature there is
+  }
   if (reader.has_key("scrub")) request.scrub = trace_list(reader, "scrub", &bad_name_item);
   reader.end();
   return request;

@@ -5,7 +5,7 @@
 //
 //   serve -> inspector
 //     start       {"op":"start","label":L,"log_paths":B,"head_timeout":S,"idle_timeout":S,
-//                  "max_head_bytes":N,"endpoints":[...]}                     fds: trust store
+//                  "max_head_bytes":N,"max_held_body":N,"endpoints":[...]}                     fds: trust store
 //                 file[, CA certificate file, CA key file] (the operator's --ca-cert/--ca-key)
 //     endpoints   {"op":"endpoints","endpoints":[...]}                      (a live change)
 //     connection  {"op":"connection","id":N,"host":H,"port":P,"endpoint":E} fds: client, upstream
@@ -15,7 +15,7 @@
 //   inspector -> serve
 //     ready       {"op":"ready","ca":PEM}
 //     request     {"op":"request","id":N,"method":M,"rule":R,"class":C,"status":S,"up":U,
-//                  "down":D,"ms":T,"report":B[,"path":P][,"secret":NAME][,"swap":"NAME@PLACE,..."][,"inject":"H,..."][,"scrub":"NAME,..."]}
+//                  "down":D,"ms":T,"report":B[,"path":P][,"secret":NAME][,"swap":"NAME@PLACE,..."][,"inject":"H,..."][,"sign":"aws-sigv4"][,"scrub":"NAME,..."]}
 //     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
 //     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C]}
 //
@@ -76,6 +76,7 @@ struct InspectorRequest {
   // injected headers' names, the secrets found in the response and scrubbed (names).
   std::string swap;
   std::string inject;
+  std::string sign;  // the signature made: "aws-sigv4" (the only one), or empty
   std::string scrub;
 };
 
@@ -111,6 +112,7 @@ struct InspectorStart {
   double head_timeout = defaults::kHeadTimeoutSeconds;
   double idle_timeout = defaults::kIdleTimeoutSeconds;
   std::size_t max_head_bytes = defaults::kMaxHeadBytes;
+  std::size_t max_held_body = defaults::kMaxHeldBody;  // --max-held-body (SPEC §20)
 };
 
 struct InspectorEndpoints {

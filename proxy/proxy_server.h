@@ -41,6 +41,7 @@ struct ProxyConfig {
   double connect_timeout = defaults::kConnectTimeoutSeconds;
   double idle_timeout = defaults::kIdleTimeoutSeconds;  // 0: never
   std::size_t max_head_bytes = defaults::kMaxHeadBytes;
+  std::size_t max_held_body = defaults::kMaxHeldBody;  // SPEC §20: only the inspector holds bodies
   std::optional<std::string> auth_token;
   bool sni_check = true;  // SPEC §16; off with --no-sni-check
   bool log_paths = false;  // SPEC §18: request lines carry path= (never the query)

@@ -126,7 +126,8 @@ StartedInspector start_inspector(const ServeOptions& options, const std::string&
     // serve's own head and idle timeouts and head bound hold inside TLS as well (SPEC §18).
     const std::string start =
         serve_message(InspectorStart{label, options.proxy.log_paths, endpoints_json, options.proxy.head_timeout,
-                                     options.proxy.idle_timeout, options.proxy.max_head_bytes});
+                                     options.proxy.idle_timeout, options.proxy.max_head_bytes,
+                                     options.proxy.max_held_body});
     if (!send_channel_message(ours.get(), start, fds, kReadyTimeoutMs, error)) {
       fail("cannot tell the request inspector its endpoints: " + error);
     }

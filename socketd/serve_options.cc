@@ -205,6 +205,11 @@ void add_limit_rows(std::vector<ServeRow>& rows) {
                         [](const Given& given, ServeOptions& options) {
                           options.proxy.max_head_bytes = static_cast<std::size_t>(given.number());
                         }));
+  rows.push_back(number("max-held-body", "largest request body held to be signed",
+                        fmt::format("{}", defaults::kMaxHeldBody), 0, defaults::kMaxHeldBodyMax,
+                        [](const Given& given, ServeOptions& options) {
+                          options.proxy.max_held_body = static_cast<std::size_t>(given.number());
+                        }));
 }
 
 // What the proxy writes, and what it must have to let a client in.
@@ -481,6 +486,7 @@ nlohmann::ordered_json values_in_force(const ServeOptions& options) {
       {"connect-timeout", options.proxy.connect_timeout},
       {"idle-timeout", options.proxy.idle_timeout},
       {"max-head-bytes", options.proxy.max_head_bytes},
+      {"max-held-body", options.proxy.max_held_body},
       {"log", options.log_format == LogFormat::json ? "json" : "text"},
       {"label", options.label},
       {"log-file", or_null(options.log_file)},

@@ -203,7 +203,7 @@ std::vector<std::string_view> credential_keys(const InspectEndpoint& endpoint) {
   std::vector<std::string_view> keys;
   if (!endpoint.inject.empty()) keys.emplace_back("inject");
   if (!endpoint.secrets.empty()) keys.emplace_back("secrets");
-  // "sign" (SPEC §20) joins here once it is parsed: a signing key is a credential too.
+  if (endpoint.sign) keys.emplace_back("sign");  // a signing key is a credential too (SPEC §20)
   return keys;
 }
 
@@ -219,7 +219,22 @@ std::optional<std::string> check_inspect_endpoint(const InspectEndpoint& endpoin
                        "that domain registers included, would get the credential); name each host instead",
                        entry_text(endpoint.host), keys.front());
   }
+  // The signer replaces Authorization after injection: an injected one would be dropped unseen,
+  // and which of the two the operator meant is not a guess to make.
+  if (endpoint.sign) {
+    for (const auto& [header, unused] : endpoint.inject) {
+      if (iequals(header, "authorization")) {
+        return fmt::format("\"{}\" has \"sign\" and \"inject\" of \"{}\"; the signature is the Authorization header, "
+                           "give one of them", entry_text(endpoint.host), header);
+      }
+    }
+  }
   return std::nullopt;
+}
+
+bool is_signer_replaced_header(std::string_view name) noexcept {
+  return iequals(name, "authorization") || iequals(name, "x-amz-date") || iequals(name, "x-amz-security-token") ||
+         iequals(name, "x-amz-content-sha256");
 }
 
 std::string_view access_text(InspectAccess access) noexcept {

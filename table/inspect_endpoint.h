@@ -67,6 +67,21 @@ struct SecretPlace {
   bool operator==(const SecretPlace& other) const = default;
 };
 
+// SPEC §20's "sign": {"aws-sigv4": {...}}: the secrets (by NAME, the config's "{NAME}" without its
+// braces) each request is signed with again, and the credential scopes it may be signed for.
+struct SignAwsSigV4 {
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::optional<std::string> session_token;
+  std::vector<std::string> regions;   // empty: any region
+  std::vector<std::string> services;  // never empty (the config requires it)
+  bool operator==(const SignAwsSigV4& other) const = default;
+};
+
+// The headers the signer replaces (lower case): on a signing endpoint they are exempt from the
+// `secret misdirected` check (the box signs with placeholders; these never go out as sent).
+[[nodiscard]] bool is_signer_replaced_header(std::string_view name) noexcept;
+
 struct InspectEndpoint {
   HostEntry host;                   // its port always set (kInspectDefaultPort when none was named)
   std::optional<std::string> name;  // what check calls it instead of its host entry
@@ -87,6 +102,8 @@ struct InspectEndpoint {
   PathCase path_case = PathCase::sensitive;
   // SPEC §19a: "get-bodies": true lets a GET or HEAD carry a body (get_body_refused).
   bool get_bodies = false;
+  // SPEC §20's "sign": each request signed again with the session's secrets, after every other change.
+  std::optional<SignAwsSigV4> sign;
 
   // Whether the proxy puts a credential into this endpoint's requests itself, by "inject" or by
   // swapping a placeholder ("secrets"): there TRACE is refused and Accept-Encoding rewritten to
@@ -161,13 +178,14 @@ inline constexpr std::size_t kMaxRuleMethods = 32;
 // A secret's name: 1 to 32 of [a-z0-9_] (SPEC §19). nullopt when good.
 [[nodiscard]] std::optional<std::string> check_secret_name(std::string_view text);
 
-// The keys of `endpoint` that hand it a credential: "inject", "secrets" (and "sign", when it is
-// parsed), those it carries, in that order.
+// The keys of `endpoint` that hand it a credential: "inject", "secrets" and "sign", those it
+// carries, in that order.
 [[nodiscard]] std::vector<std::string_view> credential_keys(const InspectEndpoint& endpoint);
 
 // The endpoint as a whole: "access" and "rules" are exclusive; a wildcard host ("*.name") carries
 // no credential_keys (SPEC §19a: a name any tenant of the domain can register would get the
-// credential). nullopt when good, else why not, naming the host entry and the key.
+// credential); "sign" and an "inject" of Authorization are exclusive (SPEC §20). nullopt when
+// good, else why not, naming the host entry and the key.
 [[nodiscard]] std::optional<std::string> check_inspect_endpoint(const InspectEndpoint& endpoint);
 
 // The text of an access and a mode, as the config file spells them.

@@ -57,6 +57,8 @@ constexpr std::array kReasons{
     // A placeholder where its secret may not go: the request is not sent (a tripwire, SPEC §19).
     // Also in a SOCKS target's name, refused before its lookup: SOCKS5 2 as for a name off the list.
     ReasonInfo{Reason::secret_misdirected, "secret misdirected", 403, 2},
+    // A body held to be hashed for a signature (§20) is bounded: past --max-held-body, refused.
+    ReasonInfo{Reason::body_too_large, "body too large", 413, 0},
 };
 
 constexpr bool rows_follow_enum() {
@@ -66,7 +68,7 @@ constexpr bool rows_follow_enum() {
   return true;
 }
 static_assert(rows_follow_enum(), "kReasons must list every Reason in enum order");
-static_assert(kReasons.size() == static_cast<std::size_t>(Reason::secret_misdirected) + 1);
+static_assert(kReasons.size() == static_cast<std::size_t>(Reason::body_too_large) + 1);
 
 }  // namespace
 

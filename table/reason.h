@@ -67,6 +67,8 @@ enum class Reason : std::uint8_t {
   // §19: credentials.
   secret_missing,         // an endpoint's "inject" names a secret that is not set: nothing is sent
   secret_misdirected,     // a secret's placeholder in a request to a destination not listed for it
+  // §20: request signing.
+  body_too_large,         // a body the signer must hash passed --max-held-body
 };
 
 struct ReasonInfo {

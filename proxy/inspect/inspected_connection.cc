@@ -386,7 +386,8 @@ void InspectedConnection::abandon_h2_exchange() {
   }
   if (exchange_open()) record_exchange();  // its line, as it stands (status 0 when no answer began)
   h2_->abandon_current();
-  if (phase_ == Phase::exchanging || phase_ == Phase::waiting_upstream || phase_ == Phase::refusing) {
+  if (phase_ == Phase::exchanging || phase_ == Phase::waiting_upstream || phase_ == Phase::refusing ||
+      phase_ == Phase::holding_body) {
     phase_ = Phase::reading_head;
     arm(TimerRole::head);
   }
@@ -411,6 +412,8 @@ bool InspectedConnection::step_phase() {
       return read_head();
     case Phase::refusing:
       return drop_refused_body();
+    case Phase::holding_body:
+      return hold_body();
     case Phase::waiting_upstream:
       return wait_for_origin();
     case Phase::exchanging:

@@ -104,6 +104,7 @@ struct InspectedSetup {
   // serve's --max-head-bytes, --head-timeout and --idle-timeout (the start message); these values
   // are only for a setup made without them (the unit tests).
   std::size_t max_head_bytes = 32 * 1024;  // each request head
+  std::size_t max_held_body = 1024 * 1024;  // --max-held-body: a body held to be hashed for signing (SPEC §20)
   double head_timeout = 10;  // the box's TLS handshake, each request head, waiting for an origin
   double idle_timeout = 0;   // no byte either way: in an exchange, a relay, or between requests; 0: none
   // Closes the connection's sockets one loop pass late (proxy/loop_pass_closer.h), for the
@@ -127,6 +128,7 @@ struct RequestRecord {
   // secrets found in its response and scrubbed.
   std::vector<std::string> swap;
   std::vector<std::string> inject;
+  std::string sign;  // the signature made ("aws-sigv4"); empty: none
   std::vector<std::string> scrub;
 };
 
@@ -179,6 +181,7 @@ class InspectedConnection {
     handshaking,       // the box's TLS handshake, with the leaf
     reading_head,      // between requests: waiting for, and reading, a request head
     refusing,          // a refusal is queued; the refused request's body is read and dropped
+    holding_body,      // the signer needs the body's hash: it is read into the exchange (SPEC §20)
     waiting_upstream,  // an allowed request waits for an origin connection (its handshake, or serve's dial)
     exchanging,        // the request goes up, its response comes back
     relaying,          // after a 101 to a WebSocket: bytes both ways until either side closes
@@ -207,6 +210,14 @@ class InspectedConnection {
     linger,    // HTTP/2, closing, everything sent: kH2LingerSeconds for the box to close first
   };
 
+  // A request held for its body's hash (SPEC §20, inspected_held_body.cc): its head, copied (the
+  // box's input it came in moves on), the endpoint that judged it, and its body as framed.
+  struct HeldRequest {
+    std::string head;
+    std::shared_ptr<const InspectEndpoint> endpoint;
+    H2Front::EvBufferPtr body;
+  };
+
   // The request in progress.
   struct Exchange {
     InspectedRequest judged;
@@ -227,6 +238,7 @@ class InspectedConnection {
     // Its response's stages (SPEC §19a: scrubbing), when the session holds a secret; null: the
     // response passes as it comes.
     std::unique_ptr<ResponseChain> response_stages;
+    std::unique_ptr<HeldRequest> held;  // set while (and after) its body is held for signing
   };
 
   InspectedConnection(event_base* base, UniqueFd client, InspectedSetup setup, Hooks hooks);
@@ -271,6 +283,13 @@ class InspectedConnection {
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
   [[nodiscard]] bool drop_refused_body();
+  // ---- a body held to be hashed for signing (inspected_held_body.cc) ----
+  static void note_trace(RequestRecord& record, const std::vector<TraceEntry>& trace);
+  void start_holding(const RequestHead& head, std::string_view head_text);
+  [[nodiscard]] bool hold_body();
+  [[nodiscard]] std::optional<std::string> held_body_hash() const;
+  void sign_held();
+  void send_held_body();  // after its head, once an origin connection is ready
   [[nodiscard]] bool wait_for_origin();
   [[nodiscard]] bool exchange();
   [[nodiscard]] bool pass_request_body();
@@ -336,7 +355,8 @@ class InspectedConnection {
   [[nodiscard]] bool origin_over() const noexcept { return origin_eof_ || (h2_back_ && h2_back_->ended()); }
 
   [[nodiscard]] bool exchange_open() const noexcept {
-    return phase_ == Phase::waiting_upstream || phase_ == Phase::exchanging || phase_ == Phase::relaying;
+    return phase_ == Phase::holding_body || phase_ == Phase::waiting_upstream || phase_ == Phase::exchanging ||
+           phase_ == Phase::relaying;
   }
 
   event_base* base_;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <new>
 
+#include "proxy/inspect/sigv4_request_signer.h"
 #include "proxy/inspector_messages.h"
 #include "proxy/stages/scope_judgement.h"
 #include "proxy/wire/http_forward.h"
@@ -84,19 +85,17 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
-                                             setup_.placeholders, setup_.max_head_bytes);
+                                             setup_.placeholders, setup_.max_head_bytes, &sigv4_request_signer());
   record.secret = exchange_.judged.misdirected;
-  for (const TraceEntry& entry : exchange_.judged.trace) {
-    if (entry.stage == "swap") record.swap.push_back(entry.what);
-    if (entry.stage == "inject") record.inject.push_back(entry.what);
-  }
+  note_trace(record, exchange_.judged.trace);
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;
-  evbuffer_drain(client_in(), head_bytes);  // `head` points into what this drops: not used after
-
   const InspectedRequest& judged = exchange_.judged;
   exchange_.request_body = BodyCursor(judged.framing);
   exchange_.request_done = body_done_at_start(judged.framing);
+  if (judged.hold_body) start_holding(head, front_of(client_in(), head_bytes));  // copies the head
+  evbuffer_drain(client_in(), head_bytes);  // `head` points into what this drops: not used after
+  if (judged.hold_body) return;
   if (judged.refusal) {
     // The connection ends after the answer when the body cannot be found, or the client leaves.
     std::optional<TunnelEnd> close_with;

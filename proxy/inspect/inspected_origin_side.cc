@@ -110,6 +110,7 @@ bool InspectedConnection::wait_for_origin() {
   switch (origin_state_) {
     case Origin::ready:
       queue_to_origin(exchange_.judged.upstream_head);
+      if (exchange_.held) send_held_body();  // a body held for signing follows its head (SPEC §20)
       exchange_.reused_origin = origin_used_;
       origin_used_ = true;
       phase_ = Phase::exchanging;

@@ -120,7 +120,8 @@ InspectorSetup read_start(int channel) {
                         read_endpoints(start->endpoints_json),
                         start->head_timeout,
                         start->idle_timeout,
-                        start->max_head_bytes};
+                        start->max_head_bytes,
+                        start->max_held_body};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -241,6 +242,7 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.origin_sessions = &origin_sessions_;
   setup.log_paths = setup_.log_paths;
   setup.max_head_bytes = setup_.max_head_bytes;
+  setup.max_held_body = setup_.max_held_body;
   setup.head_timeout = setup_.head_timeout;
   setup.idle_timeout = setup_.idle_timeout;
   setup.closer = &closer_;
@@ -266,7 +268,7 @@ void Inspector::on_request(void* context, const RequestRecord& record) {
   held->inspector->report(InspectorRequest{held->id, record.method, record.rule, record.log_class, record.status,
                                            record.up, record.down, record.ms, record.report, record.path,
                                            record.secret, join_names(record.swap), join_names(record.inject),
-                                           join_names(record.scrub)});
+                                           record.sign, join_names(record.scrub)});
 }
 
 void Inspector::on_need_upstream(void* context) {

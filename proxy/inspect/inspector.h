@@ -39,6 +39,7 @@ struct InspectorSetup {
   double head_timeout = defaults::kHeadTimeoutSeconds;
   double idle_timeout = defaults::kIdleTimeoutSeconds;
   std::size_t max_head_bytes = defaults::kMaxHeadBytes;
+  std::size_t max_held_body = defaults::kMaxHeldBody;  // --max-held-body (SPEC §20)
 };
 
 // Reads the start message and its descriptors from `channel` (blocking, at start), and builds the

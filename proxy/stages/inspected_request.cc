@@ -54,9 +54,12 @@ std::string inspect_refusal_response(Reason refusal, bool close) {
 
 InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
                                          const DecidedOrigin& origin, const SecretLookup& secrets,
-                                         const Placeholders* placeholders, std::size_t max_head_bytes) {
+                                         const Placeholders* placeholders, std::size_t max_head_bytes,
+                                         const RequestSigner* signer, std::optional<std::string> payload_hash) {
   RequestContext context(head, endpoint, origin, secrets, placeholders);
   context.max_head_bytes = max_head_bytes;
+  context.signer = signer;
+  context.payload_hash = std::move(payload_hash);
   const PipelineOutcome outcome = RequestPipeline::for_scope(StageScope::inspector).run(context);
   InspectedRequest judged;
   judged.rule = context.rule;
@@ -65,9 +68,13 @@ InspectedRequest judge_inspected_request(const RequestHead& head, const InspectE
   judged.client_keep_alive = context.client_keep_alive;
   judged.client_http10 = context.client_http10;
   judged.misdirected = std::move(context.misdirected);
+  if (outcome.verdict.action == StageVerdict::Action::wait) {
+    judged.hold_body = true;  // the sign stage's, the only one that waits here: its body is wanted
+    return judged;
+  }
   if (outcome.verdict.action != StageVerdict::Action::proceed) {
-    // No inspector stage waits yet; a refusal is neither a report-mode pass nor an upgrade
-    // (nothing is sent, so no 101 can come to switch on).
+    // A refusal is neither a report-mode pass nor an upgrade (nothing is sent, so no 101 can come
+    // to switch on).
     judged.refusal = outcome.verdict.reason;
     return judged;
   }

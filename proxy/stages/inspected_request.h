@@ -41,6 +41,10 @@ struct InspectedRequest {
   bool client_http10 = false;      // an HTTP/1.0 request: no interim (1xx) response goes back
   std::optional<std::string> misdirected;  // secret_misdirected: the secret whose placeholder it was
   std::vector<TraceEntry> trace;           // what the stages did (never a value)
+  // SPEC §20: the signer needs the body's SHA-256. Nothing is refused or composed yet: the caller
+  // holds the body (at most --max-held-body, else `body too large`), hashes it, and judges the head
+  // again with the hash (the stages are pure: the same head judges the same up to the sign stage).
+  bool hold_body = false;
   // Allowed: the head the origin gets (forward_origin_form_head, with the injected headers). It
   // may hold a secret's value: its holder scrubs it (table/secret_value.h) once it is sent.
   std::string upstream_head;
@@ -50,9 +54,13 @@ struct InspectedRequest {
 // `endpoint`'s rules, through the inspector's stages; `secrets` gives the values its "inject"
 // templates name, read now (a secret replaced or revoked meanwhile applies from the next request
 // on); `placeholders` (null: none) are the session's stand-ins for them.
+// `signer` (null: none, a signing endpoint's request is `secret missing`) signs a "sign"
+// endpoint's requests; `payload_hash` is the held body's hash when judging it again (hold_body).
 [[nodiscard]] InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
                                                        const DecidedOrigin& origin, const SecretLookup& secrets,
                                                        const Placeholders* placeholders = nullptr,
-                                                       std::size_t max_head_bytes = SIZE_MAX);
+                                                       std::size_t max_head_bytes = SIZE_MAX,
+                                                       const RequestSigner* signer = nullptr,
+                                                       std::optional<std::string> payload_hash = std::nullopt);
 
 }  // namespace boxproxy

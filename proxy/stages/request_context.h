@@ -40,6 +40,8 @@ struct TraceEntry {
   std::string what;
 };
 
+class RequestSigner;
+
 struct RequestContext {
   // ---- what the stages read (the caller's; each outlives the context) ----
   const RequestHead& head;          // as the box sent it
@@ -48,6 +50,10 @@ struct RequestContext {
   const SecretLookup& secrets;      // values, read when a stage needs them (a rotation applies next request)
   const Placeholders* placeholders;  // the session's stand-ins; null: none
   std::size_t max_head_bytes = SIZE_MAX;  // --max-head-bytes: what a head may grow to by swapping
+  // SPEC §20: signs a "sign" endpoint's requests (the inspector's; null elsewhere: secret missing),
+  // and the held body's SHA-256 (lower-case hex) once the caller has it.
+  const RequestSigner* signer = nullptr;
+  std::optional<std::string> payload_hash;
 
   // ---- what the stages decide ----
   BodyFraming framing;             // the request's body (the framing stage)

@@ -10,6 +10,7 @@
 #include "proxy/stages/inject_stage.h"
 #include "proxy/stages/misdirected_stage.h"
 #include "proxy/stages/rules_stage.h"
+#include "proxy/stages/sign_stage.h"
 #include "proxy/stages/swap_stage.h"
 
 namespace boxproxy {
@@ -31,12 +32,13 @@ const CodingStage kCoding;
 const RulesStage kRules;
 const SwapStage kSwap;
 const InjectStage kInject;
+const SignStage kSign;  // after every other change (SPEC §20)
 
 // Plain HTTP: serve read the framing and the Host of the absolute URI already (SPEC §8), and
 // refused every placeholder before the decision (no plain request may carry one); it holds no
-// secret, so its inject stage refuses every injecting endpoint's request. check judges a method
+// secret, so its inject and sign stages refuse every injecting or signing endpoint's request. check judges a method
 // and a URL: only the stages that read no more than those.
-const std::array<StageRow, 7> kStages = {{
+const std::array<StageRow, 8> kStages = {{
     {kFraming, kInspector},
     {kHost, kInspector},
     {kMisdirected, kInspector},
@@ -44,6 +46,7 @@ const std::array<StageRow, 7> kStages = {{
     {kRules, kInspector | kPlain | kCheck},
     {kSwap, kInspector},
     {kInject, kInspector | kPlain},
+    {kSign, kInspector | kPlain},
 }};
 
 RequestPipeline make_pipeline(StageScope scope) {

@@ -25,9 +25,9 @@ ScopeJudgement judge_in_scope(StageScope scope, const RequestHead& head, const I
   judged.rule = context.rule;
   if (outcome.verdict.action != StageVerdict::Action::proceed) {
     judged.refusal = outcome.verdict.reason;  // no stage of these scopes waits
-  } else if (scope == StageScope::plain && !endpoint.inject.empty()) {
+  } else if (scope == StageScope::plain && (!endpoint.inject.empty() || endpoint.sign)) {
     // serve holds no secret, and a credential never crosses the network in clear text: every
-    // plain request to an injecting endpoint is refused, even one whose templates name no secret.
+    // plain request to an injecting (or signing) endpoint is refused, even one whose templates name no secret.
     judged.refusal = Reason::secret_missing;
   } else {
     judged.report = context.report;

@@ -295,6 +295,9 @@ std::optional<std::string> misdirected_placeholder(const RequestHead& head, cons
   if (auto name = placeholders.find_misdirected(target.residue)) return name;
   for (const HeaderField& field : head.headers) {
     if (auto name = placeholders.find_misdirected(field.name)) return name;
+    // SPEC §20: a signing endpoint's signer replaces these four (the box signs with placeholders);
+    // what the box put in them never leaves the proxy, so a placeholder there goes nowhere.
+    if (endpoint.sign && is_signer_replaced_header(field.name)) continue;
     Swapped value;
     swap_header(field, held.plan, blanks, value);
     if (auto name = placeholders.find_misdirected(value.residue)) return name;

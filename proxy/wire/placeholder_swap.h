@@ -43,7 +43,8 @@ namespace boxproxy {
 // The name of a placeholder `head` carries anywhere but at one of its secret's places on
 // `endpoint` (nowhere at all, for a secret the endpoint does not list), in any spelling: the
 // request would hand it where it may not go (`secret misdirected`). nullopt when none. For a
-// destination that swaps nothing (plain HTTP, say), pass an endpoint with no "secrets".
+// destination that swaps nothing (plain HTTP, say), pass an endpoint with no "secrets". On an
+// endpoint with "sign", the headers the signer replaces (is_signer_replaced_header) are not read.
 [[nodiscard]] std::optional<std::string> misdirected_placeholder(const RequestHead& head,
                                                                  const InspectEndpoint& endpoint,
                                                                  const Placeholders& placeholders);

@@ -57,6 +57,7 @@ TEST_CASE("every §6 row: log class, HTTP status, SOCKS5 reply") {
       {Reason::upstream_tls, "upstream tls", 502, 0},
       {Reason::secret_missing, "secret missing", 403, 0},
       {Reason::secret_misdirected, "secret misdirected", 403, 2},
+      {Reason::body_too_large, "body too large", 413, 0},
   };
   REQUIRE(reason_table().size() == std::size(rows));
   std::set<std::string_view> classes;

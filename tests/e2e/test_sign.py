@@ -1,0 +1,299 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Request signing (SPEC §20, "Request signing"): an endpoint's "sign": {"aws-sigv4": {...}} signs
+each request again with the session's secrets. Python's boto3 (Debian's python3-boto3) runs in a
+`boxproxy run` box holding placeholder AWS keys (--secret-env), against a TLS origin of the test's
+own on 127.0.0.2 that checks every request's signature with botocore's own signer and the real
+keys (at the request's X-Amz-Date) and records what it got where the box cannot read it: an S3
+listing, a PUT whose body the proxy hashes, an unsigned-payload upload, a DynamoDB call (another
+service's rules: its path normalised, its body hashed); a secret that is not set is `secret
+missing`; a presigned URL is `request denied`; the request line carries sign=aws-sigv4 in both
+log formats, and nothing anywhere carries a real key."""
+
+import hashlib
+import http.server
+import json
+import os
+import re
+import socketserver
+import ssl
+import sys
+import tempfile
+import textwrap
+import threading
+import unittest
+import datetime
+
+from box_support import BoxTestCase, make_certificate
+from harness import binary
+
+try:
+    import botocore.auth
+    import botocore.awsrequest
+    import botocore.config
+    import botocore.credentials
+except ImportError:  # an interpreter of its own (pyenv): Debian's packages are where install-deps put them
+    sys.path.append("/usr/lib/python3/dist-packages")
+    import botocore.auth
+    import botocore.awsrequest
+    import botocore.config
+    import botocore.credentials
+
+from test_sigv4_vectors import fixed_clock, query_params
+
+INSPECTOR = os.path.join(os.path.dirname(binary()), "boxproxy-inspect")
+ACCESS_KEY = "AKIAREALKEY234567890"
+SECRET_KEY = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYREALSECRET"
+TOKEN = "IQoJb3JpZ2luX2VjREALsessiontoken+example/=="
+REPLACED = ("authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256")
+S3_NAMES = ("s3", "s3-outposts", "s3-object-lambda")
+PUT_BODY = b"a body the proxy hashes: " + bytes(range(256)) * 40
+UNSIGNED_BODY = b"streamed, not hashed\n" * 100
+CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/(\d{8})/([a-z0-9-]+)/([a-z0-9-]+)/aws4_request")
+
+LIST_RESULT = (b'<?xml version="1.0" encoding="UTF-8"?>'
+               b'<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>bucket</Name>'
+               b'<Prefix></Prefix><KeyCount>1</KeyCount><MaxKeys>1000</MaxKeys><IsTruncated>false</IsTruncated>'
+               b'<Contents><Key>one.txt</Key><LastModified>2026-01-01T00:00:00.000Z</LastModified>'
+               b'<ETag>&quot;x&quot;</ETag><Size>3</Size><StorageClass>STANDARD</StorageClass></Contents>'
+               b'</ListBucketResult>')
+
+
+def botocore_authorization(method, host, target, headers, body):
+    """What botocore's signer makes of the request as received, with the real keys, at its X-Amz-Date:
+    (Authorization, the payload hash it signed), or None when the request carries no SigV4 scope."""
+    sent = {n.lower(): v for n, v in headers}
+    found = CREDENTIAL.search(sent.get("authorization", ""))
+    signed = re.search(r"SignedHeaders=([^,\s]+)", sent.get("authorization", ""))
+    if not found or not signed:
+        return None
+    region, service = found.group(3), found.group(4)
+    s3 = service in S3_NAMES
+    names = signed.group(1).split(";")
+    path, _, query = target.partition("?")
+    request = botocore.awsrequest.AWSRequest(method=method, url="https://" + host + path,
+                                             params=query_params(query), data=body)
+    request.headers = botocore.awsrequest.HTTPHeaders()
+    for name, value in headers:
+        if name.lower() in names and name.lower() not in REPLACED:
+            request.headers[name] = value
+    declared = sent.get("x-amz-content-sha256")
+    if declared is not None and not s3:
+        request.headers["X-Amz-Content-SHA256"] = declared
+    if s3:
+        unsigned = declared in ("UNSIGNED-PAYLOAD", "STREAMING-UNSIGNED-PAYLOAD-TRAILER")
+        request.context["client_config"] = botocore.config.Config(s3={"payload_signing_enabled": not unsigned})
+        if declared == "STREAMING-UNSIGNED-PAYLOAD-TRAILER":
+            request.context["checksum"] = {"request_algorithm": {"in": "trailer", "name": "x-amz-checksum-crc32"}}
+    token = TOKEN if "x-amz-security-token" in sent else None
+    signer_class = botocore.auth.S3SigV4Auth if s3 else botocore.auth.SigV4Auth
+    signer = signer_class(botocore.credentials.Credentials(ACCESS_KEY, SECRET_KEY, token), service, region)
+    when = datetime.datetime.strptime(sent.get("x-amz-date", "19700101T000000Z"), "%Y%m%dT%H%M%SZ")
+    with fixed_clock(when):
+        signer.add_auth(request)
+    return request.headers["Authorization"], request.headers.get("X-Amz-Content-SHA256")
+
+
+class SigningOrigin:
+    """An HTTPS origin on 127.0.0.2 that checks each request's SigV4 signature with botocore and the
+    real keys, records what it got (`requests`), and answers as S3 or DynamoDB would."""
+
+    def __init__(self, cert, key):
+        self.requests = []
+        origin = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def read_body(self):
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    body = b""
+                    for _ in range(100000):  # bounded: a test's bodies are small
+                        size = int(self.rfile.readline().split(b";")[0], 16)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                                pass
+                            return body
+                        body += self.rfile.read(size)
+                        self.rfile.readline()
+                    raise AssertionError("a chunked body without end")
+                return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
+            def handle_any(self):
+                body = self.read_body()
+                headers = list(self.headers.items())
+                host = self.headers.get("Host", "")
+                expected = botocore_authorization(self.command, host, self.path, headers, body)
+                got = self.headers.get("Authorization")
+                ok = expected is not None and expected[0] == got
+                sent_sha = self.headers.get("X-Amz-Content-Sha256")
+                if ok and expected[1] is not None and sent_sha is not None:
+                    ok = sent_sha == expected[1]
+                origin.requests.append({"method": self.command, "path": self.path, "ok": ok, "headers": headers,
+                                        "body": body, "expected": expected and expected[0], "got": got})
+                if not ok:
+                    self.answer(403, b"<Error><Code>SignatureDoesNotMatch</Code><Message>no</Message></Error>",
+                                "application/xml")
+                elif self.command == "POST":
+                    self.answer(200, b'{"TableNames":["t1"]}', "application/x-amz-json-1.0")
+                elif self.command == "GET":
+                    self.answer(200, LIST_RESULT, "application/xml")
+                else:
+                    self.answer(200, b"", "application/xml", etag=hashlib.md5(body).hexdigest())
+
+            def answer(self, status, payload, content_type, etag=None):
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("x-amz-request-id", "TESTREQUEST")
+                if etag:
+                    self.send_header("ETag", f'"{etag}"')
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = handle_any
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.2", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# In the box: boto3 with whatever keys the environment holds (placeholders), through HTTPS_PROXY,
+# trusting the session's CA; one line per call: "<call> ok <detail>" or "<call> error <code> <status>".
+BOX_CLIENT = textwrap.dedent("""
+    import os, sys, urllib.request, urllib.error
+    import boto3, botocore.config, botocore.exceptions
+    endpoint, calls = sys.argv[1], sys.argv[2:]
+    def client(service, **s3):
+        config = botocore.config.Config(s3=dict(addressing_style="path", **s3), retries={"max_attempts": 1},
+                                        request_checksum_calculation="when_required",
+                                        response_checksum_validation="when_required")
+        return boto3.client(service, endpoint_url=endpoint, region_name="eu-west-1", config=config)
+    for call in calls:
+        try:
+            if call == "list":
+                got = client("s3").list_objects_v2(Bucket="bucket")
+                print("list ok", [o["Key"] for o in got.get("Contents", [])])
+            elif call == "put":
+                body = bytes(range(256)) * 40
+                client("s3", payload_signing_enabled=True).put_object(
+                    Bucket="bucket", Key="signed.bin", Body=b"a body the proxy hashes: " + body)
+                print("put ok")
+            elif call == "unsigned":
+                client("s3", payload_signing_enabled=False).put_object(
+                    Bucket="bucket", Key="unsigned.txt", Body=b"streamed, not hashed\\n" * 100)
+                print("unsigned ok")
+            elif call == "dynamodb":
+                print("dynamodb ok", client("dynamodb").list_tables()["TableNames"])
+            elif call == "presigned":
+                url = client("s3").generate_presigned_url("get_object", Params={"Bucket": "bucket", "Key": "k"})
+                try:
+                    with urllib.request.urlopen(url, timeout=20) as r:
+                        print("presigned", r.status)
+                except urllib.error.HTTPError as e:
+                    print("presigned", e.code, e.headers.get("x-egress-refused", "-"))
+        except botocore.exceptions.ClientError as e:
+            print(call, "error", e.response["Error"].get("Code"), e.response["ResponseMetadata"].get("HTTPStatusCode"))
+""")
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class SignTest(BoxTestCase):
+
+    def setUp(self):
+        super().setUp()
+        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-sign-")
+        self.addCleanup(tmp.cleanup)
+        self.dir = tmp.name
+        self.cert, self.key = make_certificate(self.dir)
+        self.origin = SigningOrigin(self.cert, self.key)
+        self.addCleanup(self.origin.close)
+        self.url = f"https://origin.test:{self.origin.port}"
+        self.files = {}
+        for name, value in (("aws_key", ACCESS_KEY), ("aws_secret", SECRET_KEY), ("aws_token", TOKEN)):
+            self.files[name] = os.path.join(self.dir, name)
+            with open(self.files[name], "w") as f:
+                f.write(value + "\n")
+        self.script = os.path.join(self.dir, "client.py")
+        with open(self.script, "w") as f:
+            f.write(BOX_CLIENT)
+
+    def run_boto(self, calls, secrets=("aws_key", "aws_secret", "aws_token"), log=()):
+        sign = {"access_key_id": "{aws_key}", "secret_access_key": "{aws_secret}", "session_token": "{aws_token}",
+                "regions": ["eu-west-1"], "services": ["s3", "dynamodb"]}
+        config = os.path.join(self.dir, "config.json")
+        with open(config, "w") as f:
+            json.dump({"inspect": [{"host": f"origin.test:{self.origin.port}", "sign": {"aws-sigv4": sign}}]}, f)
+        serve = ["--resolve", "origin.test=127.0.0.2", "--upstream-ca", self.cert, "--config", config, *log]
+        for name in secrets:
+            serve += ["--secret", f"{name}={self.files[name]}"]
+        serve += ["--secret-env", "AWS_ACCESS_KEY_ID=aws_key", "--secret-env", "AWS_SECRET_ACCESS_KEY=aws_secret",
+                  "--secret-env", "AWS_SESSION_TOKEN=aws_token"]
+        env = {"AWS_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt", "AWS_CONFIG_FILE": "/dev/null",
+               "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_EC2_METADATA_DISABLED": "true", "HOME": self.dir}
+        r = self.box.run(serve, [sys.executable, self.script, self.url, *calls], env=env, cwd=self.dir)
+        self.assertEqual(self.box.leftovers(), [], "run left its private directory behind")
+        self.assertEqual(r.returncode, 0, f"stdout={r.stdout[-2000:]!r} stderr={r.stderr[-3000:]!r}")
+        return r.stdout.decode().splitlines(), r.stderr.decode()
+
+    def assert_no_real_key(self, *texts):
+        for text in texts:
+            for value in (ACCESS_KEY, SECRET_KEY, TOKEN):
+                self.assertNotIn(value, text)
+
+    def test_boto3_with_placeholders_reaches_an_origin_that_checks_the_real_signature(self):
+        lines, stderr = self.run_boto(["list", "put", "unsigned", "dynamodb"])
+        self.assertEqual(lines, ["list ok ['one.txt']", "put ok", "unsigned ok", "dynamodb ok ['t1']"], stderr[-3000:])
+        got = self.origin.requests
+        self.assertEqual([(q["method"], q["ok"]) for q in got], [("GET", True), ("PUT", True), ("PUT", True),
+                                                                 ("POST", True)],
+                         [(q["expected"], q["got"]) for q in got])
+        sent = [{n.lower(): v for n, v in q["headers"]} for q in got]
+        for headers in sent:
+            self.assertIn(f"Credential={ACCESS_KEY}/", headers["authorization"])
+            self.assertEqual(headers["x-amz-security-token"], TOKEN)
+        # The PUT's body was hashed by the proxy (the box declared its own hash over the same body);
+        # the unsigned upload kept the box's UNSIGNED-PAYLOAD.
+        self.assertEqual(got[1]["body"], PUT_BODY)
+        self.assertEqual(sent[1]["x-amz-content-sha256"], hashlib.sha256(PUT_BODY).hexdigest())
+        self.assertEqual(got[2]["body"], UNSIGNED_BODY)
+        self.assertEqual(sent[2]["x-amz-content-sha256"], "UNSIGNED-PAYLOAD")
+        self.assertEqual(stderr.count("sign=aws-sigv4"), 4, stderr[-3000:])
+        self.assert_no_real_key(stderr, "\n".join(lines))
+
+    def test_a_secret_not_set_is_secret_missing_and_nothing_is_sent(self):
+        lines, stderr = self.run_boto(["list"], secrets=("aws_key", "aws_token"))
+        self.assertEqual(lines, ["list error 403 403"], stderr[-3000:])
+        self.assertEqual(self.origin.requests, [])
+        self.assertIn("class=secret missing", stderr)
+
+    def test_a_presigned_url_is_request_denied(self):
+        lines, stderr = self.run_boto(["presigned"])
+        self.assertEqual(len(lines), 1, stderr[-3000:])
+        self.assertEqual(lines[0].split(" ")[:2], ["presigned", "403"], stderr[-3000:])
+        self.assertEqual(self.origin.requests, [])
+
+    def test_the_trace_in_json(self):
+        lines, stderr = self.run_boto(["put"], log=("--log", "json"))
+        self.assertEqual(lines, ["put ok"], stderr[-3000:])
+        requests = [json.loads(line) for line in stderr.splitlines()
+                    if line.startswith("{") and '"kind":"request"' in line]
+        self.assertEqual([(q["class"], q.get("sign")) for q in requests], [("ok", "aws-sigv4")], stderr[-3000:])
+        self.assert_no_real_key(stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
