@@ -71,6 +71,11 @@ class SigV4RequestSigner final : public RequestSigner {
     if (context.payload_hash) context.dropped_fields.emplace_back("expect");
     return {SignAnswer::Kind::signed_request, Reason::request_denied};
   }
+
+  bool presigned(std::string_view target) const override {
+    const std::size_t query = target.find('?');
+    return query != std::string_view::npos && is_presigned_query(target.substr(query + 1));
+  }
 };
 
 }  // namespace

@@ -27,6 +27,7 @@ struct StageRow {
 
 const FramingStage kFraming;
 const HostStage kHost;
+const PresignedStage kPresigned;
 const MisdirectedStage kMisdirected;
 const CodingStage kCoding;
 const RulesStage kRules;
@@ -38,9 +39,10 @@ const SignStage kSign;  // after every other change (SPEC §20)
 // refused every placeholder before the decision (no plain request may carry one); it holds no
 // secret, so its inject and sign stages refuse every injecting or signing endpoint's request. check judges a method
 // and a URL: only the stages that read no more than those.
-const std::array<StageRow, 8> kStages = {{
+const std::array<StageRow, 9> kStages = {{
     {kFraming, kInspector},
     {kHost, kInspector},
+    {kPresigned, kInspector},
     {kMisdirected, kInspector},
     {kCoding, kInspector | kCheck},
     {kRules, kInspector | kPlain | kCheck},

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proxy/wire/http_head.h"
@@ -32,6 +33,9 @@ class RequestSigner {
   // Signs `context`'s request as it will leave (outgoing_fields, below, and the outgoing target),
   // with context.payload_hash when the body had to be hashed.
   [[nodiscard]] virtual SignAnswer sign(RequestContext& context) const = 0;
+  // Whether `target` carries a signature of its own in its query (a presigned URL), which the proxy
+  // cannot sign again: refused before the placeholder check (PresignedStage, sign_stage.h).
+  [[nodiscard]] virtual bool presigned(std::string_view target) const = 0;
 
  protected:
   RequestSigner() = default;

@@ -43,6 +43,12 @@ std::vector<HeaderField> outgoing_fields(const RequestContext& context, const st
   return fields;
 }
 
+StageVerdict PresignedStage::on_request(RequestContext& context) const {
+  if (!context.endpoint.sign || context.signer == nullptr) return StageVerdict::proceed();
+  return context.signer->presigned(context.head.target) ? StageVerdict::refuse(Reason::request_denied)
+                                                        : StageVerdict::proceed();
+}
+
 StageVerdict SignStage::on_request(RequestContext& context) const {
   if (!context.endpoint.sign) return StageVerdict::proceed();
   if (context.signer == nullptr) return StageVerdict::refuse(Reason::secret_missing);

@@ -18,4 +18,14 @@ class SignStage final : public RequestStage {
   [[nodiscard]] StageVerdict on_request(RequestContext& context) const override;
 };
 
+// SPEC §20: on a signing endpoint a presigned URL (X-Amz-Signature or X-Amz-Credential in the
+// query) is `request denied`, before the misdirected stage reads the query: the box's presigned
+// URL carries its placeholder key in X-Amz-Credential, and the answer must say what was refused
+// (a URL the proxy will not sign), not a placeholder it could never have placed anywhere else.
+class PresignedStage final : public RequestStage {
+ public:
+  [[nodiscard]] std::string_view name() const noexcept override { return "presigned"; }
+  [[nodiscard]] StageVerdict on_request(RequestContext& context) const override;
+};
+
 }  // namespace boxproxy
