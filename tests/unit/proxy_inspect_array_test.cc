@@ -98,7 +98,7 @@ TEST_CASE("errors name the item, the key and the value") {
        R"([0]: has both "access" and "rules"; give one (or neither, for every method and path))");
   says(R"([{"host": "a.test", "Access": "read-only"}])",
        R"([0]: unknown key "Access" (the keys of an inspected endpoint are host, name, access, rules, deny, mode, )"
-       R"(inject, secrets, case, get-bodies))");
+       R"(inject, secrets, case, get-bodies, sign))");
   says(R"([{"host": "a.test:99999"}])", R"([0].host: "a.test:99999" bad port (must be 1 to 65535))");
   // A value is quoted, its bytes escaped: the words reach a terminal.
   CHECK(error_of(json::parse(R"([{"host": "a.test", "mode": "\u001b[2J"}])"))
@@ -160,4 +160,47 @@ TEST_CASE("SPEC §19a's errors: a credential on a wildcard, a bad method list, c
        R"([0].rules[0].method: "[\"G ET\"]" "G ET" is not an HTTP method (a token such as GET or PROPFIND) nor *)");
   says(R"([{"host": "a.test", "case": "ignore"}])", R"([0].case: "ignore" is not "sensitive" or "insensitive")");
   says(R"([{"host": "a.test", "get-bodies": "yes"}])", R"([0].get-bodies: "\"yes\"" is not true or false)");
+}
+
+TEST_CASE("SPEC §20's sign: read, written back, and its usage errors") {
+  const std::vector<InspectEndpoint> endpoints = read(json::parse(R"([
+    {"host": "s3.test", "sign": {"aws-sigv4": {"access_key_id": "{aws_key}", "secret_access_key": "{aws_secret}",
+     "session_token": "{aws_token}", "regions": ["eu-west-1"], "services": ["s3"]}}},
+    {"host": "ddb.test", "sign": {"aws-sigv4": {"access_key_id": "{k}", "secret_access_key": "{s}",
+     "services": ["dynamodb", "sts"]}}}
+  ])"));
+  REQUIRE(endpoints.size() == 2);
+  REQUIRE(endpoints[0].sign);
+  CHECK(endpoints[0].sign->access_key_id == "aws_key");
+  CHECK(endpoints[0].sign->secret_access_key == "aws_secret");
+  CHECK(endpoints[0].sign->session_token == "aws_token");
+  CHECK(endpoints[0].sign->regions == std::vector<std::string>{"eu-west-1"});
+  CHECK(endpoints[1].sign->regions.empty());
+  CHECK(endpoints[1].sign->services == std::vector<std::string>{"dynamodb", "sts"});
+  CHECK(boxproxy::inspect_object(endpoints[1]).dump() ==
+        R"({"host":"ddb.test:443","mode":"enforce","sign":{"aws-sigv4":{"access_key_id":"{k}",)"
+        R"("secret_access_key":"{s}","services":["dynamodb","sts"]}}})");
+  const std::vector<InspectEndpoint> again = read(json::parse(boxproxy::inspect_array(endpoints).dump()));
+  CHECK(boxproxy::inspect_array(again).dump() == boxproxy::inspect_array(endpoints).dump());
+
+  const auto says = [](const char* text, const std::string& expected) {
+    CAPTURE(text);
+    CHECK(error_of(json::parse(text)) == kLabel + expected);
+  };
+  says(R"([{"host": "a.test", "sign": {"aws-sigv4": {"access_key_id": "{k}", "secret_access_key": "{s}"}}}])",
+       R"([0].sign.aws-sigv4: has no "services" ("services" names what may be signed for))");
+  says(R"([{"host": "a.test", "sign": {"aws-sigv4": {"access_key_id": "k", "secret_access_key": "{s}", "services": ["s3"]}}}])",
+       R"([0].sign.aws-sigv4.access_key_id: "k" is not a secret's name in braces ("{NAME}", NAME 1 to 32 of a-z, 0-9 and '_'))");
+  says(R"([{"host": "a.test", "sign": {"aws-sigv4": {"access_key_id": "{K}", "secret_access_key": "{s}", "services": ["s3"]}}}])",
+       R"([0].sign.aws-sigv4.access_key_id: "{K}" is not a secret's name in braces ("{NAME}", NAME 1 to 32 of a-z, 0-9 and '_'))");
+  says(R"([{"host": "a.test", "sign": {"aws-sigv4": {"access_key_id": "{k}", "secret_access_key": "{s}", "services": []}}}])",
+       R"([0].sign.aws-sigv4.services: "[]" is not a JSON array of names)");
+  says(R"([{"host": "a.test", "sign": {"aws-sigv4": {"access_key_id": "{k}", "secret_access_key": "{s}", "services": ["S3"]}}}])",
+       R"([0].sign.aws-sigv4.services[0]: "S3" is not 1 to 64 of a-z, 0-9 and '-')");
+  says(R"([{"host": "a.test", "sign": {"aws-sigv5": {}}}])", R"([0].sign: "{\"aws-sigv5\":{}}" is not {"aws-sigv4": {...}})");
+  says(R"([{"host": "*.amazonaws.com", "sign": {"aws-sigv4": {"access_key_id": "{k}", "secret_access_key": "{s}", "services": ["s3"]}}}])",
+       R"([0]: "*.amazonaws.com:443" is a wildcard endpoint and cannot carry "sign" (any name under it, one a )"
+       R"(tenant of that domain registers included, would get the credential); name each host instead)");
+  says(R"([{"host": "a.test", "inject": {"authorization": "x {t}"}, "sign": {"aws-sigv4": {"access_key_id": "{k}", "secret_access_key": "{s}", "services": ["s3"]}}}])",
+       R"([0]: "a.test:443" has "sign" and "inject" of "authorization"; the signature is the Authorization header, give one of them)");
 }

@@ -142,30 +142,33 @@ TEST_CASE("a request line is read in its one shape only, each field checked as t
 }
 
 TEST_CASE("a start message's bounds are serve's options' ranges") {
-  const std::string fine = R"("head_timeout":0.25,"idle_timeout":0,"max_head_bytes":1048576)";
+  const std::string fine = R"("head_timeout":0.25,"idle_timeout":0,"max_head_bytes":1048576,"max_held_body":0)";
   const auto parsed = parse_serve_message(start_with(fine));
   REQUIRE(std::holds_alternative<InspectorOrder>(parsed));
   const auto& start = std::get<InspectorStart>(std::get<InspectorOrder>(parsed));
-  CHECK((start.head_timeout == 0.25 && start.idle_timeout == 0 && start.max_head_bytes == 1048576));
+  CHECK((start.head_timeout == 0.25 && start.idle_timeout == 0 && start.max_head_bytes == 1048576 &&
+         start.max_held_body == 0));
   // Each bound missing, of the wrong type, or outside its option's range.
   const struct {
     const char* fields;
     const char* why;
   } rows[] = {
-      {R"("idle_timeout":0,"max_head_bytes":4096)", "no \"head_timeout\""},
-      {R"("head_timeout":1,"max_head_bytes":4096)", "no \"idle_timeout\""},
-      {R"("head_timeout":1,"idle_timeout":0)", "no \"max_head_bytes\""},
-      {R"("head_timeout":0,"idle_timeout":0,"max_head_bytes":4096)", "bad \"head_timeout\""},
-      {R"("head_timeout":-1,"idle_timeout":0,"max_head_bytes":4096)", "bad \"head_timeout\""},
-      {R"("head_timeout":86400.5,"idle_timeout":0,"max_head_bytes":4096)", "bad \"head_timeout\""},
-      {R"("head_timeout":"10","idle_timeout":0,"max_head_bytes":4096)", "bad \"head_timeout\""},
-      {R"("head_timeout":1,"idle_timeout":-0.5,"max_head_bytes":4096)", "bad \"idle_timeout\""},
-      {R"("head_timeout":1,"idle_timeout":86401,"max_head_bytes":4096)", "bad \"idle_timeout\""},
-      {R"("head_timeout":1,"idle_timeout":true,"max_head_bytes":4096)", "bad \"idle_timeout\""},
-      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":1023)", "bad \"max_head_bytes\""},
-      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":1048577)", "bad \"max_head_bytes\""},
-      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":4096.5)", "bad \"max_head_bytes\""},
-      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":-4096)", "bad \"max_head_bytes\""},
+      {R"("idle_timeout":0,"max_head_bytes":4096,"max_held_body":4096)", "no \"head_timeout\""},
+      {R"("head_timeout":1,"max_head_bytes":4096,"max_held_body":4096)", "no \"idle_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_held_body":4096)", "no \"max_head_bytes\""},
+      {R"("head_timeout":0,"idle_timeout":0,"max_head_bytes":4096,"max_held_body":4096)", "bad \"head_timeout\""},
+      {R"("head_timeout":-1,"idle_timeout":0,"max_head_bytes":4096,"max_held_body":4096)", "bad \"head_timeout\""},
+      {R"("head_timeout":86400.5,"idle_timeout":0,"max_head_bytes":4096,"max_held_body":4096)", "bad \"head_timeout\""},
+      {R"("head_timeout":"10","idle_timeout":0,"max_head_bytes":4096,"max_held_body":4096)", "bad \"head_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":-0.5,"max_head_bytes":4096,"max_held_body":4096)", "bad \"idle_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":86401,"max_head_bytes":4096,"max_held_body":4096)", "bad \"idle_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":true,"max_head_bytes":4096,"max_held_body":4096)", "bad \"idle_timeout\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":1023,"max_held_body":4096)", "bad \"max_head_bytes\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":1048577,"max_held_body":4096)", "bad \"max_head_bytes\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":4096.5,"max_held_body":4096)", "bad \"max_head_bytes\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":-4096,"max_held_body":4096)", "bad \"max_head_bytes\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":4096)", "no \"max_held_body\""},
+      {R"("head_timeout":1,"idle_timeout":0,"max_head_bytes":4096,"max_held_body":1073741825)", "bad \"max_held_body\""},
   };
   for (const auto& row : rows) {
     CAPTURE(row.fields);
@@ -223,6 +226,23 @@ TEST_CASE("a placeholder's message, and a request line's secret name, read back;
   CHECK(report_back<InspectorRequest>(request).secret == std::optional<std::string>("api"));
   request.secret = "api secret=x";
   CHECK_FALSE(refusal(inspector_message(request)).empty());
+}
+
+TEST_CASE("a request line's sign= (SPEC §20): aws-sigv4 read back, anything else refused") {
+  InspectorRequest request{7, "PUT", "-", "ok", 200, 10, 20, 1, false};
+  request.inject = "x-extra";
+  request.sign = "aws-sigv4";
+  request.scrub = "aws_key";
+  const auto back = report_back<InspectorRequest>(request);
+  CHECK(back.sign == "aws-sigv4");
+  CHECK(back.inject == "x-extra");
+  CHECK(back.scrub == "aws_key");
+  request.sign.clear();
+  CHECK(report_back<InspectorRequest>(request).sign.empty());
+  request.sign = "aws-sigv4 secret=x";
+  CHECK_FALSE(refusal(inspector_message(request)).empty());
+  const auto held = order_back<InspectorStart>(InspectorStart{"s3", false, "[]", 1.5, 600, 1024, 4096});
+  CHECK(held.max_held_body == 4096);
 }
 
 }  // namespace boxproxy

@@ -113,8 +113,8 @@ TEST_CASE("a stage that waits is resumed where it waited, and the stages before 
 TEST_CASE("the table: each scope's stages, in SPEC's order") {
   using V = std::vector<std::string_view>;
   CHECK(names(RequestPipeline::for_scope(StageScope::inspector)) ==
-        V{"framing", "host", "misdirected", "coding", "rules", "swap", "inject"});
-  CHECK(names(RequestPipeline::for_scope(StageScope::plain)) == V{"rules", "inject"});
+        V{"framing", "host", "presigned", "misdirected", "coding", "rules", "swap", "inject", "sign"});
+  CHECK(names(RequestPipeline::for_scope(StageScope::plain)) == V{"rules", "inject", "sign"});
   CHECK(names(RequestPipeline::for_scope(StageScope::check)) == V{"coding", "rules"});
 }
 
