@@ -370,7 +370,8 @@ class SchemasRefuseTest(unittest.TestCase):
     def test_check_config(self):
         printed = {"socket": "/run/s1.sock", "allow": ["example.com", "*.example.org:8443"], "max-tunnels": 64,
                    "max-connections": 65536, "max-lookups": 65536, "head-timeout": 30.0, "dns-timeout": 5.0,
-                   "connect-timeout": 20.0, "idle-timeout": 0.0, "max-head-bytes": 32768, "log": "json",
+                   "connect-timeout": 20.0, "idle-timeout": 0.0, "max-head-bytes": 32768, "max-held-body": 1048576,
+                   "log": "json",
                    "die-with-parent": False, "log-paths": False, "no-sni-check": False, "ask": False,
                    "ask-timeout": 30.0}
         self.assertEqual(errors("config", printed), [])
