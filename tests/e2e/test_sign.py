@@ -193,6 +193,9 @@ BOX_CLIENT = textwrap.dedent("""
                 client("s3", payload_signing_enabled=True).put_object(
                     Bucket="bucket", Key="signed.bin", Body=b"a body the proxy hashes: " + body)
                 print("put ok")
+            elif call == "big":
+                client("s3", payload_signing_enabled=True).put_object(Bucket="bucket", Key="big.bin", Body=b"b" * 5000)
+                print("big ok")
             elif call == "unsigned":
                 client("s3", payload_signing_enabled=False).put_object(
                     Bucket="bucket", Key="unsigned.txt", Body=b"streamed, not hashed\\n" * 100)
@@ -232,13 +235,13 @@ class SignTest(BoxTestCase):
         with open(self.script, "w") as f:
             f.write(BOX_CLIENT)
 
-    def run_boto(self, calls, secrets=("aws_key", "aws_secret", "aws_token"), log=()):
+    def run_boto(self, calls, secrets=("aws_key", "aws_secret", "aws_token"), more=()):
         sign = {"access_key_id": "{aws_key}", "secret_access_key": "{aws_secret}", "session_token": "{aws_token}",
                 "regions": ["eu-west-1"], "services": ["s3", "dynamodb"]}
         config = os.path.join(self.dir, "config.json")
         with open(config, "w") as f:
             json.dump({"inspect": [{"host": f"origin.test:{self.origin.port}", "sign": {"aws-sigv4": sign}}]}, f)
-        serve = ["--resolve", "origin.test=127.0.0.2", "--upstream-ca", self.cert, "--config", config, *log]
+        serve = ["--resolve", "origin.test=127.0.0.2", "--upstream-ca", self.cert, "--config", config, *more]
         for name in secrets:
             serve += ["--secret", f"{name}={self.files[name]}"]
         serve += ["--secret-env", "AWS_ACCESS_KEY_ID=aws_key", "--secret-env", "AWS_SECRET_ACCESS_KEY=aws_secret",
@@ -287,8 +290,19 @@ class SignTest(BoxTestCase):
         self.assertEqual(lines, ["presigned 403 request denied"], stderr[-3000:])
         self.assertEqual(self.origin.requests, [])
 
+    def test_a_body_past_max_held_body_is_body_too_large(self):
+        # The PUT of 5000 bytes is refused before any origin is asked; the upload after it, declared
+        # unsigned, is never held and goes on the same way.
+        lines, stderr = self.run_boto(["big", "unsigned"], more=("--max-held-body", "4999"))
+        self.assertEqual(lines, ["big error 413 413", "unsigned ok"], stderr[-3000:])
+        self.assertEqual([(q["method"], q["path"], q["ok"]) for q in self.origin.requests],
+                         [("PUT", "/bucket/unsigned.txt", True)])
+        self.assertIn("class=body too large status=413", stderr)
+        lines, stderr = self.run_boto(["big"], more=("--max-held-body", "5000"))
+        self.assertEqual(lines, ["big ok"], stderr[-3000:])
+
     def test_the_trace_in_json(self):
-        lines, stderr = self.run_boto(["put"], log=("--log", "json"))
+        lines, stderr = self.run_boto(["put"], more=("--log", "json"))
         self.assertEqual(lines, ["put ok"], stderr[-3000:])
         requests = [json.loads(line) for line in stderr.splitlines()
                     if line.startswith("{") and '"kind":"request"' in line]
