@@ -236,6 +236,9 @@ class SignTest(BoxTestCase):
             f.write(BOX_CLIENT)
 
     def run_boto(self, calls, secrets=("aws_key", "aws_secret", "aws_token"), more=()):
+        return self.run_command([sys.executable, self.script, self.url, *calls], secrets, more)
+
+    def run_command(self, command, secrets=("aws_key", "aws_secret", "aws_token"), more=()):
         sign = {"access_key_id": "{aws_key}", "secret_access_key": "{aws_secret}", "session_token": "{aws_token}",
                 "regions": ["eu-west-1"], "services": ["s3", "dynamodb"]}
         config = os.path.join(self.dir, "config.json")
@@ -248,7 +251,7 @@ class SignTest(BoxTestCase):
                   "--secret-env", "AWS_SESSION_TOKEN=aws_token"]
         env = {"AWS_CA_BUNDLE": "/etc/ssl/certs/ca-certificates.crt", "AWS_CONFIG_FILE": "/dev/null",
                "AWS_SHARED_CREDENTIALS_FILE": "/dev/null", "AWS_EC2_METADATA_DISABLED": "true", "HOME": self.dir}
-        r = self.box.run(serve, [sys.executable, self.script, self.url, *calls], env=env, cwd=self.dir)
+        r = self.box.run(serve, command, env=env, cwd=self.dir)
         self.assertEqual(self.box.leftovers(), [], "run left its private directory behind")
         self.assertEqual(r.returncode, 0, f"stdout={r.stdout[-2000:]!r} stderr={r.stderr[-3000:]!r}")
         return r.stdout.decode().splitlines(), r.stderr.decode()
@@ -289,6 +292,28 @@ class SignTest(BoxTestCase):
         self.assertEqual(len(lines), 1, stderr[-3000:])
         self.assertEqual(lines, ["presigned 403 request denied"], stderr[-3000:])
         self.assertEqual(self.origin.requests, [])
+
+    def test_curl_over_http2_a_held_body_is_signed(self):
+        # curl's own SigV4 (--aws-sigv4) with the placeholders, over HTTP/2 to the proxy: the body of
+        # the PUT stream is held through the front (its window opened as it is taken), hashed and
+        # signed; the origin (HTTP/1.1) checks it with the real keys.
+        body = os.path.join(self.dir, "h2-body")
+        with open(body, "wb") as f:
+            f.write(PUT_BODY * 3)  # past one 16 KiB stream window
+        script = os.path.join(self.dir, "curl.sh")
+        with open(script, "w") as f:
+            f.write(textwrap.dedent(f"""
+                curl -sS --max-time 20 --http2 -o /dev/null -w '%{{http_version}} %{{http_code}}\\n' \\
+                  --aws-sigv4 aws:amz:eu-west-1:s3 --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \\
+                  -H "X-Amz-Security-Token: $AWS_SESSION_TOKEN" -H "X-Amz-Content-Sha256: $(sha256sum {body} | cut -d' ' -f1)" \\
+                  -X PUT --data-binary @{body} {self.url}/bucket/h2.bin
+            """))
+        lines, stderr = self.run_command(["sh", script])
+        self.assertEqual(lines, ["2 200"], stderr[-3000:])
+        [got] = self.origin.requests
+        self.assertEqual((got["method"], got["path"], got["ok"], got["body"]), ("PUT", "/bucket/h2.bin", True, PUT_BODY * 3),
+                         (got["expected"], got["got"]))
+        self.assertIn("sign=aws-sigv4", stderr)
 
     def test_a_body_past_max_held_body_is_body_too_large(self):
         # The PUT of 5000 bytes is refused before any origin is asked; the upload after it, declared
