@@ -45,6 +45,10 @@
 // with three 16 KiB bodies waiting behind its first stream and its window never opened: 163-166 KiB
 // while the first waits on its origin, 311-314 KiB while it passes a response into the shut window.
 //
+// A request whose body the signer must hash (SPEC §20, inspected_held_body.cc) adds that body, at
+// most setup.max_held_body as framed (--max-held-body, 1 MiB by default), held until it goes to the
+// origin; over HTTP/2 one stream is served at a time, so one such body a connection.
+//
 // The process must ignore SIGPIPE (as serve does): OpenSSL writes to its sockets with write(2),
 // which raises it when a peer has gone.
 #pragma once
