@@ -139,12 +139,15 @@ class SigningOrigin:
                 elif self.command == "POST":
                     self.answer(200, b'{"TableNames":["t1"]}', "application/x-amz-json-1.0")
                 elif self.command == "GET":
-                    self.answer(200, LIST_RESULT, "application/xml")
+                    # What an origin may hand back: the credential it was sent (the real access key id).
+                    self.answer(200, LIST_RESULT, "application/xml", echo=got)
                 else:
                     self.answer(200, b"", "application/xml", etag=hashlib.md5(body).hexdigest())
 
-            def answer(self, status, payload, content_type, etag=None):
+            def answer(self, status, payload, content_type, etag=None, echo=None):
                 self.send_response(status)
+                if echo:
+                    self.send_header("x-echo-authorization", echo)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.send_header("x-amz-request-id", "TESTREQUEST")
@@ -188,6 +191,7 @@ BOX_CLIENT = textwrap.dedent("""
             if call == "list":
                 got = client("s3").list_objects_v2(Bucket="bucket")
                 print("list ok", [o["Key"] for o in got.get("Contents", [])])
+                print("echo", got["ResponseMetadata"]["HTTPHeaders"].get("x-echo-authorization", "-"))
             elif call == "put":
                 body = bytes(range(256)) * 40
                 client("s3", payload_signing_enabled=True).put_object(
@@ -263,7 +267,11 @@ class SignTest(BoxTestCase):
 
     def test_boto3_with_placeholders_reaches_an_origin_that_checks_the_real_signature(self):
         lines, stderr = self.run_boto(["list", "put", "unsigned", "dynamodb"])
+        echo = lines.pop(1)
         self.assertEqual(lines, ["list ok ['one.txt']", "put ok", "unsigned ok", "dynamodb ok ['t1']"], stderr[-3000:])
+        # The origin handed back the credential it got: the box sees its placeholder, never the key id.
+        self.assertRegex(echo, r"^echo AWS4-HMAC-SHA256 Credential=bxp_aws_key_[0-9a-f]{32}/")
+        self.assertIn("scrub=aws_key", stderr)
         got = self.origin.requests
         self.assertEqual([(q["method"], q["ok"]) for q in got], [("GET", True), ("PUT", True), ("PUT", True),
                                                                  ("POST", True)],
@@ -283,7 +291,7 @@ class SignTest(BoxTestCase):
 
     def test_a_secret_not_set_is_secret_missing_and_nothing_is_sent(self):
         lines, stderr = self.run_boto(["list"], secrets=("aws_key", "aws_token"))
-        self.assertEqual(lines, ["list error 403 403"], stderr[-3000:])
+        self.assertEqual(lines[0], "list error 403 403", stderr[-3000:])
         self.assertEqual(self.origin.requests, [])
         self.assertIn("class=secret missing", stderr)
 
@@ -307,12 +315,19 @@ class SignTest(BoxTestCase):
                   --aws-sigv4 aws:amz:eu-west-1:s3 --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \\
                   -H "X-Amz-Security-Token: $AWS_SESSION_TOKEN" -H "X-Amz-Content-Sha256: $(sha256sum {body} | cut -d' ' -f1)" \\
                   -X PUT --data-binary @{body} {self.url}/bucket/h2.bin
+                curl -sS --max-time 20 --http1.1 -o /dev/null -w '%{{http_version}} %{{http_code}}\\n' \\
+                  --aws-sigv4 aws:amz:eu-west-1:s3 --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \\
+                  -H "X-Amz-Security-Token: $AWS_SESSION_TOKEN" -H "X-Amz-Content-Sha256: $(sha256sum {body} | cut -d' ' -f1)" \\
+                  -H "Transfer-Encoding: chunked" -X PUT --data-binary @{body} {self.url}/bucket/chunked.bin
             """))
         lines, stderr = self.run_command(["sh", script])
-        self.assertEqual(lines, ["2 200"], stderr[-3000:])
-        [got] = self.origin.requests
-        self.assertEqual((got["method"], got["path"], got["ok"], got["body"]), ("PUT", "/bucket/h2.bin", True, PUT_BODY * 3),
-                         (got["expected"], got["got"]))
+        self.assertEqual(lines, ["2 200", "1.1 200"], stderr[-3000:])
+        got = self.origin.requests
+        self.assertEqual([(q["method"], q["path"], q["ok"], q["body"]) for q in got],
+                         [("PUT", "/bucket/h2.bin", True, PUT_BODY * 3), ("PUT", "/bucket/chunked.bin", True, PUT_BODY * 3)],
+                         [(q["expected"], q["got"]) for q in got])
+        # The chunked body was held and hashed over its data, and went on chunked.
+        self.assertEqual([v for n, v in got[1]["headers"] if n.lower() == "transfer-encoding"], ["chunked"])
         self.assertIn("sign=aws-sigv4", stderr)
 
     def test_a_body_past_max_held_body_is_body_too_large(self):
