@@ -60,7 +60,8 @@ InspectedRequest judge_inspected_request(const RequestHead& head, const InspectE
   context.max_head_bytes = max_head_bytes;
   context.signer = signer;
   context.payload_hash = std::move(payload_hash);
-  const PipelineOutcome outcome = RequestPipeline::for_scope(StageScope::inspector).run(context);
+  const RequestPipeline& pipeline = RequestPipeline::for_scope(StageScope::inspector);
+  const PipelineOutcome outcome = pipeline.run(context);
   InspectedRequest judged;
   judged.rule = context.rule;
   judged.framing = context.framing;
@@ -68,8 +69,8 @@ InspectedRequest judge_inspected_request(const RequestHead& head, const InspectE
   judged.client_keep_alive = context.client_keep_alive;
   judged.client_http10 = context.client_http10;
   judged.misdirected = std::move(context.misdirected);
-  if (outcome.verdict.action == StageVerdict::Action::wait) {
-    judged.hold_body = true;  // the sign stage's, the only one that waits here: its body is wanted
+  if (outcome.verdict.action == StageVerdict::Action::wait && pipeline.stages()[outcome.stage]->name() == "sign") {
+    judged.hold_body = true;  // the signer wants the body's hash
     return judged;
   }
   if (outcome.verdict.action != StageVerdict::Action::proceed) {
