@@ -14,8 +14,9 @@
 namespace boxproxy {
 namespace {
 
-constexpr std::array<std::string_view, 11> kEndpointKeys = {"host",    "name", "access",     "rules", "deny", "mode",
-                                                            "inject",  "secrets", "case", "get-bodies", "sign"};
+constexpr std::array<std::string_view, 12> kEndpointKeys = {"host", "name",   "access",  "rules", "deny",
+                                                            "mode", "inject", "secrets", "case",  "get-bodies",
+                                                            "hint", "sign"};
 constexpr std::array<std::string_view, 1> kSignKeys = {"aws-sigv4"};
 constexpr std::array<std::string_view, 5> kSigV4Keys = {"access_key_id", "secret_access_key", "session_token",
                                                         "regions", "services"};
@@ -83,6 +84,11 @@ Word word_at(const Where& where, const nlohmann::json& value,
   auto parsed = parse(text);
   if (const auto* error = std::get_if<std::string>(&parsed)) where.fail(text, *error);
   return std::get<Word>(parsed);
+}
+
+bool bool_at(const Where& where, const nlohmann::json& value) {
+  if (!value.is_boolean()) where.fail(shown(value), "is not true or false");
+  return value.get<bool>();
 }
 
 std::string name_at(const Where& where, const nlohmann::json& value) {
@@ -255,11 +261,8 @@ InspectEndpoint read_endpoint(const Where& where, const nlohmann::json& value) {
   if (value.contains("inject")) read_inject(where.key("inject"), value.at("inject"), endpoint);
   if (value.contains("secrets")) read_secrets(where.key("secrets"), value.at("secrets"), endpoint);
   if (value.contains("case")) endpoint.path_case = word_at(where.key("case"), value.at("case"), &parse_path_case);
-  if (value.contains("get-bodies")) {
-    const nlohmann::json& get_bodies = value.at("get-bodies");
-    if (!get_bodies.is_boolean()) where.key("get-bodies").fail(shown(get_bodies), "is not true or false");
-    endpoint.get_bodies = get_bodies.get<bool>();
-  }
+  if (value.contains("get-bodies")) endpoint.get_bodies = bool_at(where.key("get-bodies"), value.at("get-bodies"));
+  if (value.contains("hint")) endpoint.hint = bool_at(where.key("hint"), value.at("hint"));
   if (value.contains("sign")) endpoint.sign = read_sign(where.key("sign"), value.at("sign"));
   if (auto error = check_inspect_endpoint(endpoint)) where.fail(*error);
   return endpoint;
@@ -318,6 +321,7 @@ nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint) {
   }
   if (endpoint.path_case == PathCase::insensitive) out["case"] = path_case_text(endpoint.path_case);
   if (endpoint.get_bodies) out["get-bodies"] = true;
+  if (endpoint.hint) out["hint"] = true;
   if (endpoint.sign) out["sign"] = sign_object(*endpoint.sign);
   return out;
 }

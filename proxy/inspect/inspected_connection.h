@@ -146,6 +146,8 @@ struct EndRecord {
   // endpoint was removed).
   TunnelEnd end = TunnelEnd::error;
   std::optional<std::string> log_class;  // the connection's own refusal: not tls, sni mismatch, upstream tls
+  // Why a handshake failed (tls=): the origin's for upstream tls, else the box's.
+  std::optional<TlsFailure> tls;
 };
 
 class InspectedConnection {
@@ -294,6 +296,7 @@ class InspectedConnection {
   [[nodiscard]] std::optional<std::string> held_body_hash() const;
   void sign_held();
   void send_held_body();  // after its head, once an origin connection is ready
+  void refuse_held(Reason refusal, std::optional<TunnelEnd> close_with);  // with the held head's detail
   [[nodiscard]] bool wait_for_origin();
   [[nodiscard]] bool exchange();
   [[nodiscard]] bool pass_request_body();
@@ -320,7 +323,9 @@ class InspectedConnection {
 
   // ---- answers and ends ----
   // Answers the current request with `refusal`; closes after it when `close_with` says why.
-  void refuse(Reason refusal, std::optional<TunnelEnd> close_with);
+  // `detail`: what the body says after its words (proxy/stages/refusal_detail.h), when the request
+  // was parsed.
+  void refuse(Reason refusal, std::optional<TunnelEnd> close_with, std::string_view detail = {});
   void refuse_unparsed(Reason refusal);  // a head that did not parse: answered, then closed
   void refuse_connection(Reason refusal);  // not tls, sni mismatch: closed without a word
   void record_request(std::string_view log_class, std::uint16_t status);
@@ -397,6 +402,9 @@ class InspectedConnection {
   Clock::time_point last_activity_ = Clock::now();
   Clock::time_point head_wait_started_{};  // while TimerRole::head
   std::optional<Reason> connection_refusal_;
+  // Why the box's handshake, and the origin's, failed (EndRecord::tls): the first word of each.
+  std::optional<TlsFailure> client_tls_failure_;
+  std::optional<TlsFailure> origin_tls_failure_;
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
   std::deque<RequestRecord> records_;

@@ -10,6 +10,7 @@
 
 #include "proxy/inspect/sigv4_request_signer.h"
 #include "proxy/inspector_messages.h"
+#include "proxy/stages/refusal_detail.h"
 #include "proxy/stages/scope_judgement.h"
 #include "proxy/wire/http_forward.h"
 #include "proxy/wire/http_head.h"
@@ -90,6 +91,14 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   note_trace(record, exchange_.judged.trace);
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;
+  // What a refusal's body names (the endpoint, method and path judged), made while `head` lives.
+  const std::string detail = exchange_.judged.refusal ? refusal_detail(*setup_.endpoint, head.method, head.target,
+                                                                       *exchange_.judged.refusal)
+                                                      : std::string();
+  // A report-mode denial's path goes whatever --log-paths says (the operator asked to see it).
+  if (record.report && !record.path) {
+    record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
+  }
   const InspectedRequest& judged = exchange_.judged;
   exchange_.request_body = BodyCursor(judged.framing);
   exchange_.request_done = body_done_at_start(judged.framing);
@@ -100,7 +109,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
     // The connection ends after the answer when the body cannot be found, or the client leaves.
     std::optional<TunnelEnd> close_with;
     if (!judged.keep_after_refusal) close_with = judged.client_keep_alive ? TunnelEnd::error : TunnelEnd::client_closed;
-    refuse(*judged.refusal, close_with);
+    refuse(*judged.refusal, close_with, detail);
     return;
   }
   start_response_stages();

@@ -14,6 +14,7 @@
 
 #include "proxy/inspect/sigv4_request_signer.h"
 #include "proxy/inspect/sigv4_signer.h"
+#include "proxy/stages/refusal_detail.h"
 #include "proxy/stages/scope_judgement.h"
 #include "proxy/wire/h2_request.h"
 #include "table/ascii.h"
@@ -46,7 +47,8 @@ void InspectedConnection::start_holding(const RequestHead& head, std::string_vie
   if (framing.kind == BodyFraming::Kind::length && framing.length > setup_.max_held_body) {
     std::optional<TunnelEnd> close_with;
     if (!exchange_.judged.keep_after_refusal) close_with = TunnelEnd::error;
-    refuse(Reason::body_too_large, close_with);
+    refuse(Reason::body_too_large, close_with,
+           refusal_detail(*setup_.endpoint, head.method, head.target, Reason::body_too_large));
     return;
   }
   auto held = std::make_unique<HeldRequest>();
@@ -71,7 +73,7 @@ bool InspectedConnection::hold_body() {
     const BodyCursor::Take take =
         exchange_.request_body.feed({static_cast<const char*>(piece.iov_base), piece.iov_len});
     if (take.malformed) {
-      refuse(Reason::bad_framing, TunnelEnd::error);  // where its next request begins is unknown
+      refuse_held(Reason::bad_framing, TunnelEnd::error);  // where its next request begins is unknown
       return true;
     }
     // Kept as framed (a chunked body's trailers dropped, `ending` closing it), as it will be sent.
@@ -87,7 +89,7 @@ bool InspectedConnection::hold_body() {
     // What stops: a box making the proxy hold a body without end (a chunked one, whose length
     // no header says). Its framing counts against the bound.
     if (evbuffer_get_length(held.body.get()) > setup_.max_held_body) {
-      refuse(Reason::body_too_large, TunnelEnd::error);  // the rest of it is never read
+      refuse_held(Reason::body_too_large, TunnelEnd::error);  // the rest of it is never read
       return true;
     }
     if (take.take < piece.iov_len) break;
@@ -121,7 +123,7 @@ void InspectedConnection::sign_held() {
   const auto hash = held_body_hash();
   const auto parsed = parse_request_head(held.head, held.head.size());
   if (!hash || parsed.status != ParseResult<RequestHead>::Status::complete) {
-    refuse(Reason::request_denied, TunnelEnd::error);  // OpenSSL failed: never sent unsigned
+    refuse_held(Reason::request_denied, TunnelEnd::error);  // OpenSSL failed: never sent unsigned
     return;
   }
   RequestRecord& record = exchange_.record;
@@ -135,13 +137,23 @@ void InspectedConnection::sign_held() {
   record.report = judged.report;
   if (judged.refusal || judged.hold_body) {
     // The body was read whole: the connection goes on after the answer when the client allows it.
-    refuse(judged.refusal.value_or(Reason::request_denied),
-           judged.client_keep_alive ? std::nullopt : std::optional<TunnelEnd>(TunnelEnd::client_closed));
+    refuse_held(judged.refusal.value_or(Reason::request_denied),
+                judged.client_keep_alive ? std::nullopt : std::optional<TunnelEnd>(TunnelEnd::client_closed));
     return;
   }
   start_response_stages();
   phase_ = Phase::waiting_upstream;
   arm(TimerRole::upstream);
+}
+
+void InspectedConnection::refuse_held(Reason refusal, std::optional<TunnelEnd> close_with) {
+  const HeldRequest& held = *exchange_.held;
+  const auto parsed = parse_request_head(held.head, held.head.size());
+  std::string detail;  // what the refusal's body names (the held head parses: it did when it came)
+  if (parsed.status == ParseResult<RequestHead>::Status::complete) {
+    detail = refusal_detail(*held.endpoint, parsed.value->method, parsed.value->target, refusal);
+  }
+  refuse(refusal, close_with, detail);
 }
 
 void InspectedConnection::send_held_body() {
