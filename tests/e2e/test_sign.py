@@ -20,11 +20,14 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 import unittest
 import datetime
 
 from box_support import BoxTestCase, make_certificate
-from harness import binary
+from harness import ProxyTestCase, binary
+from inspect_support import InspectRig
+from test_inspect_h2 import H2Client, h2_tls, start_inspecting_endpoint
 
 try:
     import botocore.auth
@@ -352,3 +355,53 @@ class SignTest(BoxTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+BOX_AUTHORIZATION = ("AWS4-HMAC-SHA256 Credential=AKIDTHEBOXKEY/20260101/eu-west-1/execute-api/aws4_request, "
+                     "SignedHeaders=host;x-amz-date, Signature=" + "0" * 64)
+
+
+@unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
+class SignHttp2Test(InspectRig, ProxyTestCase):
+    """Over HTTP/2 (python3-h2's state machine, test_inspect_h2's client): a stream whose body the
+    signer must hash is held while the box's other streams still arrive on the connection."""
+
+    def test_a_held_stream_leaves_the_connection_open_to_other_streams(self):
+        for name, value in (("aws_key", ACCESS_KEY), ("aws_secret", SECRET_KEY)):
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(value + "\n")
+        target = f"origin.test:{self.origin.port}"
+        sign = {"access_key_id": "{aws_key}", "secret_access_key": "{aws_secret}", "services": ["execute-api"]}
+        p = start_inspecting_endpoint(self, {"host": target, "sign": {"aws-sigv4": sign}},
+                                      "--secret", f"aws_key={os.path.join(self.dir, 'aws_key')}",
+                                      "--secret", f"aws_secret={os.path.join(self.dir, 'aws_secret')}")
+        client = H2Client(h2_tls(p, target, self.ca), target)
+        self.addCleanup(client.tls.close)
+        signed = [("authorization", BOX_AUTHORIZATION), ("x-amz-date", "20260101T000000Z")]
+        body = bytes(range(256)) * 240  # 60 KiB: nearly four of the stream's 16 KiB windows
+        sid = client.conn.get_next_available_stream_id()
+        client.conn.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", target),
+                                       (":path", "/upload"), ("content-length", str(len(body))), *signed])
+        client.conn.send_data(sid, body[:8192])
+        client.flush()
+        client.streams[sid] = {"status": None, "headers": {}, "body": b"", "reset": None, "ended": False}
+        other = client.request("/other", extra=signed)  # sent while the first is held, answered after it
+        for start in range(8192, len(body), 8192):  # the rest, as the stream's window opens
+            deadline = time.monotonic() + 10
+            while client.conn.local_flow_control_window(sid) < min(8192, len(body) - start):
+                if time.monotonic() > deadline:
+                    raise AssertionError("the held stream's window never opened")
+                for event in client.conn.receive_data(client.tls.recv(65536)):
+                    client._take(event)
+                client.flush()
+            client.conn.send_data(sid, body[start:start + 8192], end_stream=start + 8192 >= len(body))
+            client.flush()
+        done = client.collect([sid, other], timeout=20)
+        self.assertEqual((done[sid]["status"], done[sid]["body"]), (200, body))
+        self.assertEqual(done[other]["status"], 200)
+        got = {q["path"]: {n.lower(): v for n, v in q["headers"]} for q in self.origin.requests}
+        self.assertEqual(sorted(got), ["/other", "/upload"])
+        for headers in got.values():
+            self.assertIn(f"Credential={ACCESS_KEY}/", headers["authorization"])
+        [upload] = [q for q in self.origin.requests if q["path"] == "/upload"]
+        self.assertEqual(upload["body"], body)
