@@ -167,4 +167,10 @@ TEST_CASE("presigned: a presigned URL on a signing endpoint is request denied, b
   CHECK(PresignedStage().on_request(plain).action == StageVerdict::Action::proceed);
   InspectedRequest judged = judge_inspected_request(presigned.head, endpoint, origin, secrets, nullptr, SIZE_MAX, &signer);
   CHECK(judged.refusal == Reason::request_denied);
+  // In report mode too: only the rules' denials are let through there.
+  InspectEndpoint reporting = endpoint;
+  reporting.mode = InspectMode::report;
+  judged = judge_inspected_request(presigned.head, reporting, origin, secrets, nullptr, SIZE_MAX, &signer);
+  CHECK(judged.refusal == Reason::request_denied);
+  CHECK_FALSE(judged.report);
 }
