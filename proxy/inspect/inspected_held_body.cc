@@ -112,10 +112,21 @@ std::optional<std::string> InspectedConnection::held_body_hash() const {
   if (length != 0 && data == nullptr) throw std::bad_alloc();
   const std::string_view bytes(reinterpret_cast<const char*>(data), length);
   if (exchange_.judged.framing.kind != BodyFraming::Kind::chunked) return sha256_hex(bytes);
-  ChunkedDecoder decoder;  // AWS hashes the payload: a chunked body's data, not its framing
+  // AWS hashes the payload: a chunked body's data, not its framing. Decoded a slice at a time, so
+  // the decoded copy never holds more than one slice's worth beside the held body.
+  constexpr std::size_t kSlice = 16 * 1024;
+  ChunkedDecoder decoder;
+  Sha256Hasher hasher;
   std::string decoded;
-  decoder.feed(bytes, decoded);
-  return sha256_hex(decoded);
+  std::string_view rest = bytes;
+  while (!rest.empty() && !decoder.done() && !decoder.malformed()) {
+    const std::size_t taken = decoder.feed(rest.substr(0, kSlice), decoded);
+    hasher.update(decoded);
+    decoded.clear();
+    if (taken == 0) break;
+    rest.remove_prefix(taken);
+  }
+  return hasher.hex_digest();
 }
 
 void InspectedConnection::sign_held() {
