@@ -93,14 +93,11 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   }
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;
-  // What a refusal's body names (the endpoint, method and path judged), made while `head` lives.
+  // What a refusal's body names on a "hint" endpoint (the method, path and endpoint judged), made
+  // while `head` lives.
   const std::string detail = exchange_.judged.refusal ? refusal_detail(*setup_.endpoint, head.method, head.target,
                                                                        *exchange_.judged.refusal)
                                                       : std::string();
-  // A report-mode denial's path goes whatever --log-paths says (the operator asked to see it).
-  if (record.report && !record.path) {
-    record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
-  }
   evbuffer_drain(client_in(), head_bytes);  // `head` points into what this drops: not used after
 
   const InspectedRequest& judged = exchange_.judged;
