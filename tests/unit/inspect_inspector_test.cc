@@ -126,11 +126,7 @@ class Serve {
 
   template <typename Done>
   bool run_until(Done done) {
-    for (int i = 0; i < kMaxPasses; ++i) {
-      if (done()) return true;
-      pass();
-    }
-    return done();
+    return pass_until(done, [&] { pass(); });
   }
 
   // The next report not taken yet (the test fails when none comes in time).
