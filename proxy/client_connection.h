@@ -139,7 +139,7 @@ class ClientConnection : public ListLink<ClientConnection> {
   Next refuse_decided();
   Next admit_and_dial();
   Next after(Dialer::Result result);
-  // `detail`: the body's lines after the words (a plain request to an inspected endpoint's).
+  // `detail`: the body line's tail after the words (a plain request to an inspected endpoint's hint).
   Next refuse(Reason reason, std::string_view ip = "-", std::string words = {}, std::string_view detail = {});
   Next send_refusal(std::string reply);
 

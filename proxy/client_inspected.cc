@@ -45,9 +45,7 @@ std::optional<Reason> ClientConnection::judge_inspected_plain(std::string& detai
     if (refusal) detail = refusal_detail(*endpoint, parsed.value->method, parsed.value->target, *refusal);
   }
   const std::string_view asked = origin_target_of(upstream_head);
-  // A report-mode denial carries its path whatever --log-paths says: the operator asked to see what
-  // the rules would refuse, and the path is what says it (never the query).
-  if (server_.config().log_paths || inspected.report) inspected.path = std::string(asked.substr(0, asked.find('?')));
+  if (server_.config().log_paths) inspected.path = std::string(asked.substr(0, asked.find('?')));
   request_.inspected = std::move(inspected);
   if (refusal) {
     log_request_line(refusal, info(*refusal).http_status, Session::Traffic{});
@@ -121,9 +119,8 @@ void ClientConnection::inspected_request(ClientConnection* connection, const Ins
       line.log_class == "ok" ? std::nullopt : reason_from_log_class(line.log_class);
   RequestEntry entry{connection->id_, target.host, target.port, line.method, line.rule, refusal, line.status,
                      line.up, line.down, line.ms, line.report, std::nullopt};
-  // The inspector sends a path with --log-paths, and for a report-mode denial (what the operator
-  // asked to see) whatever it says.
-  if (line.path && (connection->server_.config().log_paths || line.report)) entry.path = *line.path;
+  // A path only with --log-paths (SPEC §18: never a path otherwise, report mode included).
+  if (line.path && connection->server_.config().log_paths) entry.path = *line.path;
   if (line.secret) entry.secret = *line.secret;
   entry.swap = line.swap;
   entry.inject = line.inject;

@@ -26,7 +26,7 @@
 
 #include <fmt/format.h>
 
-#include "proxy/decision_log.h"
+#include "proxy/decision_log.h"  // json_quote: the label as the log quotes it
 #include "proxy/unique_fd.h"
 #include "proxy/utc_time.h"
 #include "socketd/confine_filter_program.h"
@@ -403,19 +403,6 @@ std::vector<std::string> confine_self(const ConfineRequest& request) {
   if (auto result = test_after_confine()) notices.push_back(std::move(*result));
 #endif
   return notices;
-}
-
-ConfineRequest serve_confinement(const ServeOptions& options, int log_fd) {
-  ConfineRequest request;
-  request.command = ConfinedCommand::serve;
-  request.log_fd = log_fd;
-  request.json_log = options.log_format == LogFormat::json;
-  request.label = options.label;
-  if (options.config_path) request.reread_files.push_back(*options.config_path);
-  if (options.allow_file) request.reread_files.push_back(*options.allow_file);
-  request.removed_sockets.push_back(options.socket_path);
-  if (options.control_socket) request.removed_sockets.push_back(*options.control_socket);  // SPEC §15
-  return request;
 }
 
 }  // namespace boxproxy

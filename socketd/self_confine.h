@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "socketd/serve_options.h"
 
 namespace boxproxy {
 
@@ -50,9 +49,5 @@ struct ConfineError : std::runtime_error {
 // kernel without Landlock (then seccomp alone, and files are not restricted by path), and in
 // builds with BOXPROXY_TEST_HOOKS the result of BOXPROXY_TEST_AFTER_CONFINE. Throws ConfineError.
 [[nodiscard]] std::vector<std::string> confine_self(const ConfineRequest& request);
-
-// What `serve` with `options` needs once set up: the files SIGHUP re-reads, its socket's removal,
-// its log (`log_fd`, the --log-file or standard error) in its format.
-[[nodiscard]] ConfineRequest serve_confinement(const ServeOptions& options, int log_fd);
 
 }  // namespace boxproxy

@@ -261,6 +261,21 @@ void start_listening(Daemon& daemon, const ServeOptions& options) {
   }
 }
 
+// What `serve` with `options` needs once set up: the files SIGHUP re-reads, its socket's removal,
+// its log (`log_fd`, the --log-file or standard error) in its format.
+ConfineRequest serve_confinement(const ServeOptions& options, int log_fd) {
+  ConfineRequest request;
+  request.command = ConfinedCommand::serve;
+  request.log_fd = log_fd;
+  request.json_log = options.log_format == LogFormat::json;
+  request.label = options.label;
+  if (options.config_path) request.reread_files.push_back(*options.config_path);
+  if (options.allow_file) request.reread_files.push_back(*options.allow_file);
+  request.removed_sockets.push_back(options.socket_path);
+  if (options.control_socket) request.removed_sockets.push_back(*options.control_socket);  // SPEC §15
+  return request;
+}
+
 // From here on a parser bug reached from the box can do nothing but proxy (SPEC §17): confined
 // before the first client is read, and before anyone is told that the proxy listens. Throws
 // StartupError.

@@ -267,24 +267,9 @@ void store_control_fd(const Given& given, ServeOptions& options) {
   options.control_fd = fd;
 }
 
-// How the process lives beside its supervisor: readiness, its death, its channel, its asks.
-void add_supervisor_rows(std::vector<ServeRow>& rows) {
-  // 0 to 2 are the standard streams: writing READY there (and closing it) would put a
-  // second line on standard output or lose the log, so the descriptor must be 3 or more.
-  rows.push_back(number("ready-fd", "write READY=1 to descriptor N (open) once listening, then close it", "none",
-                        defaults::kReadyFdMin, defaults::kReadyFdMax, [](const Given& given, ServeOptions& options) {
-                          const auto fd = static_cast<int>(given.number());
-                          // Fail closed at start: a supervisor waiting on a descriptor we never
-                          // received would hang. (check never writes it: its own descriptors say
-                          // nothing of serve's.)
-                          if (given.reader == Reader::serve && ::fcntl(fd, F_GETFD) == -1) {
-                            given.fail("is not an open file descriptor");
-                          }
-                          options.ready_fd = fd;
-                        }));
-  rows.push_back(flag("die-with-parent", "exit as on SIGTERM when the starting process dies", "off",
-                      [](const Given& given, ServeOptions& options) { options.die_with_parent = given.raw.flag; }));
-  // Request inspection's TLS (SPEC §18), for the inspector serve starts when an endpoint is named.
+// Request inspection's (SPEC §18, §19): the TLS of the inspector serve starts when an endpoint is
+// named, and the secrets it injects; --help lists them among the supervisor's (a supervisor gives them).
+void add_inspection_rows(std::vector<ServeRow>& rows) {
   rows.push_back(value("upstream-ca", "FILE",
                        "inspected endpoints' origins are verified against these PEM certificates instead of the "
                        "system's store; read at start",
@@ -325,6 +310,26 @@ void add_supervisor_rows(std::vector<ServeRow>& rows) {
           options.placeholders.push_back(name);
         }
       })));
+}
+
+// How the process lives beside its supervisor: readiness, its death, its channel, its asks.
+void add_supervisor_rows(std::vector<ServeRow>& rows) {
+  // 0 to 2 are the standard streams: writing READY there (and closing it) would put a
+  // second line on standard output or lose the log, so the descriptor must be 3 or more.
+  rows.push_back(number("ready-fd", "write READY=1 to descriptor N (open) once listening, then close it", "none",
+                        defaults::kReadyFdMin, defaults::kReadyFdMax, [](const Given& given, ServeOptions& options) {
+                          const auto fd = static_cast<int>(given.number());
+                          // Fail closed at start: a supervisor waiting on a descriptor we never
+                          // received would hang. (check never writes it: its own descriptors say
+                          // nothing of serve's.)
+                          if (given.reader == Reader::serve && ::fcntl(fd, F_GETFD) == -1) {
+                            given.fail("is not an open file descriptor");
+                          }
+                          options.ready_fd = fd;
+                        }));
+  rows.push_back(flag("die-with-parent", "exit as on SIGTERM when the starting process dies", "off",
+                      [](const Given& given, ServeOptions& options) { options.die_with_parent = given.raw.flag; }));
+  add_inspection_rows(rows);
   rows.push_back(flag("log-paths", "request lines carry the request's path (never its query)", "off",
                       [](const Given& given, ServeOptions& options) { options.proxy.log_paths = given.raw.flag; }));
   rows.push_back(flag("no-sni-check",

@@ -104,8 +104,9 @@ struct InspectEndpoint {
   bool get_bodies = false;
   // SPEC §20's "sign": each request signed again with the session's secrets, after every other change.
   std::optional<SignAwsSigV4> sign;
-  // "hint": true: a request denied is answered with what the rules allow (proxy/stages/
-  // refusal_detail.h), for a client (an agent) that can act on it; off, the policy stays unsaid.
+  // "hint": true: a refusal's body names the method, path and endpoint judged, and for request
+  // denied what the rules allow (proxy/stages/refusal_detail.h), for a client (an agent) that can
+  // act on it; off, the body is SPEC §6's words alone and the policy stays unsaid.
   bool hint = false;
 
   // Whether the proxy puts a credential into this endpoint's requests itself, by "inject" or by

@@ -45,17 +45,12 @@ bool H2Back::init() noexcept {
   // The window opens only as the connection takes the response out: a fast origin is held to it
   // (bounded_h2_option).
   const H2OptionPtr option = bounded_h2_option();
-  const H2CallbacksPtr callbacks = new_h2_callbacks();
+  const H2CallbacksPtr callbacks = new_h2_callbacks({&on_begin_headers, &on_header, &on_invalid_header, &on_frame_recv,
+                                                     &on_data_chunk, &on_stream_close});
   if (!option || !callbacks) return false;
   nghttp2_option_set_max_reserved_remote_streams(option.get(), 0);  // no pushed stream is kept
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks.get(), &on_begin_headers);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks.get(), &on_header);
-  nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks.get(), &on_invalid_header);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks.get(), &on_frame_recv);
   nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks.get(), &on_invalid_frame_recv);
   nghttp2_session_callbacks_set_on_frame_send_callback(callbacks.get(), &on_frame_send);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks.get(), &on_data_chunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks.get(), &on_stream_close);
   nghttp2_session* raw = nullptr;
   if (nghttp2_session_client_new2(&raw, callbacks.get(), this, option.get()) != 0) return false;
   session_.reset(raw);

@@ -36,15 +36,10 @@ bool H2Front::init() noexcept {
   if (!requests_ || !answers_) return false;
   // A stream's window opens only as its bytes go on to the origin (bounded_h2_option).
   const H2OptionPtr option = bounded_h2_option();
-  const H2CallbacksPtr callbacks = new_h2_callbacks();
+  const H2CallbacksPtr callbacks = new_h2_callbacks({&on_begin_headers, &on_header, &on_invalid_header, &on_frame_recv,
+                                                     &on_data_chunk, &on_stream_close});
   if (!option || !callbacks) return false;
   nghttp2_option_set_stream_reset_rate_limit(option.get(), kResetBurst, kResetRate);
-  nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks.get(), &on_begin_headers);
-  nghttp2_session_callbacks_set_on_header_callback(callbacks.get(), &on_header);
-  nghttp2_session_callbacks_set_on_invalid_header_callback(callbacks.get(), &on_invalid_header);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks.get(), &on_frame_recv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks.get(), &on_data_chunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(callbacks.get(), &on_stream_close);
   nghttp2_session* raw = nullptr;
   if (nghttp2_session_server_new2(&raw, callbacks.get(), this, option.get()) != 0) return false;
   session_.reset(raw);

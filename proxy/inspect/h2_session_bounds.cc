@@ -18,10 +18,17 @@ H2OptionPtr bounded_h2_option() noexcept {
   return option;
 }
 
-H2CallbacksPtr new_h2_callbacks() noexcept {
+H2CallbacksPtr new_h2_callbacks(const H2ReadCallbacks& read) noexcept {
   nghttp2_session_callbacks* raw = nullptr;
   if (nghttp2_session_callbacks_new(&raw) != 0) return nullptr;
-  return H2CallbacksPtr(raw);
+  H2CallbacksPtr callbacks(raw);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(raw, read.begin_headers);
+  nghttp2_session_callbacks_set_on_header_callback(raw, read.header);
+  nghttp2_session_callbacks_set_on_invalid_header_callback(raw, read.invalid_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(raw, read.frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(raw, read.data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(raw, read.stream_close);
+  return callbacks;
 }
 
 }  // namespace boxproxy

@@ -41,7 +41,19 @@ using H2CallbacksPtr = std::unique_ptr<nghttp2_session_callbacks, H2CallbacksDel
 // bounded by the window); null when nghttp2 cannot allocate.
 [[nodiscard]] H2OptionPtr bounded_h2_option() noexcept;
 
-// An empty callback table; null when nghttp2 cannot allocate.
-[[nodiscard]] H2CallbacksPtr new_h2_callbacks() noexcept;
+// How both sessions read their peer's frames: each side's own functions for nghttp2's six
+// reading callbacks, set in one place so that neither side can forget one.
+struct H2ReadCallbacks {
+  nghttp2_on_begin_headers_callback begin_headers = nullptr;
+  nghttp2_on_header_callback header = nullptr;
+  nghttp2_on_invalid_header_callback invalid_header = nullptr;
+  nghttp2_on_frame_recv_callback frame_recv = nullptr;
+  nghttp2_on_data_chunk_recv_callback data_chunk = nullptr;
+  nghttp2_on_stream_close_callback stream_close = nullptr;
+};
+
+// A callback table holding `read`'s functions (a side adds its own others); null when nghttp2
+// cannot allocate.
+[[nodiscard]] H2CallbacksPtr new_h2_callbacks(const H2ReadCallbacks& read) noexcept;
 
 }  // namespace boxproxy

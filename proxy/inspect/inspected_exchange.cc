@@ -91,14 +91,11 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   note_trace(record, exchange_.judged.trace);
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;
-  // What a refusal's body names (the endpoint, method and path judged), made while `head` lives.
+  // What a refusal's body names on a "hint" endpoint (the method, path and endpoint judged), made
+  // while `head` lives.
   const std::string detail = exchange_.judged.refusal ? refusal_detail(*setup_.endpoint, head.method, head.target,
                                                                        *exchange_.judged.refusal)
                                                       : std::string();
-  // A report-mode denial's path goes whatever --log-paths says (the operator asked to see it).
-  if (record.report && !record.path) {
-    record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
-  }
   const InspectedRequest& judged = exchange_.judged;
   exchange_.request_body = BodyCursor(judged.framing);
   exchange_.request_done = body_done_at_start(judged.framing);

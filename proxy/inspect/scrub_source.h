@@ -5,7 +5,7 @@
 //
 // The patterns are spellings of the values (raw, encoded): they live in the inspector's ordinary
 // heap for as long as the values stay as they are. The process is non-dumpable and confined
-// (inspector_main.cc), as for the expanded headers a request carries; the arena of the values
+// (socketd/inspect_main.cc), as for the expanded headers a request carries; the arena of the values
 // themselves is the store's (secret_store.h).
 #pragma once
 

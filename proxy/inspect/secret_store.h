@@ -4,7 +4,7 @@
 //
 // Where the values live, and why: one arena of kMaxSecrets slots of kMaxSecretValueBytes, mapped
 // once at start (before the process confines itself) and marked MADV_DONTDUMP (never in a core
-// file, on top of the process being non-dumpable: inspector_main.cc) and, where RLIMIT_MEMLOCK
+// file, on top of the process being non-dumpable: socketd/inspect_main.cc) and, where RLIMIT_MEMLOCK
 // allows, locked (never written to swap); only the pages used are resident. A value replaced or
 // revoked is overwritten with explicit_bzero at once, and every value in use when the store goes.
 //

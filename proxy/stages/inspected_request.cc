@@ -49,8 +49,8 @@ std::string inspect_refusal_response(Reason refusal, bool close, std::string_vie
   out += std::to_string(body_bytes);
   out += close ? "\r\nconnection: close\r\n\r\n" : "\r\n\r\n";
   out += words;
-  out += '\n';
   out += detail;
+  out += '\n';
   return out;
 }
 

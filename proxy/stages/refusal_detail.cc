@@ -78,19 +78,18 @@ std::string allowed_text(const InspectEndpoint& endpoint) {
 
 std::string refusal_detail(const InspectEndpoint& endpoint, std::string_view method, std::string_view target,
                            Reason refusal) {
-  std::string out = "judged: ";
+  // Only where the endpoint's owner chose to tell (what it stops, without "hint": a box mapping the
+  // policy by asking; and SPEC §6/§18's one-line body "egress refused: <class>" stays exact).
+  if (!endpoint.hint) return {};
+  std::string out = ": judged ";
   append_visible(out, method.substr(0, 32));
   out += ' ';
   out += judged_path_text(target);
   out += " at endpoint ";
   out += entry_text(endpoint.host);
-  out += '\n';
-  // Only where the endpoint's owner chose to tell: the rules are the operator's policy, and a box
-  // learns them from this line (what it stops, without "hint": a box mapping the policy by asking).
-  if (endpoint.hint && refusal == Reason::request_denied) {
-    out += "allowed: ";
+  if (refusal == Reason::request_denied) {
+    out += "; allowed: ";
     out += allowed_text(endpoint);
-    out += '\n';
   }
   return out;
 }

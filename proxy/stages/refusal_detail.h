@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a refused request's body says after its words (SPEC §6 fixes the first line, "egress
-// refused: <class>"; what follows is ours): the endpoint, method and path that were judged, so that
-// a client that shows only the status (git shows "403") still has, in the body, what to act on;
-// and, when the endpoint says "hint": true, what its rules allow. Pure.
+// What a refused request's body says after its words, when the endpoint says "hint": true (SPEC
+// §6 and §18 fix a one-line body, "egress refused: <class>"; the hint is appended to that line, as
+// --allow-hint's is to a not-listed refusal's): the method and path that were judged and the
+// endpoint, so that a client that shows only the status (git shows "403") still has, in the body,
+// what to act on; and, for request denied, what the endpoint's rules allow. Pure.
 //
-//   egress refused: request denied
-//   judged: DELETE /repos/acme/widget at endpoint api.github.com:443
+//   egress refused: request denied: judged DELETE /repos/acme/widget at endpoint api.github.com:443;
 //   allowed: GET /repos/acme/**; HEAD /repos/acme/** (denied first: * /repos/*/*/hooks/**)
+//   (one line; folded here)
 //
 // The path is the box's own input, reflected to the box only: it is cut at the query (never sent
 // back, as it is never logged), at kMaxJudgedPathBytes, and every byte outside visible ASCII is
-// written %XX, so the body stays one line of text whatever the box sent.
+// written %XX, so the body stays one line of text whatever the box sent. Without "hint" the body
+// is the SPEC's alone: the endpoint's rules are the operator's policy, unsaid unless it says so.
 #pragma once
 
 #include <cstddef>
@@ -31,8 +33,8 @@ inline constexpr std::size_t kMaxHintBytes = 2048;
 // visible ASCII as above.
 [[nodiscard]] std::string judged_path_text(std::string_view target);
 
-// "judged: METHOD PATH at endpoint HOST:PORT\n", and for request denied on an endpoint with
-// "hint": true, "allowed: ...\n" (allowed_text). Every line ends in "\n".
+// Empty unless the endpoint says "hint": true; then ": judged METHOD PATH at endpoint HOST:PORT",
+// and for request denied "; allowed: ..." (allowed_text). No line end: the caller ends the line.
 [[nodiscard]] std::string refusal_detail(const InspectEndpoint& endpoint, std::string_view method,
                                          std::string_view target, Reason refusal);
 

@@ -45,8 +45,8 @@ std::string http_refusal(Reason reason, std::string_view words, std::string_view
   out += std::to_string(clean.size() + 1 + detail.size());
   out += "\r\nconnection: close\r\n\r\n";
   out += clean;
-  out += '\n';
   out += detail;
+  out += '\n';
   return out;
 }
 

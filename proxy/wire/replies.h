@@ -22,7 +22,7 @@ namespace boxproxy {
 
 // The whole HTTP refusal: status line with `words` (only printable ASCII: any other byte becomes
 // '?'), x-egress-refused, content-type, content-length, connection: close, the blank line and
-// `words` + "\n" as body, then `detail` (lines ending in "\n", already made safe: a request to an
+// `words`, then `detail` and "\n" as body (`detail` one line's tail, already made safe: a request to an
 // inspected endpoint's refusal_detail). auth_required also carries Proxy-Authenticate: Basic
 // realm="boxproxy".
 [[nodiscard]] std::string http_refusal(Reason reason, std::string_view words, std::string_view detail = {});

@@ -111,25 +111,24 @@ class InspectTest(InspectRig, ProxyTestCase):
              "deny": [{"method": "*", "path": "/repos/acme/secret"}], "hint": True}])
         code, status, refused, body, err = self.get(p, "/repos/other/x?token=t0ps3cret", "-X", "DELETE")
         self.assertEqual((code, status, refused), (0, 403, "request denied"), err)
-        self.assertEqual(body, "egress refused: request denied\n"
-                               f"judged: DELETE /repos/other/x at endpoint {entry}\n"
+        # One line (SPEC §6/§18), the hint appended to the words.
+        self.assertEqual(body, f"egress refused: request denied: judged DELETE /repos/other/x at endpoint {entry}; "
                                "allowed: GET /repos/acme/** (denied first: * /repos/acme/secret)\n")
         # Over HTTP/2 the same body on the refused stream.
         code, status, refused, body, err = self.get(p, "/repos/acme/secret", "--http2")
         self.assertEqual((code, status, refused), (0, 403, "request denied"), err)
-        self.assertIn(f"judged: GET /repos/acme/secret at endpoint {entry}\nallowed: ", body)
+        self.assertIn(f": judged GET /repos/acme/secret at endpoint {entry}; allowed: ", body)
         # A bad path names what was judged, never the rules.
         code, status, refused, body, err = self.get(p, "/repos/acme/%2Fx")
-        self.assertEqual((status, body), (400, "egress refused: bad path\n"
-                                               f"judged: GET /repos/acme/%2Fx at endpoint {entry}\n"), err)
+        self.assertEqual((status, body), (400, f"egress refused: bad path: judged GET /repos/acme/%2Fx at endpoint {entry}\n"),
+                         err)
         self.assertEqual(self.origin_paths(), [])
 
     def test_without_a_hint_the_rules_stay_unsaid(self):
         entry = f"origin.test:{self.origin.port}"
         p = self.start(endpoints=[{"host": entry, "access": "read-only"}])
         code, status, refused, body, err = self.get(p, "/x", "-X", "POST", "--data", "hi")
-        self.assertEqual((status, body), (403, "egress refused: request denied\n"
-                                               f"judged: POST /x at endpoint {entry}\n"), err)
+        self.assertEqual((status, body), (403, "egress refused: request denied\n"), err)
 
     def test_report_mode_lets_a_denied_request_through_and_says_so(self):
         p = self.start(endpoints=[{"host": f"origin.test:{self.origin.port}", "access": "read-only",
@@ -138,9 +137,8 @@ class InspectTest(InspectRig, ProxyTestCase):
         self.assertEqual(self.origin_paths(), ["/x?token=t0ps3cret"])
         (line,) = self.requests(p, 1)
         self.assertEqual((line["class"], line["rule"], line.get("report")), ("request denied", "access", True))
-        # Said plainly, with the path (no query) although --log-paths is not given: the operator
-        # asked to see what would be denied.
-        self.assertEqual((line.get("would"), line.get("path")), ("deny", "/x"))
+        # Said plainly; no path without --log-paths (SPEC §18: never a path otherwise).
+        self.assertEqual((line.get("would"), line.get("path")), ("deny", None))
         # An allowed request carries no path and no would=.
         self.assertEqual(self.get(p, "/y")[1:3], (200, None))
         allowed = self.requests(p, 2)[1]
@@ -258,7 +256,7 @@ class InspectTest(InspectRig, ProxyTestCase):
         self.assertEqual([r["method"] for r in plain.requests], ["POST"])
         (line,) = self.requests(p, 1)
         self.assertEqual((line["class"], line["rule"], line.get("report"), line.get("would"), line.get("path")),
-                         ("request denied", "access", True, "deny", "/p/q"))
+                         ("request denied", "access", True, "deny", None))
         stats = stats_line(p)
         self.assertEqual((stats["reported"], stats["refused"]), (1, {}))
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A session that may hold a secret (SPEC §19) is non-dumpable: no core file, and no other process
 of the same user can ptrace it or read its /proc/PID/mem (socketd/serve_command.cc's guard_secrets;
-the inspector makes itself so in proxy/inspect/inspector_main.cc). A session that inspects nothing
+the inspector makes itself so in socketd/inspect_main.cc). A session that inspects nothing
 keeps the usual flag, so the operator's tools still see it.
 
 The flag cannot be read from outside by root (the only user these tests run as), but the kernel

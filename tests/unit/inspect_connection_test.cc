@@ -95,8 +95,8 @@ TEST_CASE("a denied request gets 403 with x-egress-refused, never reaches the or
   CHECK(refused.status == 403);
   CHECK(has_header(refused, "x-egress-refused: request denied"));
   CHECK(refused.head.find("connection: close") == std::string::npos);
-  // SPEC §6's line, then what was judged (proxy/stages/refusal_detail.h).
-  CHECK(refused.body == "egress refused: request denied\njudged: DELETE /repos/acme/x at endpoint api.test:443\n");
+  // SPEC §6's line alone: the endpoint says no "hint" (proxy/stages/refusal_detail.h).
+  CHECK(refused.body == "egress refused: request denied\n");
   refused = rig.exchange(get("/repos/acme/secrets/key"));
   CHECK(refused.status == 403);
   refused = rig.exchange(get("/repos/other/x"));
@@ -152,8 +152,8 @@ TEST_CASE("report mode lets a denied request through, recorded with report=1 and
   CHECK(rig.records[0].log_class == "request denied");
   CHECK(rig.records[0].rule == "no-secrets");
   CHECK(rig.records[0].status == 200);
-  // Its path goes (no query) without log_paths: the operator asked to see what would be denied.
-  CHECK(rig.records[0].path == std::optional<std::string>("/repos/acme/secrets/key"));
+  // No path without log_paths (SPEC §18), report mode included.
+  CHECK(!rig.records[0].path);
   // Every other refusal still holds.
   const Message bad = rig.exchange(get("/repos/acme/%2Fx"));
   CHECK(bad.status == 400);

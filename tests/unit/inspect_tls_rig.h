@@ -67,6 +67,17 @@ inline const bool kLibeventLogCounted = (event_set_log_callback(&count_libevent_
 // way is known whatever the host's defaults (the kernel doubles it for its bookkeeping).
 inline constexpr int kSocketBuffer = 64 * 1024;
 
+// Runs `pass` (one pass of a test's loop and peers) until `done()` holds, at most kMaxPasses
+// times; false if it never did in time.
+template <typename Done, typename Pass>
+bool pass_until(Done done, Pass pass) {
+  for (int i = 0; i < kMaxPasses; ++i) {
+    if (done()) return true;
+    pass();
+  }
+  return done();
+}
+
 // A connected, non-blocking pair of stream sockets.
 inline std::pair<UniqueFd, UniqueFd> socket_pair() {
   int fds[2];
@@ -396,11 +407,7 @@ class Rig {
   // Runs the loop, the client and the origin until `done()` holds; false if it never did in time.
   template <typename Done>
   bool run_until(Done done) {
-    for (int i = 0; i < kMaxPasses; ++i) {
-      if (done()) return true;
-      pass();
-    }
-    return done();
+    return pass_until(done, [&] { pass(); });
   }
 
   void pass() {

@@ -35,16 +35,16 @@ InspectEndpoint github(bool hint) {
 
 }  // namespace
 
-TEST_CASE("the judged line: method, path without its query, the endpoint's entry") {
-  CHECK(refusal_detail(github(false), "DELETE", "/repos/acme/x?token=abc#f", Reason::request_denied) ==
-        "judged: DELETE /repos/acme/x at endpoint api.github.com:443\n");
-  // Without "hint" the rules stay unsaid; with it, a request denied says what is allowed.
-  CHECK(refusal_detail(github(true), "DELETE", "/repos/acme/x", Reason::request_denied) ==
-        "judged: DELETE /repos/acme/x at endpoint api.github.com:443\n"
-        "allowed: GET /repos/acme/**; POST /repos/acme/*/issues (denied first: * /repos/*/*/hooks/**)\n");
+TEST_CASE("without \"hint\" the body is SPEC's words alone; with it, what was judged and what is allowed") {
+  CHECK(refusal_detail(github(false), "DELETE", "/repos/acme/x?token=abc#f", Reason::request_denied).empty());
+  CHECK(refusal_detail(github(false), "GET", "/a/../b", Reason::bad_path).empty());
+  // The path without its query, the endpoint's entry; a request denied adds the rules.
+  CHECK(refusal_detail(github(true), "DELETE", "/repos/acme/x?token=abc#f", Reason::request_denied) ==
+        ": judged DELETE /repos/acme/x at endpoint api.github.com:443; "
+        "allowed: GET /repos/acme/**; POST /repos/acme/*/issues (denied first: * /repos/*/*/hooks/**)");
   // Other refusals name what was judged, never the rules.
   CHECK(refusal_detail(github(true), "GET", "/a/../b", Reason::bad_path) ==
-        "judged: GET /a/../b at endpoint api.github.com:443\n");
+        ": judged GET /a/../b at endpoint api.github.com:443");
 }
 
 TEST_CASE("the path the box sent is cut, and nothing in it can end the line") {
@@ -53,8 +53,7 @@ TEST_CASE("the path the box sent is cut, and nothing in it can end the line") {
   const std::string cut = judged_path_text(long_path);
   CHECK(cut == long_path.substr(0, kMaxJudgedPathBytes) + "...");
   CHECK(judged_path_text("/x?secret=%0d%0a") == "/x");
-  CHECK(refusal_detail(github(false), "G\nT", "/", Reason::request_denied) ==
-        "judged: G%0AT / at endpoint api.github.com:443\n");
+  CHECK(refusal_detail(github(true), "G\nT", "/", Reason::bad_path) == ": judged G%0AT / at endpoint api.github.com:443");
 }
 
 TEST_CASE("what the rules allow, in words, bounded") {
@@ -74,10 +73,11 @@ TEST_CASE("what the rules allow, in words, bounded") {
   CHECK(text.ends_with(" more"));
 }
 
-TEST_CASE("the answer carries the detail after the words SPEC §6 fixes, counted in content-length") {
-  const std::string detail = refusal_detail(github(false), "DELETE", "/x", Reason::request_denied);
+TEST_CASE("the answer's one line carries the hint after the words SPEC §6 fixes, counted in content-length") {
+  const std::string detail = refusal_detail(github(true), "DELETE", "/x", Reason::request_denied);
   const std::string answer = inspect_refusal_response(Reason::request_denied, false, detail);
-  const std::string body = "egress refused: request denied\n" + detail;
+  const std::string body = "egress refused: request denied" + detail + "\n";
+  CHECK(body.find('\n') == body.size() - 1);
   CHECK(answer ==
         "HTTP/1.1 403 egress refused: request denied\r\nx-egress-refused: request denied\r\n"
         "content-type: text/plain\r\ncontent-length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
