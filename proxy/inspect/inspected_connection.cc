@@ -214,6 +214,7 @@ void InspectedConnection::update_reading() noexcept {
         want = want && origin_room;
         break;
       case Phase::closing:
+      case Phase::asking:  // the body stays with the box until the supervisor says yes
         want = false;
         break;
       default:
@@ -242,6 +243,12 @@ void InspectedConnection::deliver_hooks() noexcept {
     const RequestRecord record = std::move(records_.front());
     records_.pop_front();
     hooks_.request(hooks_.owner, record);
+    if (!alive) return;
+  }
+  while (!asks_due_.empty()) {
+    const AskRecord ask = std::move(asks_due_.front());
+    asks_due_.pop_front();
+    hooks_.ask(hooks_.owner, ask);
     if (!alive) return;
   }
   if (need_upstream_due_) {
@@ -411,6 +418,8 @@ bool InspectedConnection::step_phase() {
       return read_head();
     case Phase::refusing:
       return drop_refused_body();
+    case Phase::asking:
+      return ask_answer_ && read_head();  // the held head, judged again with its answer
     case Phase::waiting_upstream:
       return wait_for_origin();
     case Phase::exchanging:

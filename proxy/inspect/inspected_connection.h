@@ -127,7 +127,17 @@ struct RequestRecord {
   // secrets found in its response and scrubbed.
   std::vector<std::string> swap;
   std::vector<std::string> inject;
+  std::optional<RequestAsked> asked;  // SPEC §20: held for the supervisor, and what it said
   std::vector<std::string> scrub;
+};
+
+// SPEC §20: a request held for the supervisor's answer (give it with answer_ask).
+struct AskRecord {
+  std::uint64_t n = 0;  // the connection's ask number, from 1
+  std::string method;   // as sent
+  std::string path;     // as sent, without its query
+  bool query = false;   // it had one
+  std::string rule;     // the deciding rule's label
 };
 
 // The connection, when it ends.
@@ -152,6 +162,9 @@ class InspectedConnection {
     void (*request)(void* owner, const RequestRecord& record);
     void (*need_upstream)(void* owner);  // answer with give_upstream or upstream_failed
     void (*ended)(void* owner, const EndRecord& record);
+    // SPEC §20: a request waits for the supervisor; answer with answer_ask. Null: nobody can be
+    // asked, and every such request is refused with asked=none.
+    void (*ask)(void* owner, const AskRecord& ask) = nullptr;
   };
 
   // Takes both sockets (connected, non-blocking). Null when it cannot start (allocation, SSL_new,
@@ -171,6 +184,9 @@ class InspectedConnection {
   // A live change, effective from the next request; nullptr: the endpoint was removed, and the
   // connection closes before its next request (at once when it is between requests).
   void set_endpoint(std::shared_ptr<const InspectEndpoint> endpoint);
+  // SPEC §20: the answer to ask `n` (once, always: the request goes on; else it is refused). One
+  // for an ask no longer waiting (the box left, or it was answered) is dropped.
+  void answer_ask(std::uint64_t n, RequestAsked asked);
 
  private:
   // Where the connection stands (one value at a time; SPEC §18's order of things).
@@ -179,6 +195,10 @@ class InspectedConnection {
     handshaking,       // the box's TLS handshake, with the leaf
     reading_head,      // between requests: waiting for, and reading, a request head
     refusing,          // a refusal is queued; the refused request's body is read and dropped
+    // SPEC §20: a request held for the supervisor's answer. Its head stays in the box-facing input
+    // (judged again when the answer comes) and nothing more is read from the box: its body stays
+    // with the box, and an Expect: 100-continue is answered (by the origin) only after a yes.
+    asking,
     waiting_upstream,  // an allowed request waits for an origin connection (its handshake, or serve's dial)
     exchanging,        // the request goes up, its response comes back
     relaying,          // after a 101 to a WebSocket: bytes both ways until either side closes
@@ -270,6 +290,7 @@ class InspectedConnection {
   void abandon_h2_exchange();    // the box reset the stream whose request was going up
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
+  void hold_for_ask(const RequestHead& head);  // the ask stage waits: the owner is asked
   [[nodiscard]] bool drop_refused_body();
   [[nodiscard]] bool wait_for_origin();
   [[nodiscard]] bool exchange();
@@ -376,6 +397,9 @@ class InspectedConnection {
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
   std::deque<RequestRecord> records_;
+  std::deque<AskRecord> asks_due_;
+  std::uint64_t last_ask_ = 0;                // the number of the last ask made (0: none yet)
+  std::optional<RequestAsked> ask_answer_;    // while asking: the answer to ask last_ask_, once come
   bool need_upstream_due_ = false;
   std::optional<EndRecord> ended_due_;
   bool* alive_ = nullptr;  // while hooks run: set false if the owner deletes this in one

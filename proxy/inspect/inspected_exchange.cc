@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <new>
+#include <utility>
 
 #include "proxy/inspector_messages.h"
 #include "proxy/stages/scope_judgement.h"
@@ -84,7 +85,10 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
-                                             setup_.placeholders, setup_.max_head_bytes);
+                                             setup_.placeholders, setup_.max_head_bytes,
+                                             std::exchange(ask_answer_, std::nullopt));
+  if (exchange_.judged.wait) return hold_for_ask(head);  // the head stays in the input, judged again
+  record.asked = exchange_.judged.asked;
   record.secret = exchange_.judged.misdirected;
   for (const TraceEntry& entry : exchange_.judged.trace) {
     if (entry.stage == "swap") record.swap.push_back(entry.what);
@@ -107,6 +111,31 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   start_response_stages();
   phase_ = Phase::waiting_upstream;
   arm(TimerRole::upstream);
+}
+
+void InspectedConnection::hold_for_ask(const RequestHead& head) {
+  phase_ = Phase::asking;
+  arm(TimerRole::none);  // serve answers within --ask-timeout, with `timeout` when nobody did
+  AskRecord ask{++last_ask_, std::string(head.method), std::string(head.target.substr(0, head.target.find('?'))),
+                head.target.find('?') != std::string_view::npos, exchange_.judged.rule};
+  // What serve takes (inspector_messages.h): a method or path it would have to cut is never asked
+  // about (an `always` for a cut path would cover every path that starts so), and neither is one
+  // with a byte the supervisor's line must not carry. Refused: asked=none.
+  const auto printable = [](std::string_view text) {
+    return std::all_of(text.begin(), text.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  };
+  if (hooks_.ask == nullptr || ask.method.size() > kMaxReportedMethodBytes || ask.path.size() > kMaxAskedPathBytes ||
+      !printable(ask.method) || !printable(ask.path) || !ask.path.starts_with('/')) {
+    ask_answer_ = RequestAsked::none;  // the next step judges it again, with this answer
+    return;
+  }
+  asks_due_.push_back(std::move(ask));
+}
+
+void InspectedConnection::answer_ask(std::uint64_t n, RequestAsked asked) {
+  if (phase_ != Phase::asking || n != last_ask_ || ask_answer_) return;
+  ask_answer_ = asked;
+  kick();
 }
 
 bool InspectedConnection::drop_refused_body() {

@@ -98,7 +98,7 @@ TEST_CASE("errors name the item, the key and the value") {
        R"([0]: has both "access" and "rules"; give one (or neither, for every method and path))");
   says(R"([{"host": "a.test", "Access": "read-only"}])",
        R"([0]: unknown key "Access" (the keys of an inspected endpoint are host, name, access, rules, deny, mode, )"
-       R"(inject, secrets, case, get-bodies))");
+       R"(inject, secrets, case, get-bodies, ask))");
   says(R"([{"host": "a.test:99999"}])", R"([0].host: "a.test:99999" bad port (must be 1 to 65535))");
   // A value is quoted, its bytes escaped: the words reach a terminal.
   CHECK(error_of(json::parse(R"([{"host": "a.test", "mode": "\u001b[2J"}])"))
