@@ -284,7 +284,9 @@ void InspectedConnection::timer_fired() {
       // No head in time, or the box idle as long as a tunnel may be: either ends the connection,
       // so that an inspected tunnel is held no longer than an opaque one would be.
       const double left = head_wait_left();
-      if (left > 0) {
+      if (!parked_.empty()) {
+        arm(TimerRole::head);  // streams wait for the supervisor: --ask-timeout bounds that wait
+      } else if (left > 0) {
         timer_.arm(std::max(left, kSoonestSeconds));
       } else if (h2_) {
         close_after_flush(TunnelEnd::idle_timeout);  // GOAWAY first: a box reusing it learns it is gone

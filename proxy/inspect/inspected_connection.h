@@ -53,6 +53,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,6 +83,11 @@ namespace boxproxy {
 inline constexpr std::size_t kMaxQueued = 64 * 1024;
 // The longest response head an origin may send (as the plain path's, proxy/http_exchange.cc).
 inline constexpr std::size_t kMaxResponseHeadBytes = 64 * 1024;
+// SPEC §20: the most streams of one HTTP/2 connection held for the supervisor at once; one more is
+// refused (asked=none). Each holds its head (max_head_bytes) and at most 64 KiB of body it had
+// fed (its stream window is the front's bound already): 8 x (32 + 64) KiB = 768 KiB with the
+// defaults, on top of h2_front.h's.
+inline constexpr std::size_t kMaxParkedStreams = 8;
 
 struct InspectedSetup {
   std::uint64_t id = 0;  // the connection's, for the owner's records
@@ -291,6 +297,8 @@ class InspectedConnection {
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
   void hold_for_ask(const RequestHead& head);  // the ask stage waits: the owner is asked
+  // The answer for the request about to be judged: HTTP/1.1's held one, or the current stream's.
+  [[nodiscard]] std::optional<RequestAsked> take_answer();
   [[nodiscard]] bool drop_refused_body();
   [[nodiscard]] bool wait_for_origin();
   [[nodiscard]] bool exchange();
@@ -400,6 +408,11 @@ class InspectedConnection {
   std::deque<AskRecord> asks_due_;
   std::uint64_t last_ask_ = 0;                // the number of the last ask made (0: none yet)
   std::optional<RequestAsked> ask_answer_;    // while asking: the answer to ask last_ask_, once come
+  // HTTP/2: the streams parked while they wait (ask number -> stream), and the answers of those
+  // resumed, read when their request comes round again (stream -> answer). At most
+  // kMaxParkedStreams wait at once.
+  std::map<std::uint64_t, std::int32_t> parked_;
+  std::map<std::int32_t, RequestAsked> resumed_;
   bool need_upstream_due_ = false;
   std::optional<EndRecord> ended_due_;
   bool* alive_ = nullptr;  // while hooks run: set false if the owner deletes this in one

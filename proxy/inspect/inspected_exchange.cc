@@ -86,7 +86,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
                                              setup_.placeholders, setup_.max_head_bytes,
-                                             std::exchange(ask_answer_, std::nullopt));
+                                             take_answer());
   if (exchange_.judged.wait) return hold_for_ask(head);  // the head stays in the input, judged again
   record.asked = exchange_.judged.asked;
   record.secret = exchange_.judged.misdirected;
@@ -124,15 +124,45 @@ void InspectedConnection::hold_for_ask(const RequestHead& head) {
   const auto printable = [](std::string_view text) {
     return std::all_of(text.begin(), text.end(), [](char c) { return c > 0x20 && c < 0x7f; });
   };
+  // Over HTTP/2 a held stream holds no other up: at most kMaxParkedStreams wait at once.
   if (hooks_.ask == nullptr || ask.method.size() > kMaxReportedMethodBytes || ask.path.size() > kMaxAskedPathBytes ||
-      !printable(ask.method) || !printable(ask.path) || !ask.path.starts_with('/')) {
+      !printable(ask.method) || !printable(ask.path) || !ask.path.starts_with('/') ||
+      (h2_ && parked_.size() >= kMaxParkedStreams)) {
     ask_answer_ = RequestAsked::none;  // the next step judges it again, with this answer
     return;
+  }
+  if (h2_) {
+    // The stream steps aside with what of it the front had fed; the next one is served.
+    parked_.emplace(ask.n, h2_->park_current());
+    phase_ = Phase::reading_head;
+    arm(TimerRole::head);
   }
   asks_due_.push_back(std::move(ask));
 }
 
+std::optional<RequestAsked> InspectedConnection::take_answer() {
+  std::optional<RequestAsked> answer = std::exchange(ask_answer_, std::nullopt);
+  if (!answer && h2_ && !resumed_.empty()) {
+    const auto it = resumed_.find(h2_->current());
+    if (it != resumed_.end()) {
+      answer = it->second;
+      resumed_.erase(it);
+    }
+  }
+  return answer;
+}
+
 void InspectedConnection::answer_ask(std::uint64_t n, RequestAsked asked) {
+  if (h2_) {
+    const auto it = parked_.find(n);
+    if (it == parked_.end()) return;
+    const std::int32_t stream = it->second;
+    parked_.erase(it);
+    // Served again before the streams that wait; gone when the box reset it meanwhile.
+    if (phase_ != Phase::ended && phase_ != Phase::closing && h2_->resume(stream)) resumed_[stream] = asked;
+    kick();
+    return;
+  }
   if (phase_ != Phase::asking || n != last_ask_ || ask_answer_) return;
   ask_answer_ = asked;
   kick();
