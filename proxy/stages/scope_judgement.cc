@@ -31,6 +31,7 @@ ScopeJudgement judge_in_scope(StageScope scope, const RequestHead& head, const I
   }
   ScopeJudgement judged;
   judged.rule = context.rule;
+  judged.ask = context.ask && context.verdict == RequestVerdict::allowed;
   if (context.asked) judged.asked = context.asked;
   if (outcome.verdict.action != StageVerdict::Action::proceed) {
     judged.refusal = outcome.verdict.reason;

@@ -293,6 +293,15 @@ class RequestAskUsageTest(AskRig, ProxyTestCase):
             self.assertEqual(done.returncode, 2, done.stderr)
             self.assertIn('"ask": true, which needs --control-fd or --control-socket', done.stderr)
 
+    def test_check_says_which_requests_would_be_asked(self):
+        config = self.write_config(rules_endpoint(443) | {"host": "api.example"})
+        targets = ["GET https://api.example/asked/x?q=1", "GET https://api.example/free/x", "DELETE https://api.example/x"]
+        done = subprocess.run([binary(), "check", "--config", config, "--resolve", "api.example=93.184.215.14",
+                               *targets], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+        self.assertEqual([tuple(line.split("\t")[2:]) for line in done.stdout.splitlines()],
+                         [("asked", "ok (ask)"), ("rules[2]", "ok"), ("-", "request denied")], done.stderr)
+        self.assertEqual(done.returncode, 1)
+
     def test_ask_on_a_deny_entry_or_not_a_boolean_is_refused(self):
         for endpoint, words in (({"host": "origin.test", "deny": [{"method": "*", "path": "/x", "ask": True}]},
                                  '.deny[0].ask: is for "rules"'),
