@@ -297,8 +297,13 @@ class InspectedConnection {
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
   void hold_for_ask(const RequestHead& head);  // the ask stage waits: the owner is asked
-  // The answer for the request about to be judged: HTTP/1.1's held one, or the current stream's.
-  [[nodiscard]] std::optional<RequestAsked> take_answer();
+  // The answer for the request about to be judged, and when that request was first held:
+  // HTTP/1.1's held one, or the current stream's.
+  struct AskAnswer {
+    RequestAsked asked = RequestAsked::none;
+    Clock::time_point since{};
+  };
+  [[nodiscard]] std::optional<AskAnswer> take_answer();
   [[nodiscard]] bool drop_refused_body();
   [[nodiscard]] bool wait_for_origin();
   [[nodiscard]] bool exchange();
@@ -408,11 +413,16 @@ class InspectedConnection {
   std::deque<AskRecord> asks_due_;
   std::uint64_t last_ask_ = 0;                // the number of the last ask made (0: none yet)
   std::optional<RequestAsked> ask_answer_;    // while asking: the answer to ask last_ask_, once come
+  Clock::time_point held_since_{};            // while asking: when the held head ended (its line's ms counts the wait)
   // HTTP/2: the streams parked while they wait (ask number -> stream), and the answers of those
   // resumed, read when their request comes round again (stream -> answer). At most
   // kMaxParkedStreams wait at once.
-  std::map<std::uint64_t, std::int32_t> parked_;
-  std::map<std::int32_t, RequestAsked> resumed_;
+  struct Parked {
+    std::int32_t stream = 0;
+    Clock::time_point since{};
+  };
+  std::map<std::uint64_t, Parked> parked_;
+  std::map<std::int32_t, AskAnswer> resumed_;
   bool need_upstream_due_ = false;
   std::optional<EndRecord> ended_due_;
   bool* alive_ = nullptr;  // while hooks run: set false if the owner deletes this in one

@@ -77,8 +77,9 @@ bool InspectedConnection::read_head() {
 
 void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
   scrub(exchange_.judged.upstream_head);  // the last request's injected credential (SPEC §19)
+  const std::optional<AskAnswer> answer = take_answer();
   exchange_ = Exchange{};
-  exchange_.started = Clock::now();
+  exchange_.started = answer ? answer->since : Clock::now();  // a held request's time counts its wait
   exchange_.method.assign(head.method);
   RequestRecord& record = exchange_.record;
   record.method = reported(head.method, kMaxReportedMethodBytes);
@@ -86,7 +87,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
                                              setup_.placeholders, setup_.max_head_bytes,
-                                             take_answer());
+                                             answer ? std::optional(answer->asked) : std::nullopt);
   if (exchange_.judged.wait) return hold_for_ask(head);  // the head stays in the input, judged again
   record.asked = exchange_.judged.asked;
   record.secret = exchange_.judged.misdirected;
@@ -115,6 +116,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
 
 void InspectedConnection::hold_for_ask(const RequestHead& head) {
   phase_ = Phase::asking;
+  held_since_ = exchange_.started;
   arm(TimerRole::none);  // serve answers within --ask-timeout, with `timeout` when nobody did
   AskRecord ask{++last_ask_, std::string(head.method), std::string(head.target.substr(0, head.target.find('?'))),
                 head.target.find('?') != std::string_view::npos, exchange_.judged.rule};
@@ -133,22 +135,20 @@ void InspectedConnection::hold_for_ask(const RequestHead& head) {
   }
   if (h2_) {
     // The stream steps aside with what of it the front had fed; the next one is served.
-    parked_.emplace(ask.n, h2_->park_current());
+    parked_.emplace(ask.n, Parked{h2_->park_current(), exchange_.started});
     phase_ = Phase::reading_head;
     arm(TimerRole::head);
   }
   asks_due_.push_back(std::move(ask));
 }
 
-std::optional<RequestAsked> InspectedConnection::take_answer() {
-  std::optional<RequestAsked> answer = std::exchange(ask_answer_, std::nullopt);
-  if (!answer && h2_ && !resumed_.empty()) {
-    const auto it = resumed_.find(h2_->current());
-    if (it != resumed_.end()) {
-      answer = it->second;
-      resumed_.erase(it);
-    }
-  }
+std::optional<InspectedConnection::AskAnswer> InspectedConnection::take_answer() {
+  if (ask_answer_) return AskAnswer{*std::exchange(ask_answer_, std::nullopt), held_since_};
+  if (!h2_ || resumed_.empty()) return std::nullopt;
+  const auto it = resumed_.find(h2_->current());
+  if (it == resumed_.end()) return std::nullopt;
+  const AskAnswer answer = it->second;
+  resumed_.erase(it);
   return answer;
 }
 
@@ -156,10 +156,12 @@ void InspectedConnection::answer_ask(std::uint64_t n, RequestAsked asked) {
   if (h2_) {
     const auto it = parked_.find(n);
     if (it == parked_.end()) return;
-    const std::int32_t stream = it->second;
+    const Parked parked = it->second;
     parked_.erase(it);
     // Served again before the streams that wait; gone when the box reset it meanwhile.
-    if (phase_ != Phase::ended && phase_ != Phase::closing && h2_->resume(stream)) resumed_[stream] = asked;
+    if (phase_ != Phase::ended && phase_ != Phase::closing && h2_->resume(parked.stream)) {
+      resumed_[parked.stream] = AskAnswer{asked, parked.since};
+    }
     kick();
     return;
   }

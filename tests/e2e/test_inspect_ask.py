@@ -160,6 +160,7 @@ class RequestAskTest(AskRig, ProxyTestCase):
         self.assertEqual(read_http_response(tls, timeout=5).status, 403)
         (line,) = self.lines(p, 1)
         self.assertEqual((line["class"], line["asked"]), ("request denied", "timeout"))
+        self.assertGreaterEqual(line["ms"], 900)  # its time counts the wait
         # Too late: the ask is over.
         self.assertFalse(c.request("answer", ask=e["ask"], verdict="once")["ok"])
         self.assertEqual(self.origin_paths(), [])
