@@ -115,6 +115,8 @@ class H2Front {
   [[nodiscard]] bool resume(std::int32_t id);
   // The stream whose request requests() carries (0: none).
   [[nodiscard]] std::int32_t current() const noexcept { return current_; }
+  // Whether stream `id` is still open here (not reset by the box, not finished).
+  [[nodiscard]] bool holds(std::int32_t id) const noexcept { return streams_.contains(id); }
   // No more streams: GOAWAY naming the last one taken (the connection is closing).
   void go_away() noexcept;
   // Nothing more is served or answered: what the box sends from now on is read and dropped.

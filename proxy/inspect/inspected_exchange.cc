@@ -158,6 +158,9 @@ void InspectedConnection::answer_ask(std::uint64_t n, RequestAsked asked) {
     if (it == parked_.end()) return;
     const Parked parked = it->second;
     parked_.erase(it);
+    // Answers of streams the box reset before they came round again go: a box that resets and
+    // reopens streams never grows this.
+    std::erase_if(resumed_, [this](const auto& entry) { return !h2_->holds(entry.first); });
     // Served again before the streams that wait; gone when the box reset it meanwhile.
     if (phase_ != Phase::ended && phase_ != Phase::closing && h2_->resume(parked.stream)) {
       resumed_[parked.stream] = AskAnswer{asked, parked.since};

@@ -57,6 +57,35 @@ class RequestAskH2Test(AskRig, ProxyTestCase):
         lines = self.lines(p, 3)
         self.assertEqual(sorted(l["asked"] for l in lines), ["always", "always", "deny"])
 
+    def test_a_stream_reset_while_it_waits_is_forgotten(self):
+        p, c = self.start()
+        h2 = self.client(p)
+        held = h2.request("/asked/gone")
+        e = c.event("ask")
+        h2.conn.reset_stream(held)
+        h2.flush()
+        after = h2.request("/free/after")
+        self.assertEqual(h2.collect([after])[after]["status"], 200)
+        # Its answer finds nothing to resume; the connection goes on.
+        self.assertTrue(c.request("answer", ask=e["ask"], verdict="once")["ok"])
+        last = h2.request("/free/last")
+        self.assertEqual(h2.collect([last])[last]["status"], 200)
+        self.assertEqual(self.origin_paths(), ["/free/after", "/free/last"])
+
+    def test_at_most_eight_streams_wait_at_once(self):
+        p, c = self.start()
+        h2 = self.client(p)
+        waiting = [h2.request(f"/asked/{i}") for i in range(8)]
+        asks = [c.event("ask", path=f"/asked/{i}")["ask"] for i in range(8)]
+        ninth = h2.request("/asked/ninth")
+        self.assertEqual(h2.collect([ninth])[ninth]["status"], 403)  # refused at once, nobody asked
+        self.assertEqual(self.lines(p, 1)[0]["asked"], "none")
+        for ask in asks:
+            self.assertTrue(c.request("answer", ask=ask, verdict="once")["ok"])
+        done = h2.collect(waiting)
+        self.assertEqual([done[sid]["status"] for sid in waiting], [200] * 8)
+        self.assertEqual(c.events, [])
+
     def test_timeout_refuses_the_stream_and_the_connection_goes_on(self):
         p, c = self.start(timeout=1)
         h2 = self.client(p)
