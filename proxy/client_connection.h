@@ -130,7 +130,8 @@ class ClientConnection : public ListLink<ClientConnection> {
 
   // The decision (SPEC §5): table/decision.h decides, these get it what it asks for.
   Next decide(Target target);
-  std::optional<Reason> judge_inspected_plain();
+  // The refusal, if any, and what its body names (proxy/stages/refusal_detail.h).
+  std::optional<Reason> judge_inspected_plain(std::string& detail);
   void log_request_line(std::optional<Reason> refusal, std::uint16_t status, const Session::Traffic& traffic);
   Next answers_known(std::vector<IpAddress> answers);  // the lookup's answers
   Next ask_verdict(AskVerdict verdict);                // the supervisor's answer (SPEC §15)
@@ -141,7 +142,8 @@ class ClientConnection : public ListLink<ClientConnection> {
   Next refuse_decided();
   Next admit_and_dial();
   Next after(Dialer::Result result);
-  Next refuse(Reason reason, std::string_view ip = "-", std::string words = {});
+  // `detail`: the body's lines after the words (a plain request to an inspected endpoint's).
+  Next refuse(Reason reason, std::string_view ip = "-", std::string words = {}, std::string_view detail = {});
   Next send_refusal(std::string reply);
 
   // A RESOLVE (SPEC §16): a decision answered, never dialled.

@@ -108,7 +108,8 @@ ClientConnection::Next ClientConnection::refuse_decided() {
 // Step 5, then step 6: the decision's answers, all checked, in order.
 ClientConnection::Next ClientConnection::admit_and_dial() {
   if (request_.plain) {
-    if (const auto refusal = judge_inspected_plain()) return refuse(*refusal);
+    std::string detail;
+    if (const auto refusal = judge_inspected_plain(detail)) return refuse(*refusal, "-", {}, detail);
   }
   auto slot = server_.take_slot();
   if (auto* full = std::get_if<Reason>(&slot)) return refuse(*full);
@@ -129,7 +130,8 @@ ClientConnection::Next ClientConnection::after(Dialer::Result result) {
   return Next::close;
 }
 
-ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view ip, std::string words) {
+ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view ip, std::string words,
+                                                std::string_view detail) {
   if (session_) {
     // An allowed exchange refused midway (a malformed body) ends first, as an error.
     session_->end_by(TunnelEnd::error);
@@ -150,7 +152,7 @@ ClientConnection::Next ClientConnection::refuse(Reason reason, std::string_view 
                          AuditSync::with_turn);
   phase_ = Phase::replying;
   timer_.arm(server_.config().head_timeout);  // a client that never reads its refusal is not kept
-  return send_refusal(refusal_reply_for(request_.protocol, reason, words));
+  return send_refusal(refusal_reply_for(request_.protocol, reason, words, detail));
 }
 
 ClientConnection::Next ClientConnection::send_refusal(std::string reply) {

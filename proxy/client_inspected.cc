@@ -7,6 +7,7 @@
 #include "proxy/client_connection.h"
 
 #include "proxy/inspector_link.h"
+#include "proxy/stages/refusal_detail.h"
 #include "proxy/stages/scope_judgement.h"
 #include "proxy/proxy_server.h"
 #include "proxy/wire/http_forward.h"
@@ -19,7 +20,7 @@ namespace boxproxy {
 // Plain HTTP to an inspected endpoint's port (SPEC §18): its rules judge the request before any
 // upstream socket opens, as they would inside TLS. (A tunnel to one is judged request by request
 // by the inspector.) A refusal's request line is written here; an allowed request's when it ends.
-std::optional<Reason> ClientConnection::judge_inspected_plain() {
+std::optional<Reason> ClientConnection::judge_inspected_plain(std::string& detail) {
   const Target& target = request_.target;
   if (!target.is_name()) return std::nullopt;
   const InspectEndpoint* endpoint = server_.config().policy.inspect.find(target.host, target.port);
@@ -42,9 +43,12 @@ std::optional<Reason> ClientConnection::judge_inspected_plain() {
     inspected.report = judged.report;  // report mode: logged as denied (report=1), and let through
     if (judged.asked) inspected.asked = boxproxy::asked_text(*judged.asked);  // plain HTTP is never held: asked=none
     refusal = judged.refusal;
+    if (refusal) detail = refusal_detail(*endpoint, parsed.value->method, parsed.value->target, *refusal);
   }
   const std::string_view asked = origin_target_of(upstream_head);
-  if (server_.config().log_paths) inspected.path = std::string(asked.substr(0, asked.find('?')));
+  // A report-mode denial carries its path whatever --log-paths says: the operator asked to see what
+  // the rules would refuse, and the path is what says it (never the query).
+  if (server_.config().log_paths || inspected.report) inspected.path = std::string(asked.substr(0, asked.find('?')));
   request_.inspected = std::move(inspected);
   if (refusal) {
     log_request_line(refusal, info(*refusal).http_status, Session::Traffic{});
@@ -58,9 +62,13 @@ void ClientConnection::log_request_line(std::optional<Reason> refusal, std::uint
   const ClientRequest::Inspected& inspected = *request_.inspected;
   // A view of the method itself: `cond ? std::string : "-"` would be a temporary string.
   const std::string_view method = request_.plain ? std::string_view(request_.plain->method) : std::string_view("-");
+  // A report-mode denial keeps its class (SPEC §18: request denied, report=1) and is counted apart
+  // from refusals: it was let through.
+  if (inspected.report && !refusal) refusal = Reason::request_denied;
   RequestEntry line{id_, request_.target.host, request_.target.port, method,
                     inspected.rule, refusal, status, traffic.up, traffic.down, traffic.ms, inspected.report,
                     std::nullopt};
+  if (inspected.report) ++server_.stats().reported;
   if (inspected.path) line.path = *inspected.path;
   line.asked = inspected.asked;
   server_.log().request(line);
@@ -115,7 +123,9 @@ void ClientConnection::inspected_request(ClientConnection* connection, const Ins
       line.log_class == "ok" ? std::nullopt : reason_from_log_class(line.log_class);
   RequestEntry entry{connection->id_, target.host, target.port, line.method, line.rule, refusal, line.status,
                      line.up, line.down, line.ms, line.report, std::nullopt};
-  if (line.path && connection->server_.config().log_paths) entry.path = *line.path;
+  // The inspector sends a path with --log-paths, and for a report-mode denial (what the operator
+  // asked to see) whatever it says.
+  if (line.path && (connection->server_.config().log_paths || line.report)) entry.path = *line.path;
   if (line.secret) entry.secret = *line.secret;
   entry.swap = line.swap;
   entry.inject = line.inject;
@@ -124,7 +134,12 @@ void ClientConnection::inspected_request(ClientConnection* connection, const Ins
   // A class the inspector should never report is logged as a bad request, not dropped: the line
   // still shows that something was refused.
   if (line.log_class != "ok" && !refusal) entry.refusal = Reason::bad_request;
-  if (entry.refusal) connection->server_.count_refusal(*entry.refusal);
+  // A report-mode denial was let through: counted apart ("reported"), never as a refusal.
+  if (line.report) {
+    ++connection->server_.stats().reported;
+  } else if (entry.refusal) {
+    connection->server_.count_refusal(*entry.refusal);
+  }
   connection->server_.log().request(entry);
 }
 
@@ -165,7 +180,9 @@ void ClientConnection::log_inspected_end(const InspectorEnded& ended) {
   if (ended.log_class) {
     const Reason reason = reason_from_log_class(*ended.log_class).value_or(Reason::bad_request);
     server_.count_refusal(reason);
-    server_.log().decision({id_, request_.kind, target.host, target.port, dialer_.address_text(), reason});
+    DecisionEntry line{id_, request_.kind, target.host, target.port, dialer_.address_text(), reason};
+    line.tls = ended.tls;  // why the origin's handshake failed (upstream tls)
+    server_.log().decision(line);
     return;
   }
   server_.stats().up += ended.up;
@@ -177,7 +194,7 @@ void ClientConnection::log_inspected_end(const InspectorEnded& ended) {
   }
   const auto ms = static_cast<std::uint64_t>(Clock::seconds_since(handed_over_at_) * 1000);
   server_.log().done({id_, request_.kind, target.host, target.port, dialer_.address_text(), ended.up, ended.down, ms,
-                      end});
+                      end, ended.tls});
 }
 
 }  // namespace boxproxy

@@ -79,16 +79,18 @@ std::string json_decision(const DecisionEntry& e, const std::string& ts, std::st
   std::string_view cls = e.refusal ? log_class(*e.refusal) : std::string_view("ok");
   std::string asked = e.asked ? fmt::format(R"(,"asked":{})", json_quote(*e.asked)) : std::string();
   if (e.secret) asked += fmt::format(R"(,"secret":{})", json_quote(*e.secret, 32));
+  if (e.tls) asked += fmt::format(R"(,"tls":"{}")", tls_failure_name(*e.tls));
   return fmt::format(R"({{"ts":"{}","id":{},"kind":"{}","host":{},"port":{},"ip":{},"class":{}{}{}}})", ts, e.id,
                      kind_name(e.kind), e.host ? json_quote(*e.host) : std::string("null"), e.port, json_quote(e.ip),
                      json_quote(cls), asked, label);
 }
 
 std::string json_done(const DoneEntry& e, const std::string& ts, std::string_view label) {
+  const std::string tls = e.tls ? fmt::format(R"(,"tls":"{}")", tls_failure_name(*e.tls)) : std::string();
   return fmt::format(
-      R"({{"ts":"{}","id":{},"kind":"{}","host":{},"port":{},"ip":{},"class":"done","up":{},"down":{},"ms":{},"end":"{}"{}}})",
+      R"({{"ts":"{}","id":{},"kind":"{}","host":{},"port":{},"ip":{},"class":"done","up":{},"down":{},"ms":{},"end":"{}"{}{}}})",
       ts, e.id, kind_name(e.kind), json_quote(e.host), e.port, json_quote(e.ip), e.up, e.down, e.ms,
-      tunnel_end_name(e.end), label);
+      tunnel_end_name(e.end), tls, label);
 }
 
 // "a,b" (checked secret names) as the elements of a JSON array: "a","b".
@@ -108,7 +110,7 @@ std::string json_request(const RequestEntry& e, const std::string& ts, std::stri
       R"({{"ts":"{}","id":{},"kind":"request","host":{},"port":{},"method":{},"rule":{},"class":"{}","status":{},"up":{},"down":{},"ms":{})",
       ts, e.id, json_quote(e.host), e.port, json_quote(e.method, 32), json_quote(e.rule, 80),
       e.refusal ? log_class(*e.refusal) : "ok", e.status, e.up, e.down, e.ms);
-  if (e.report) out += R"(,"report":true)";
+  if (e.report) out += R"(,"report":true,"would":"deny")";
   if (e.path) out += fmt::format(R"(,"path":{})", json_quote(*e.path, 2048));
   if (e.secret) out += fmt::format(R"(,"secret":{})", json_quote(*e.secret, 32));
   if (!e.swap.empty()) out += fmt::format(R"(,"swap":[{}])", json_names(e.swap));
@@ -245,6 +247,7 @@ void DecisionLog::decision(const DecisionEntry& entry, AuditSync sync) {
   const std::string_view cls = entry.refusal ? log_class(*entry.refusal) : std::string_view("ok");
   std::string asked = entry.asked ? fmt::format(" asked={}", *entry.asked) : std::string();
   if (entry.secret) asked += fmt::format(" secret={}", field_text(*entry.secret, 32));
+  if (entry.tls) asked += fmt::format(" tls={}", tls_failure_name(*entry.tls));
   append(fmt::format("egress {} host={} port={} ip={} class={}{} id={}{}", kind_name(entry.kind),
                      entry.host ? json_quote(*entry.host) : std::string("-"), entry.port, entry.ip, cls, asked,
                      entry.id, text_label()));
@@ -260,9 +263,10 @@ void DecisionLog::done(const DoneEntry& entry) {
       return;
     }
   }
-  append(fmt::format("egress {} host={} port={} ip={} class=done up={} down={} ms={} end={} id={}{}",
+  const std::string tls = entry.tls ? fmt::format(" tls={}", tls_failure_name(*entry.tls)) : std::string();
+  append(fmt::format("egress {} host={} port={} ip={} class=done up={} down={} ms={} end={}{} id={}{}",
                      kind_name(entry.kind), json_quote(entry.host), entry.port, entry.ip, entry.up, entry.down,
-                     entry.ms, tunnel_end_name(entry.end), entry.id, text_label()));
+                     entry.ms, tunnel_end_name(entry.end), tls, entry.id, text_label()));
 }
 
 void DecisionLog::request(const RequestEntry& entry) {
@@ -282,7 +286,7 @@ void DecisionLog::request(const RequestEntry& entry) {
                                  field_text(entry.rule, 80),
                                  entry.refusal ? log_class(*entry.refusal) : "ok", entry.status, entry.up, entry.down,
                                  entry.ms);
-  if (entry.report) line += " report=1";
+  if (entry.report) line += " report=1 would=deny";
   if (entry.path) line += fmt::format(" path={}", json_quote(*entry.path, 2048));
   if (entry.secret) line += fmt::format(" secret={}", field_text(*entry.secret, 32));
   if (!entry.swap.empty()) line += fmt::format(" swap={}", field_text(entry.swap, kMaxSecrets * 200));

@@ -22,6 +22,7 @@
 #include "proxy/event_owners.h"
 #include "proxy/tunnel.h"
 #include "table/reason.h"
+#include "table/tls_failure.h"
 
 namespace boxproxy {
 
@@ -43,6 +44,8 @@ struct DecisionEntry {
   std::optional<std::string_view> asked = std::nullopt;
   // SPEC §19: secret misdirected's secret name (secret=), never its value.
   std::optional<std::string_view> secret = std::nullopt;
+  // An inspected connection's upstream tls: why the origin's handshake failed (tls=).
+  std::optional<TlsFailure> tls = std::nullopt;
 };
 
 struct DoneEntry {
@@ -55,6 +58,8 @@ struct DoneEntry {
   std::uint64_t down = 0;  // bytes upstream to client
   std::uint64_t ms = 0;
   TunnelEnd end = TunnelEnd::error;  // why it ended (SPEC §12 `end=`)
+  // An inspected connection whose box's handshake failed: why (tls=, after end=).
+  std::optional<TlsFailure> tls = std::nullopt;
 };
 
 // One request of an inspected endpoint (SPEC §18), logged when it ends or is refused. `method`,
@@ -71,7 +76,9 @@ struct RequestEntry {
   std::uint64_t up = 0;
   std::uint64_t down = 0;
   std::uint64_t ms = 0;
-  bool report = false;  // report mode: a request denied, logged and let through
+  // Report mode: a request the rules deny, logged and let through: report=1 would=deny (the
+  // class stays request denied, SPEC §18), with its path whatever --log-paths says.
+  bool report = false;
   std::optional<std::string_view> path;
   std::optional<std::string_view> secret = std::nullopt;  // secret misdirected: the name (secret=)
   // SPEC §20's trace, each "a,b" (checked items, never a value): swap=, inject=, scrub=; and asked=

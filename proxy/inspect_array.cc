@@ -14,9 +14,9 @@
 namespace boxproxy {
 namespace {
 
-constexpr std::array<std::string_view, 11> kEndpointKeys = {"host", "name",   "access",  "rules", "deny",
+constexpr std::array<std::string_view, 12> kEndpointKeys = {"host", "name",   "access",  "rules", "deny",
                                                             "mode", "inject", "secrets", "case",  "get-bodies",
-                                                            "ask"};
+                                                            "hint", "ask"};
 constexpr std::array<std::string_view, 4> kRuleKeys = {"method", "path", "name", "ask"};
 
 // The first error found, unwinding the reader to read_inspect_array, which returns its words. It
@@ -83,6 +83,11 @@ Word word_at(const Where& where, const nlohmann::json& value,
   return std::get<Word>(parsed);
 }
 
+bool bool_at(const Where& where, const nlohmann::json& value) {
+  if (!value.is_boolean()) where.fail(shown(value), "is not true or false");
+  return value.get<bool>();
+}
+
 std::string name_at(const Where& where, const nlohmann::json& value) {
   const std::string& name = string_at(where, value);
   if (auto error = check_inspect_name(name)) where.fail(name, *error);
@@ -105,11 +110,6 @@ std::vector<std::string_view> methods_at(const Where& where, const nlohmann::jso
   return methods;
 }
 
-bool flag_at(const Where& where, const nlohmann::json& value) {
-  if (!value.is_boolean()) where.fail(shown(value), "is not true or false");
-  return value.get<bool>();
-}
-
 InspectRule read_rule(const Where& where, const nlohmann::json& value) {
   if (!value.is_object()) where.fail(shown(value), "is not a JSON object ({\"method\": M, \"path\": GLOB})");
   check_keys(where, value, kRuleKeys, "a rule");
@@ -125,7 +125,7 @@ InspectRule read_rule(const Where& where, const nlohmann::json& value) {
   auto rule = make_inspect_rule(methods, path, name);
   if (const auto* error = std::get_if<std::string>(&rule)) where.fail(*error);  // checked above: never
   InspectRule read = std::get<InspectRule>(std::move(rule));
-  if (value.contains("ask")) read.ask = flag_at(where.key("ask"), value.at("ask"));
+  if (value.contains("ask")) read.ask = bool_at(where.key("ask"), value.at("ask"));
   return read;
 }
 
@@ -210,10 +210,9 @@ InspectEndpoint read_endpoint(const Where& where, const nlohmann::json& value) {
   if (value.contains("inject")) read_inject(where.key("inject"), value.at("inject"), endpoint);
   if (value.contains("secrets")) read_secrets(where.key("secrets"), value.at("secrets"), endpoint);
   if (value.contains("case")) endpoint.path_case = word_at(where.key("case"), value.at("case"), &parse_path_case);
-  if (value.contains("get-bodies")) {
-    endpoint.get_bodies = flag_at(where.key("get-bodies"), value.at("get-bodies"));
-  }
-  if (value.contains("ask")) endpoint.ask = flag_at(where.key("ask"), value.at("ask"));
+  if (value.contains("get-bodies")) endpoint.get_bodies = bool_at(where.key("get-bodies"), value.at("get-bodies"));
+  if (value.contains("hint")) endpoint.hint = bool_at(where.key("hint"), value.at("hint"));
+  if (value.contains("ask")) endpoint.ask = bool_at(where.key("ask"), value.at("ask"));
   if (auto error = check_inspect_endpoint(endpoint)) where.fail(*error);
   return endpoint;
 }
@@ -272,6 +271,7 @@ nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint) {
   }
   if (endpoint.path_case == PathCase::insensitive) out["case"] = path_case_text(endpoint.path_case);
   if (endpoint.get_bodies) out["get-bodies"] = true;
+  if (endpoint.hint) out["hint"] = true;
   if (endpoint.ask) out["ask"] = true;
   return out;
 }

@@ -21,7 +21,7 @@ namespace boxproxy {
 // `value` is a JSON array of endpoint objects
 //   {"host": ENTRY, "name": N, "access": "read-only"|"read-write", "rules": [RULE...],
 //    "deny": [RULE...], "mode": "enforce"|"report", "inject": {HEADER: TEMPLATE}, "secrets": [NAME],
-//    "case": "sensitive"|"insensitive", "get-bodies": BOOL}
+//    "case": "sensitive"|"insensitive", "get-bodies": BOOL, "hint": BOOL}
 // with RULE {"method": M | [M, ...], "path": GLOB, "name": N}; "host" and each rule's "method" and "path" are
 // required, every other key optional, and no other key is taken. A host named twice is not
 // checked here (the caller's table refuses it, naming both places).
@@ -34,8 +34,8 @@ namespace boxproxy {
                                                                                          const nlohmann::json& value);
 
 // An endpoint as read_inspect_array reads it back to the same endpoint: the keys in the order
-// above, each given only when set ("mode" always; "case" when insensitive, "get-bodies" when
-// true), the host entry canonical with its port, methods upper-case (one as a string, more as a
+// above, each given only when set ("mode" always; "case" when insensitive, "get-bodies" and "hint"
+// when true), the host entry canonical with its port, methods upper-case (one as a string, more as a
 // list), globs as given.
 [[nodiscard]] nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint);
 

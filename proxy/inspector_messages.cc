@@ -124,6 +124,10 @@ InspectorReport report_of(const Json& message) {
     ended.down = number(message, "down");
     ended.end = text(message, "end", 32);
     if (message.contains("class")) ended.log_class = text(message, "class", 32, /*spaces=*/true);
+    if (message.contains("tls")) {
+      ended.tls = tls_failure_from_name(text(message, "tls", 32));
+      if (!ended.tls) refuse_key("tls");  // a word of the vocabulary, or nothing goes on the line
+    }
     return ended;
   }
   refuse("unknown op");
@@ -180,6 +184,7 @@ struct ReportWriter {
   Json operator()(const InspectorEnded& ended) const {
     Json out = {{"op", "ended"}, {"id", ended.id}, {"up", ended.up}, {"down", ended.down}, {"end", ended.end}};
     if (ended.log_class) out["class"] = *ended.log_class;
+    if (ended.tls) out["tls"] = std::string(tls_failure_name(*ended.tls));
     return out;
   }
 };

@@ -22,7 +22,7 @@
 //     ask         {"op":"ask","id":N,"n":K,"method":M,"path":P,"query":B,"rule":R}
 //                 (SPEC §20: the connection's request K waits for the supervisor; K counts from 1)
 //     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
-//     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C]}
+//     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C][,"tls":T]}
 //
 // A request line, one for every request inspected, is written and read by hand in exactly the
 // shape above, keys in that order (no JSON document on either side: inspector_messages.cc says
@@ -51,6 +51,7 @@
 #include "proxy/defaults.h"
 #include "proxy/stages/request_context.h"
 #include "table/secret_value.h"
+#include "table/tls_failure.h"
 
 namespace boxproxy {
 
@@ -80,7 +81,7 @@ struct InspectorRequest {
   std::uint64_t down = 0;
   std::uint64_t ms = 0;
   bool report = false;
-  std::optional<std::string> path;  // only with --log-paths
+  std::optional<std::string> path;  // with --log-paths, and for a report-mode denial
   std::optional<std::string> secret;  // secret misdirected: the secret's name (never its value)
   // SPEC §20's trace, each a list joined by ',', never a value: the swaps (NAME@PLACE), the
   // injected headers' names, the secrets found in the response and scrubbed (names).
@@ -110,6 +111,7 @@ struct InspectorEnded {
   std::uint64_t down = 0;
   std::string end;                       // client-closed, upstream-closed, idle, error, ...
   std::optional<std::string> log_class;  // the connection's refusal: not tls, sni mismatch, ...
+  std::optional<TlsFailure> tls = std::nullopt;  // why a handshake failed (table/tls_failure.h's words only)
 };
 
 using InspectorReport = std::variant<InspectorReady, InspectorRequest, InspectorDial, InspectorEnded, InspectorAsk>;

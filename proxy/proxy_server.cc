@@ -99,6 +99,7 @@ SessionStats ProxyServer::session_stats() const {
                       .lookups = resolver_.lookups(),
                       .clients = stats_.clients,
                       .refused = stats_.refused,
+                      .reported = stats_.reported,
                       .up = stats_.up,
                       .down = stats_.down};
 }
@@ -111,6 +112,7 @@ std::string ProxyServer::stats_json() const {
       .number("lookups", stats.lookups)
       .number("clients", stats.clients)
       .counts("refused", stats.refused)
+      .number("reported", stats.reported)
       .number("up", stats.up)
       .number("down", stats.down)
       .text();

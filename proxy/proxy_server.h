@@ -63,6 +63,7 @@ struct ProxyStats {
   std::uint64_t clients = 0;  // client connections open now
   std::uint64_t undecided = 0;  // clients counted against kMaxHandshakingClients
   std::map<std::string, std::uint64_t, std::less<>> refused;  // by log class
+  std::uint64_t reported = 0;  // report mode's would-be denials, let through (never in refused)
   std::uint64_t up = 0;
   std::uint64_t down = 0;
 };

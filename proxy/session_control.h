@@ -32,6 +32,7 @@ struct SessionStats {
   std::uint64_t lookups = 0;  // names looked up in DNS in all
   std::uint64_t clients = 0;  // client connections open now
   std::map<std::string, std::uint64_t, std::less<>> refused;  // by log class, in order
+  std::uint64_t reported = 0;  // report mode's would-be denials, let through
   std::uint64_t up = 0;       // bytes client to origin
   std::uint64_t down = 0;     // bytes origin to client
 };

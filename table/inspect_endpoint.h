@@ -89,6 +89,9 @@ struct InspectEndpoint {
   PathCase path_case = PathCase::sensitive;
   // SPEC §19a: "get-bodies": true lets a GET or HEAD carry a body (get_body_refused).
   bool get_bodies = false;
+  // "hint": true: a request denied is answered with what the rules allow (proxy/stages/
+  // refusal_detail.h), for a client (an agent) that can act on it; off, the policy stays unsaid.
+  bool hint = false;
   // SPEC §20: "ask": true holds every request the endpoint's rules allow (by any entry, by
   // "access" or with no rules) until the supervisor answers.
   bool ask = false;

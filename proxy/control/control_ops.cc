@@ -113,6 +113,7 @@ OrderedJson stats(const Json& id, const SessionStats& counters) {
   OrderedJson refused = OrderedJson::object();
   for (const auto& [cls, count] : counters.refused) refused[cls] = count;
   reply["refused"] = std::move(refused);
+  reply["reported"] = counters.reported;
   reply["up"] = counters.up;
   reply["down"] = counters.down;
   return reply;

@@ -21,10 +21,6 @@ constexpr std::size_t kMaxRequestHead = 2 * 1024 * 1024;
 
 constexpr std::string_view kBadGatewayBody = "egress: the origin broke HTTP/2\n";
 
-// Empties a header list and gives its memory back: a list of many small fields leaves a large
-// capacity behind, which clear() would keep for the rest of the connection.
-void release(std::vector<H2Field>& fields) noexcept { std::vector<H2Field>().swap(fields); }
-
 nghttp2_nv field(const H2Field& f) noexcept {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(), f.value.size(),
@@ -74,6 +70,13 @@ bool H2Back::init() noexcept {
   return nghttp2_submit_settings(session_.get(), NGHTTP2_FLAG_NONE, settings.data(), settings.size()) == 0;
 }
 
+// Empties the header list being read and gives its memory back: a list of many small fields
+// leaves a large capacity behind, which clear() would keep for the rest of the connection.
+void H2Back::forget_fields() noexcept {
+  std::vector<H2Field>().swap(response_.fields);
+  response_.field_bytes = 0;
+}
+
 void H2Back::add(std::string_view bytes) {
   if (!bytes.empty() && evbuffer_add(responses_.get(), bytes.data(), bytes.size()) == -1) throw std::bad_alloc();
 }
@@ -84,8 +87,7 @@ void H2Back::add(std::string_view bytes) {
 int H2Back::on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* self) noexcept {
   auto* b = static_cast<H2Back*>(self);
   if (frame->hd.stream_id == b->current_) {
-    release(b->fields_);
-    b->field_bytes_ = 0;
+    b->forget_fields();
   }
   return 0;
 }
@@ -96,14 +98,14 @@ int H2Back::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::u
   if (frame->hd.stream_id != b->current_ || b->current_ == 0) return 0;
   // Each field counts kH2FieldOverhead besides its name and value (its std::vector entry): else
   // 65,000 empty fields, one HPACK byte each, would count 64 KiB and hold 4 MiB.
-  b->field_bytes_ += name_length + value_length + kH2FieldOverhead;
+  b->response_.field_bytes += name_length + value_length + kH2FieldOverhead;
   // Past the bound the stream is reset (nghttp2: RST_STREAM INTERNAL_ERROR) and answered 502.
-  if (b->field_bytes_ > b->max_response_head_) {
-    b->violated_ = true;
+  if (b->response_.field_bytes > b->max_response_head_) {
+    b->origin_broke_ = true;
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
   try {
-    b->fields_.push_back({std::string(reinterpret_cast<const char*>(name), name_length),
+    b->response_.fields.push_back({std::string(reinterpret_cast<const char*>(name), name_length),
                           std::string(reinterpret_cast<const char*>(value), value_length)});
   } catch (...) {
     return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -117,7 +119,7 @@ int H2Back::on_invalid_header(nghttp2_session*, const nghttp2_frame* frame, cons
                               const std::uint8_t*, std::size_t, std::uint8_t, void* self) noexcept {
   auto* b = static_cast<H2Back*>(self);
   if (frame->hd.stream_id != b->current_ || b->current_ == 0) return 0;
-  b->violated_ = true;
+  b->origin_broke_ = true;
   return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
 
@@ -126,7 +128,7 @@ int H2Back::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* se
   try {
     if (frame->hd.type == NGHTTP2_GOAWAY) {
       // No new stream from now on; one above its last-stream-id nghttp2 closes as REFUSED_STREAM.
-      b->goaway_ = true;
+      b->close_session(SessionState::closing);
       return 0;
     }
     if (frame->hd.stream_id != b->current_ || b->current_ == 0) return 0;
@@ -143,7 +145,7 @@ int H2Back::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* se
 }
 
 int H2Back::on_invalid_frame_recv(nghttp2_session*, const nghttp2_frame*, int, void* self) noexcept {
-  static_cast<H2Back*>(self)->violated_ = true;
+  static_cast<H2Back*>(self)->origin_broke_ = true;
   return 0;
 }
 
@@ -152,8 +154,8 @@ int H2Back::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* se
   // We never say GOAWAY but when nghttp2 ends the session for the origin's fault (a PUSH_PROMISE,
   // a flood, a bad frame).
   if (frame->hd.type == NGHTTP2_GOAWAY) {
-    b->violated_ = true;
-    b->failed_ = true;
+    b->origin_broke_ = true;
+    b->close_session(SessionState::closing);
   }
   return 0;
 }
@@ -161,14 +163,14 @@ int H2Back::on_frame_send(nghttp2_session*, const nghttp2_frame* frame, void* se
 int H2Back::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id, const std::uint8_t* data,
                           std::size_t length, void* self) noexcept {
   auto* b = static_cast<H2Back*>(self);
-  if (id != b->current_ || b->current_ == 0 || !b->head_written_) {
+  if (id != b->current_ || b->current_ == 0 || b->response_.state != ResponseState::head_written) {
     nghttp2_session_consume(session, id, length);  // nothing of it is kept
     return 0;
   }
   b->unconsumed_ += length;
   try {
     const std::string_view bytes(reinterpret_cast<const char*>(data), length);
-    switch (b->response_framing_.kind) {
+    switch (b->response_.framing.kind) {
       case BodyFraming::Kind::chunked:
         if (length > 0) {
           b->add(h2_chunk_prefix(length));
@@ -179,9 +181,9 @@ int H2Back::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t i
       case BodyFraming::Kind::length: {
         // Never a byte past the length (nghttp2 resets such a stream too): what follows in
         // responses() would be taken for the next answer.
-        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(length, b->response_left_));
+        const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(length, b->response_.left));
         b->add(bytes.substr(0, n));
-        b->response_left_ -= n;
+        b->response_.left -= n;
         break;
       }
       default:
@@ -209,9 +211,10 @@ ssize_t H2Back::read_request_body(nghttp2_session*, std::int32_t, std::uint8_t* 
   auto* b = static_cast<H2Back*>(self);
   const int n = evbuffer_remove(b->body_.get(), buffer, length);
   if (n < 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  if (evbuffer_get_length(b->body_.get()) == 0 && b->request_done_) {
+  const BodyState body = b->request_.body;
+  if (evbuffer_get_length(b->body_.get()) == 0 && (body == BodyState::taken || body == BodyState::orphaned)) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
-    b->request_eof_sent_ = true;
+    if (body == BodyState::taken) b->request_.body = BodyState::sent;
     return n;
   }
   if (n == 0) return NGHTTP2_ERR_DEFERRED;  // resumed as more of the body comes (feed_body)
@@ -222,7 +225,7 @@ ssize_t H2Back::read_request_body(nghttp2_session*, std::int32_t, std::uint8_t* 
 // The current request and its response.
 
 bool H2Back::start_request() {
-  if (current_ != 0 || request_orphaned_) return false;
+  if (current_ != 0 || request_.body == BodyState::orphaned) return false;
   const std::size_t length = evbuffer_get_length(requests_.get());
   if (length == 0) return false;
   const std::size_t view = std::min(length, kMaxRequestHead + 1);
@@ -236,43 +239,35 @@ bool H2Back::start_request() {
   // dropped unsent, and the connection sends it again elsewhere when it can (not_processed). So is
   // one that would follow bytes of an earlier body (cannot happen: abandon_request empties body_
   // and makes the session not reusable): they would be sent as this request's body.
-  if (!request || over_ || goaway_ || failed_ || !request_eof_sent_ || evbuffer_get_length(body_.get()) != 0) {
+  if (!request || session_state_ != SessionState::open || request_.body != BodyState::sent ||
+      evbuffer_get_length(body_.get()) != 0) {
     evbuffer_drain(requests_.get(), length);
-    request_orphaned_ = true;
-    cut_ = true;
-    not_processed_ = true;
-    failed_ = true;
+    request_.body = BodyState::orphaned;
+    response_.state = ResponseState::not_processed;
+    close_session(SessionState::closing);
     return true;
   }
   const std::size_t head_bytes = parsed.consumed;
   std::vector<nghttp2_nv> nva;
   nva.reserve(request->fields.size());
   for (const H2Field& f : request->fields) nva.push_back(field(f));
-  method_ = request->method;
-  request_framing_ = request->framing;
-  request_left_ = request_framing_.kind == BodyFraming::Kind::length ? request_framing_.length : 0;
-  request_chunks_ = ChunkedDecoder{};
-  request_done_ = request_framing_.kind == BodyFraming::Kind::none ||
-                  (request_framing_.kind == BodyFraming::Kind::length && request_left_ == 0);
-  request_eof_sent_ = request_done_;  // no body: END_STREAM goes with the HEADERS
+  request_.method = request->method;
+  request_.framing = request->framing;
+  request_.left = request_.framing.kind == BodyFraming::Kind::length ? request_.framing.length : 0;
+  request_.chunks = ChunkedDecoder{};
+  const bool no_body = request_.framing.kind == BodyFraming::Kind::none ||
+                       (request_.framing.kind == BodyFraming::Kind::length && request_.left == 0);
+  request_.body = no_body ? BodyState::sent : BodyState::taking;  // no body: END_STREAM goes with the HEADERS
   nghttp2_data_provider provider{};
   provider.read_callback = &read_request_body;
   const std::int32_t id = nghttp2_submit_request(session_.get(), nullptr, nva.data(), nva.size(),
-                                                 request_done_ ? nullptr : &provider, nullptr);
+                                                 no_body ? nullptr : &provider, nullptr);
   evbuffer_drain(requests_.get(), head_bytes);  // `parsed` pointed into it: not used after
-  release(fields_);
-  field_bytes_ = 0;
-  head_written_ = false;
-  interim_ = 0;
-  response_left_ = 0;
-  cut_ = false;
-  not_processed_ = false;
+  response_ = IncomingResponse{};  // the last one's header list's memory is given back with it
   if (id <= 0) {  // no stream id left, or nghttp2 out of memory: never sent
-    request_eof_sent_ = true;  // nothing of it is held: its bytes are dropped as they come
-    request_orphaned_ = true;
-    cut_ = true;
-    not_processed_ = true;
-    failed_ = true;
+    request_.body = BodyState::orphaned;  // nothing of it is held: its bytes are dropped as they come
+    response_.state = ResponseState::not_processed;
+    close_session(SessionState::closing);
     return true;
   }
   current_ = id;
@@ -280,31 +275,31 @@ bool H2Back::start_request() {
 }
 
 bool H2Back::feed_body() {
-  if (request_done_) return false;
+  if (request_.body != BodyState::taking) return false;
   evbuffer* in = requests_.get();
   bool moved = false;
-  while (!request_done_ && evbuffer_get_length(in) > 0 && evbuffer_get_length(body_.get()) < kH2BackBodyHeld) {
+  while (request_.body == BodyState::taking && evbuffer_get_length(in) > 0 && evbuffer_get_length(body_.get()) < kH2BackBodyHeld) {
     const std::size_t room = kH2BackBodyHeld - evbuffer_get_length(body_.get());
-    if (request_framing_.kind == BodyFraming::Kind::length) {
+    if (request_.framing.kind == BodyFraming::Kind::length) {
       const auto n = static_cast<std::size_t>(
-          std::min<std::uint64_t>({evbuffer_get_length(in), request_left_, static_cast<std::uint64_t>(room)}));
+          std::min<std::uint64_t>({evbuffer_get_length(in), request_.left, static_cast<std::uint64_t>(room)}));
       if (evbuffer_remove_buffer(in, body_.get(), n) != static_cast<int>(n)) throw std::bad_alloc();
-      request_left_ -= n;
-      request_done_ = request_left_ == 0;
+      request_.left -= n;
+      if (request_.left == 0) request_.body = BodyState::taken;
     } else {
       const std::size_t n = std::min(evbuffer_get_length(in), room);
       const unsigned char* data = evbuffer_pullup(in, static_cast<ev_ssize_t>(n));
       if (data == nullptr) throw std::bad_alloc();
       std::string decoded;
-      const std::size_t taken = request_chunks_.feed({reinterpret_cast<const char*>(data), n}, decoded);
+      const std::size_t taken = request_.chunks.feed({reinterpret_cast<const char*>(data), n}, decoded);
       evbuffer_drain(in, taken);
-      if (request_chunks_.malformed()) {  // the connection checked it: cannot happen
-        failed_ = true;
+      if (request_.chunks.malformed()) {  // the connection checked it: cannot happen
+        close_session(SessionState::closing);
         nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_INTERNAL_ERROR);
         return true;
       }
       if (!decoded.empty() && evbuffer_add(body_.get(), decoded.data(), decoded.size()) == -1) throw std::bad_alloc();
-      request_done_ = request_chunks_.done();  // request trailers are dropped (h2_back.h)
+      if (request_.chunks.done()) request_.body = BodyState::taken;  // request trailers are dropped (h2_back.h)
       if (taken == 0) break;
     }
     moved = true;
@@ -314,18 +309,17 @@ bool H2Back::feed_body() {
 }
 
 void H2Back::head_ended(bool end_stream) {
-  if (head_written_) {  // trailers: the response ends with them
+  if (response_.state == ResponseState::head_written) {  // trailers: the response ends with them
     response_ended();
     return;
   }
-  auto translated = h1_response_head(fields_, method_, end_stream);
-  release(fields_);
-  field_bytes_ = 0;
+  auto translated = h1_response_head(response_.fields, request_.method, end_stream);
+  forget_fields();
   // The connection reads no longer head from responses() (kMaxResponseHeadBytes): refused here,
   // as a list past the bound is, rather than left for it to fail on.
   if (translated && translated->head.size() > max_response_head_) translated.reset();
   if (!translated) {
-    violated_ = true;
+    origin_broke_ = true;
     nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_PROTOCOL_ERROR);
     write_bad_gateway();
     return;
@@ -335,8 +329,8 @@ void H2Back::head_ended(bool end_stream) {
     // bounded in number (past kMaxInterim the stream is reset and answered 502) and written only
     // while the connection has taken what came before (else dropped: RFC 9110 §15.2 lets a proxy
     // drop them, and the final answer follows anyway).
-    if (++interim_ > kMaxInterim) {
-      violated_ = true;
+    if (++response_.interim > kMaxInterim) {
+      origin_broke_ = true;
       nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_PROTOCOL_ERROR);
       write_bad_gateway();
       return;
@@ -345,21 +339,20 @@ void H2Back::head_ended(bool end_stream) {
     return;  // the final head follows
   }
   add(translated->head);
-  head_written_ = true;
-  response_framing_ = translated->framing;
-  response_left_ = response_framing_.kind == BodyFraming::Kind::length ? response_framing_.length : 0;
+  response_.state = ResponseState::head_written;
+  response_.framing = translated->framing;
+  response_.left = response_.framing.kind == BodyFraming::Kind::length ? response_.framing.length : 0;
   if (end_stream) response_ended();
 }
 
 void H2Back::response_ended() {
-  if (response_framing_.kind == BodyFraming::Kind::chunked) {
-    add(h1_last_chunk_with_trailers(fields_));  // dropped past kMaxTrailerSection
-  } else if (response_framing_.kind == BodyFraming::Kind::length && response_left_ != 0) {
-    cut_ = true;  // shorter than its length (nghttp2 resets such a stream): never taken for whole
-    failed_ = true;
+  if (response_.framing.kind == BodyFraming::Kind::chunked) {
+    add(h1_last_chunk_with_trailers(response_.fields));  // dropped past kMaxTrailerSection
+  } else if (response_.framing.kind == BodyFraming::Kind::length && response_.left != 0) {
+    response_.state = ResponseState::cut;  // shorter than its length (nghttp2 resets such a stream): never taken for whole
+    close_session(SessionState::closing);
   }
-  release(fields_);
-  field_bytes_ = 0;
+  forget_fields();
   abandon_request(/*stream_open=*/true);  // an answer that came before the whole upload went
   current_ = 0;  // whatever else comes on it is dropped
 }
@@ -367,27 +360,26 @@ void H2Back::response_ended() {
 // The current stream closed before its response ended: reset by either side, refused, or closed
 // with the session.
 void H2Back::stream_failed(std::uint32_t error_code) {
-  failed_ = true;
+  close_session(SessionState::closing);
   abandon_request(/*stream_open=*/false);
-  if (error_code == NGHTTP2_REFUSED_STREAM && !head_written_) {
-    not_processed_ = true;  // RFC 9113 §8.7: the origin did nothing with it
-    cut_ = true;
-  } else if (!head_written_) {
-    violated_ = true;
+  const bool head_written = response_.state == ResponseState::head_written;
+  if (error_code == NGHTTP2_REFUSED_STREAM && !head_written) {
+    response_.state = ResponseState::not_processed;  // RFC 9113 §8.7: the origin did nothing with it
+  } else if (!head_written) {
+    origin_broke_ = true;
     write_bad_gateway();
     return;
   } else {
-    cut_ = true;
+    response_.state = ResponseState::cut;
   }
-  release(fields_);
-  field_bytes_ = 0;
+  forget_fields();
   current_ = 0;
 }
 
 // The origin broke HTTP/2 before the response's head: the box gets a 502 for this request, and its
 // connection goes on (this session is not used again).
 void H2Back::write_bad_gateway() {
-  failed_ = true;
+  close_session(SessionState::closing);
   abandon_request(/*stream_open=*/false);  // every caller reset or closed the stream already
   std::string head = "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\ncontent-length: ";
   head += std::to_string(kBadGatewayBody.size());
@@ -395,10 +387,9 @@ void H2Back::write_bad_gateway() {
   add(head);
   // A HEAD's answer has no body, whatever its length says (found by fuzz_h2_back: the body would
   // have been read as the next answer).
-  if (method_ != "HEAD") add(kBadGatewayBody);
-  release(fields_);
-  field_bytes_ = 0;
-  head_written_ = true;
+  if (request_.method != "HEAD") add(kBadGatewayBody);
+  forget_fields();
+  response_.state = ResponseState::head_written;
   current_ = 0;
 }
 
@@ -407,31 +398,29 @@ void H2Back::write_bad_gateway() {
 // Left there it would be sent as the body of the next request on this session (the origin would
 // read one request's upload as another's). So the stream is cancelled (when it is still open: the
 // origin may still be reading it), what is held of the body is dropped, every later byte the
-// connection writes is dropped (request_orphaned_), and the session is not used again: the next
+// connection writes is dropped (BodyState::orphaned), and the session is not used again: the next
 // request dials a new origin connection.
 void H2Back::abandon_request(bool stream_open) noexcept {
-  if (request_eof_sent_) return;
-  if (stream_open && current_ != 0 && !over_) {
+  if (request_.body == BodyState::sent || request_.body == BodyState::orphaned) return;
+  if (stream_open && current_ != 0 && session_state_ != SessionState::over) {
     nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_CANCEL);
   }
   evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
   evbuffer_drain(requests_.get(), evbuffer_get_length(requests_.get()));
-  request_eof_sent_ = true;  // nothing of it is held any more
-  request_done_ = true;
-  request_orphaned_ = true;
-  failed_ = true;
+  request_.body = BodyState::orphaned;  // nothing of it is held any more
+  close_session(SessionState::closing);
 }
 
 // When the session can say nothing more, the request in flight ends here.
 void H2Back::settle_current() {
   if (current_ == 0) return;
-  if (!over_ && nghttp2_session_want_read(session_.get()) != 0) return;
-  if (!head_written_ && violated_) {
+  if (session_state_ != SessionState::over && nghttp2_session_want_read(session_.get()) != 0) return;
+  if (response_.state != ResponseState::head_written && origin_broke_) {
     write_bad_gateway();
     return;
   }
-  failed_ = true;
-  cut_ = true;
+  close_session(SessionState::closing);
+  response_.state = ResponseState::cut;
   abandon_request(/*stream_open=*/false);  // the session is over: nothing can be sent on it
   current_ = 0;
 }
@@ -441,7 +430,7 @@ void H2Back::settle_current() {
 bool H2Back::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
   bool progress = false;
   const std::size_t length = evbuffer_get_length(from);
-  if (over_) {
+  if (session_state_ == SessionState::over) {
     evbuffer_drain(from, length);
   } else if (length > 0) {
     const unsigned char* data = evbuffer_pullup(from, static_cast<ev_ssize_t>(length));
@@ -451,16 +440,16 @@ bool H2Back::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
       // The origin broke the protocol, or flooded us: GOAWAY says which, if it can still be sent.
       nghttp2_session_terminate_session(session_.get(), taken == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
                                                                                     : NGHTTP2_PROTOCOL_ERROR);
-      violated_ = true;
-      failed_ = true;
-      over_ = true;
+      origin_broke_ = true;
+      close_session(SessionState::closing);
+      close_session(SessionState::over);
       evbuffer_drain(from, length);
     } else {
       evbuffer_drain(from, static_cast<std::size_t>(taken));
     }
     progress = true;
   }
-  if (request_orphaned_) {
+  if (request_.body == BodyState::orphaned) {
     // A request that was never sent: its bytes (the rest of its body) are dropped; the connection
     // writes no other here (reusable() is false).
     const std::size_t n = evbuffer_get_length(requests_.get());
@@ -486,41 +475,41 @@ bool H2Back::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
     const std::uint8_t* frames = nullptr;
     const ssize_t n = nghttp2_session_mem_send(session_.get(), &frames);
     if (n < 0) {
-      over_ = true;
-      failed_ = true;
+      close_session(SessionState::over);
+      close_session(SessionState::closing);
       break;
     }
     if (n == 0) break;
     if (evbuffer_add(to, frames, static_cast<std::size_t>(n)) == -1) throw std::bad_alloc();
     progress = true;
   }
-  if (nghttp2_session_want_read(session_.get()) == 0 && nghttp2_session_want_write(session_.get()) == 0) over_ = true;
+  if (nghttp2_session_want_read(session_.get()) == 0 && nghttp2_session_want_write(session_.get()) == 0) close_session(SessionState::over);
   const std::int32_t before = current_;
   settle_current();
   return progress || before != current_;
 }
 
 void H2Back::origin_closed() noexcept {
-  over_ = true;
-  failed_ = true;
+  close_session(SessionState::over);
+  close_session(SessionState::closing);
   if (current_ != 0) {
     // As an HTTP/1.1 origin closing before or during its answer: ended, never a 502 of ours.
-    cut_ = true;
+    response_.state = ResponseState::cut;
     abandon_request(/*stream_open=*/false);
     current_ = 0;
   }
 }
 
 bool H2Back::reusable() const noexcept {
-  // request_eof_sent_: nothing of the last request's body is left to be taken for the next one's.
-  return !over_ && !goaway_ && !failed_ && !violated_ && !request_orphaned_ && request_eof_sent_;
+  // BodyState::sent: nothing of the last request's body is left to be taken for the next one's.
+  return session_state_ == SessionState::open && !origin_broke_ && request_.body == BodyState::sent;
 }
 
-bool H2Back::wants_read() const noexcept { return !over_ && nghttp2_session_want_read(session_.get()) != 0; }
+bool H2Back::wants_read() const noexcept { return session_state_ != SessionState::over && nghttp2_session_want_read(session_.get()) != 0; }
 
 H2Back::Held H2Back::held() const noexcept {
   Held held;
-  for (const H2Field& f : fields_) held.head_bytes += f.name.size() + f.value.size() + kH2FieldOverhead;
+  for (const H2Field& f : response_.fields) held.head_bytes += f.name.size() + f.value.size() + kH2FieldOverhead;
   held.body = evbuffer_get_length(body_.get());
   held.responses = evbuffer_get_length(responses_.get());
   return held;

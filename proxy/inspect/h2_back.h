@@ -96,9 +96,11 @@ class H2Back {
   // nothing on it has failed.
   [[nodiscard]] bool reusable() const noexcept;
   // No more bytes of the current response will come to responses(), and it is not whole.
-  [[nodiscard]] bool ended() const noexcept { return cut_; }
+  [[nodiscard]] bool ended() const noexcept {
+    return response_.state == ResponseState::cut || response_.state == ResponseState::not_processed;
+  }
   // ... and the origin did not process the request (it may be sent again).
-  [[nodiscard]] bool not_processed() const noexcept { return not_processed_; }
+  [[nodiscard]] bool not_processed() const noexcept { return response_.state == ResponseState::not_processed; }
   // Whether the origin's bytes are wanted.
   [[nodiscard]] bool wants_read() const noexcept;
 
@@ -138,38 +140,63 @@ class H2Back {
   void write_bad_gateway();
   void add(std::string_view bytes);
 
+  // What the session can still do; it only ever gets worse (close_session).
+  enum class SessionState : std::uint8_t {
+    open,     // another request may be sent on it
+    closing,  // no new stream: the origin said GOAWAY, or something on the session failed
+    over,     // nothing more is read or sent
+  };
+  // The current request's body, on its way from requests() to the origin.
+  enum class BodyState : std::uint8_t {
+    sent,      // its END_STREAM went (or it had no body): nothing of it is held
+    taking,    // more of it is still to come from requests()
+    taken,     // every byte of it is in body_, waiting for the origin's window
+    // It could not be sent, or its stream ended before its body did: its bytes are dropped as the
+    // connection writes them, and no other request is sent on this session.
+    orphaned,
+  };
+  // The current request's response.
+  enum class ResponseState : std::uint8_t {
+    awaiting_head,  // nothing of it in responses() (interim heads aside)
+    head_written,   // its head (or our 502) is in responses(); its body follows
+    cut,            // no more of it will come, and it is not whole
+    not_processed,  // cut, and the origin did nothing with the request (it may be sent again)
+  };
+  struct OutgoingRequest {
+    std::string method;
+    BodyFraming framing;
+    std::uint64_t left = 0;  // a content-length body's bytes still to come from requests()
+    ChunkedDecoder chunks;
+    BodyState body = BodyState::sent;
+  };
+  struct IncomingResponse {
+    std::vector<H2Field> fields;  // the header list being read (a head, or trailers)
+    std::size_t field_bytes = 0;  // its names and values, and kH2FieldOverhead a field
+    unsigned interim = 0;         // interim heads received for it
+    BodyFraming framing;
+    std::uint64_t left = 0;
+    ResponseState state = ResponseState::awaiting_head;
+  };
+  void close_session(SessionState to) noexcept {
+    if (to > session_state_) session_state_ = to;
+  }
+  void forget_fields() noexcept;
+
   std::size_t max_response_head_;
   std::unique_ptr<nghttp2_session, H2SessionDeleter> session_;
   EvBufferPtr requests_;
   EvBufferPtr responses_;
   EvBufferPtr body_;  // the current request's DATA, decoded, waiting for the origin's window
 
-  // The current request (current_ 0: none).
-  std::int32_t current_ = 0;
-  std::string method_;
-  BodyFraming request_framing_;
-  std::uint64_t request_left_ = 0;  // a content-length body's bytes still to come from requests()
-  ChunkedDecoder request_chunks_;
-  bool request_done_ = true;       // every body byte is in body_
-  bool request_eof_sent_ = true;   // its END_STREAM went to nghttp2 (or nothing of it is held)
-  // A request came that could not be sent, or its stream ended before its body did: its bytes
-  // are dropped, and no other request is sent here.
-  bool request_orphaned_ = false;
-  // Its response.
-  std::vector<H2Field> fields_;  // the header list being read (a head, or trailers)
-  std::size_t field_bytes_ = 0;  // its names and values, and kH2FieldOverhead a field
-  bool head_written_ = false;
-  unsigned interim_ = 0;  // interim heads received for it
-  BodyFraming response_framing_;
-  std::uint64_t response_left_ = 0;
+  std::int32_t current_ = 0;  // the current request's stream (0: none)
+  OutgoingRequest request_;
+  IncomingResponse response_;
   std::size_t unconsumed_ = 0;  // DATA bytes written to responses() whose window is not opened yet
 
-  bool cut_ = false;
-  bool not_processed_ = false;
-  bool over_ = false;      // the session is over: nothing more is read or sent
-  bool goaway_ = false;    // the origin said GOAWAY: no new stream
-  bool failed_ = false;    // something on the session failed: it is not used for another request
-  bool violated_ = false;  // the origin broke the protocol (our GOAWAY, or a stream we reset)
+  SessionState session_state_ = SessionState::open;
+  // The origin broke the protocol (our GOAWAY, a stream we reset, a bad frame): the session is
+  // not used again, and a request whose response has no head yet is answered 502.
+  bool origin_broke_ = false;
 };
 
 }  // namespace boxproxy

@@ -114,7 +114,12 @@ void InspectedConnection::client_event(short what) {
       refuse_connection(Reason::sni_mismatch);
       return;
     }
-    end_now((what & BEV_EVENT_EOF) != 0 ? TunnelEnd::client_closed : TunnelEnd::error);
+    // Why, as the box's client said it (its alert: unknown-ca from a client without the session
+    // CA) or as OpenSSL met it: the done line's tls= (SPEC §12 leaves it open; the manual names
+    // the words).
+    const bool eof = (what & BEV_EVENT_EOF) != 0;
+    client_tls_failure_ = eof ? TlsFailure::eof : client_->handshake_failure().value_or(TlsFailure::error);
+    end_now(eof ? TunnelEnd::client_closed : TunnelEnd::error);
     return;
   }
   if ((what & BEV_EVENT_EOF) != 0) {

@@ -87,7 +87,10 @@ InspectedConnection::~InspectedConnection() {
 void InspectedConnection::give_upstream(UniqueFd fd) {
   // Not asked for (an origin connection is open, or the connection is ending): `fd` closes here.
   if (phase_ == Phase::ended || phase_ == Phase::closing || origin_side_) return;
-  if (!open_origin_tls(std::move(fd))) origin_state_ = Origin::tls_failed;
+  if (!open_origin_tls(std::move(fd))) {
+    origin_state_ = Origin::tls_failed;
+    origin_tls_failure_ = TlsFailure::error;
+  }
   kick();
 }
 
@@ -278,6 +281,7 @@ void InspectedConnection::timer_fired() {
     case TimerRole::none:
       return;
     case TimerRole::handshake:
+      if (phase_ == Phase::handshaking) client_tls_failure_ = TlsFailure::timeout;
       end_now(TunnelEnd::idle_timeout);  // the box did not finish its handshake in time
       return;
     case TimerRole::head: {
@@ -299,6 +303,7 @@ void InspectedConnection::timer_fired() {
       // No origin connection in time: a handshake that never ends is `upstream tls`; serve's dial
       // never answered is `dial failed` (the request gets its 502 either way).
       if (origin_state_ == Origin::handshaking) {
+        origin_tls_failure_ = TlsFailure::timeout;
         drop_origin();
         origin_state_ = Origin::tls_failed;
       } else if (origin_state_ == Origin::asked) {

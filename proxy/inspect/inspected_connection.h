@@ -156,6 +156,8 @@ struct EndRecord {
   // endpoint was removed).
   TunnelEnd end = TunnelEnd::error;
   std::optional<std::string> log_class;  // the connection's own refusal: not tls, sni mismatch, upstream tls
+  // Why a handshake failed (tls=): the origin's for upstream tls, else the box's.
+  std::optional<TlsFailure> tls;
 };
 
 class InspectedConnection {
@@ -331,7 +333,9 @@ class InspectedConnection {
 
   // ---- answers and ends ----
   // Answers the current request with `refusal`; closes after it when `close_with` says why.
-  void refuse(Reason refusal, std::optional<TunnelEnd> close_with);
+  // `detail`: what the body says after its words (proxy/stages/refusal_detail.h), when the request
+  // was parsed.
+  void refuse(Reason refusal, std::optional<TunnelEnd> close_with, std::string_view detail = {});
   void refuse_unparsed(Reason refusal);  // a head that did not parse: answered, then closed
   void refuse_connection(Reason refusal);  // not tls, sni mismatch: closed without a word
   void record_request(std::string_view log_class, std::uint16_t status);
@@ -407,6 +411,9 @@ class InspectedConnection {
   Clock::time_point last_activity_ = Clock::now();
   Clock::time_point head_wait_started_{};  // while TimerRole::head
   std::optional<Reason> connection_refusal_;
+  // Why the box's handshake, and the origin's, failed (EndRecord::tls): the first word of each.
+  std::optional<TlsFailure> client_tls_failure_;
+  std::optional<TlsFailure> origin_tls_failure_;
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
   std::deque<RequestRecord> records_;

@@ -6,9 +6,9 @@
 
 namespace boxproxy {
 
-void InspectedConnection::refuse(Reason refusal, std::optional<TunnelEnd> close_with) {
+void InspectedConnection::refuse(Reason refusal, std::optional<TunnelEnd> close_with, std::string_view detail) {
   const ReasonInfo& row = info(refusal);
-  queue_to_client(inspect_refusal_response(refusal, close_with.has_value()));
+  queue_to_client(inspect_refusal_response(refusal, close_with.has_value(), detail));
   record_request(row.log_class, row.http_status);
   if (close_with) {
     close_after_flush(*close_with);
@@ -82,6 +82,7 @@ void InspectedConnection::end_now(TunnelEnd end) {
   record.down = down_;
   record.end = end;
   if (connection_refusal_) record.log_class.emplace(log_class(*connection_refusal_));
+  record.tls = connection_refusal_ == Reason::upstream_tls ? origin_tls_failure_ : client_tls_failure_;
   ended_due_ = record;
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "proxy/inspector_messages.h"
+#include "proxy/stages/refusal_detail.h"
 #include "proxy/stages/scope_judgement.h"
 #include "proxy/wire/http_forward.h"
 #include "proxy/wire/http_head.h"
@@ -97,6 +98,14 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   }
   record.rule = exchange_.judged.rule;
   record.report = exchange_.judged.report;
+  // What a refusal's body names (the endpoint, method and path judged), made while `head` lives.
+  const std::string detail = exchange_.judged.refusal ? refusal_detail(*setup_.endpoint, head.method, head.target,
+                                                                       *exchange_.judged.refusal)
+                                                      : std::string();
+  // A report-mode denial's path goes whatever --log-paths says (the operator asked to see it).
+  if (record.report && !record.path) {
+    record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
+  }
   evbuffer_drain(client_in(), head_bytes);  // `head` points into what this drops: not used after
 
   const InspectedRequest& judged = exchange_.judged;
@@ -106,7 +115,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
     // The connection ends after the answer when the body cannot be found, or the client leaves.
     std::optional<TunnelEnd> close_with;
     if (!judged.keep_after_refusal) close_with = judged.client_keep_alive ? TunnelEnd::error : TunnelEnd::client_closed;
-    refuse(*judged.refusal, close_with);
+    refuse(*judged.refusal, close_with, detail);
     return;
   }
   start_response_stages();

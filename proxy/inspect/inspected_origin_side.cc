@@ -74,6 +74,7 @@ void InspectedConnection::origin_event(short what) {
     // asked again here, so that nothing but a verified origin that showed a certificate is used.
     SSL* ssl = origin_side_->ssl();
     if (SSL_get0_peer_certificate(ssl) == nullptr || SSL_get_verify_result(ssl) != X509_V_OK) {
+      origin_tls_failure_ = origin_side_->handshake_failure().value_or(TlsFailure::verify_failed);
       drop_origin();
       origin_state_ = Origin::tls_failed;
       return;
@@ -98,6 +99,10 @@ void InspectedConnection::origin_event(short what) {
     origin_error_ = true;
   }
   if (origin_state_ == Origin::handshaking) {
+    // Why (the upstream tls line's tls=): the verify result (name-mismatch, expired, unknown-ca,
+    // ...), the origin's alert, or an end in the middle of the handshake.
+    origin_tls_failure_ = (what & BEV_EVENT_ERROR) != 0 ? origin_side_->handshake_failure().value_or(TlsFailure::error)
+                                                         : TlsFailure::eof;
     drop_origin();  // a failed handshake or certificate: SPEC §18's `upstream tls`
     origin_state_ = Origin::tls_failed;
     return;

@@ -291,7 +291,7 @@ void Inspector::on_ended(void* context, const EndRecord& record) {
   Inspector* inspector = held->inspector;
   const std::uint64_t id = held->id;
   inspector->report(InspectorEnded{id, record.up, record.down, std::string(tunnel_end_name(record.end)),
-                                   record.log_class});
+                                   record.log_class, record.tls});
   inspector->held_.erase(id);
 }
 

@@ -5,11 +5,14 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/bufferevent_struct.h>
 #include <openssl/err.h>
+#include <openssl/x509_vfy.h>
 
 #include <algorithm>
 #include <climits>
 #include <memory>
 #include <new>
+
+#include "proxy/inspect/tls_diagnosis.h"
 
 namespace boxproxy {
 
@@ -119,6 +122,17 @@ bool TlsStream::write_now() noexcept {
     evbuffer_drain(out, static_cast<std::size_t>(written));  // all of the piece: partial writes are off
   }
   return evbuffer_get_length(out) == 0;
+}
+
+std::optional<TlsFailure> TlsStream::handshake_failure() noexcept {
+  std::optional<TlsFailure> found;
+  // bufferevent_get_openssl_error returns 0 once none is left; libevent keeps at most a few.
+  while (const unsigned long code = bufferevent_get_openssl_error(bev_.get())) {
+    if (!found) found = tls_failure_of_error(code, ssl_.get());
+  }
+  // The verify result says more than the error that carried it (which only says "verify failed").
+  if (const long result = SSL_get_verify_result(ssl_.get()); result != X509_V_OK) return tls_failure_of_verify(result);
+  return found;
 }
 
 bool TlsStream::received_close_notify() const noexcept {

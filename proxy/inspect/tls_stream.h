@@ -16,10 +16,12 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 
 #include "proxy/inspect/openssl_owners.h"
 #include "proxy/loop_pass_closer.h"
 #include "proxy/unique_fd.h"
+#include "table/tls_failure.h"
 
 namespace boxproxy {
 
@@ -73,6 +75,10 @@ class TlsStream {
   // Whether the peer ended its side with a close_notify (an end that cannot have been cut short by
   // a third party) rather than just closing its socket.
   [[nodiscard]] bool received_close_notify() const noexcept;
+  // Why the handshake failed (after an error event): the verify result of the peer's certificate
+  // when it failed, else the first of the errors libevent kept (it takes them off OpenSSL's queue
+  // as it meets them; each is read once, and all are read here). nullopt when nothing says.
+  [[nodiscard]] std::optional<TlsFailure> handshake_failure() noexcept;
   // Reads (or stops reading: what the peer sends is left in the socket). Only once the handshake
   // is done does this take effect; the handshake reads what it needs.
   void set_reading(bool on) noexcept;

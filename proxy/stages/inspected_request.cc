@@ -33,11 +33,12 @@ std::string compose_upstream_head(const RequestContext& context, bool websocket)
 
 }  // namespace
 
-std::string inspect_refusal_response(Reason refusal, bool close) {
+std::string inspect_refusal_response(Reason refusal, bool close, std::string_view detail) {
   const std::string_view log_class_text = log_class(refusal);
   const std::string words = "egress refused: " + std::string(log_class_text);
+  const std::size_t body_bytes = words.size() + 1 + detail.size();
   std::string out;
-  out.reserve(192);
+  out.reserve(192 + detail.size());
   out += "HTTP/1.1 ";
   out += std::to_string(info(refusal).http_status);
   out += ' ';
@@ -45,10 +46,11 @@ std::string inspect_refusal_response(Reason refusal, bool close) {
   out += "\r\nx-egress-refused: ";
   out += log_class_text;
   out += "\r\ncontent-type: text/plain\r\ncontent-length: ";
-  out += std::to_string(words.size() + 1);
+  out += std::to_string(body_bytes);
   out += close ? "\r\nconnection: close\r\n\r\n" : "\r\n\r\n";
   out += words;
   out += '\n';
+  out += detail;
   return out;
 }
 

@@ -23,9 +23,10 @@ namespace boxproxy {
 
 // The answer to a refused request, inside the connection: "HTTP/1.1 <status> egress refused:
 // <class>", x-egress-refused: <class>, content-type text/plain, a content-length, "connection:
-// close" only when `close`, and the one-line body "egress refused: <class>\n". Only for a refusal
+// close" only when `close`, and the body "egress refused: <class>\n" and then `detail` (lines of
+// refusal_detail.h, each ending in "\n"; SPEC §6 fixes the first line only). Only for a refusal
 // with an HTTP status (SPEC §6's table).
-[[nodiscard]] std::string inspect_refusal_response(Reason refusal, bool close);
+[[nodiscard]] std::string inspect_refusal_response(Reason refusal, bool close, std::string_view detail = {});
 
 struct InspectedRequest {
   std::optional<Reason> refusal;  // set: answer it instead of sending the request on

@@ -25,14 +25,14 @@ std::string refusal_words(Reason reason) {
   return words;
 }
 
-std::string http_refusal(Reason reason, std::string_view words) {
+std::string http_refusal(Reason reason, std::string_view words, std::string_view detail) {
   const auto& row = info(reason);
   // Reasons HTTP never carries (SOCKS-only ones) have no status; a caller that sends one anyway
   // still sends a well-formed 400 rather than "HTTP/1.1 0".
   const unsigned status = row.http_status != 0 ? row.http_status : 400;
   const std::string clean = printable(words);
   std::string out;
-  out.reserve(160 + 2 * clean.size());
+  out.reserve(160 + 2 * clean.size() + detail.size());
   out += "HTTP/1.1 ";
   out += std::to_string(status);
   out += ' ';
@@ -42,10 +42,11 @@ std::string http_refusal(Reason reason, std::string_view words) {
   out += "\r\n";
   if (reason == Reason::auth_required) out += "Proxy-Authenticate: Basic realm=\"boxproxy\"\r\n";
   out += "content-type: text/plain\r\ncontent-length: ";
-  out += std::to_string(clean.size() + 1);
+  out += std::to_string(clean.size() + 1 + detail.size());
   out += "\r\nconnection: close\r\n\r\n";
   out += clean;
   out += '\n';
+  out += detail;
   return out;
 }
 
@@ -59,7 +60,8 @@ std::array<std::uint8_t, 8> socks4_reply(bool granted) noexcept {
   return {0x00, granted ? socks::kSocks4Granted : socks::kSocks4Refused, 0, 0, 0, 0, 0, 0};
 }
 
-std::string refusal_reply_for(ClientProtocol protocol, Reason reason, std::string_view words) {
+std::string refusal_reply_for(ClientProtocol protocol, Reason reason, std::string_view words,
+                              std::string_view detail) {
   switch (protocol) {
     case ClientProtocol::socks5: {
       const std::uint8_t own = info(reason).socks5_reply;
@@ -71,7 +73,7 @@ std::string refusal_reply_for(ClientProtocol protocol, Reason reason, std::strin
       return {bytes.begin(), bytes.end()};
     }
     default:
-      return http_refusal(reason, words.empty() ? refusal_words(reason) : std::string(words));
+      return http_refusal(reason, words.empty() ? refusal_words(reason) : std::string(words), detail);
   }
 }
 

@@ -22,8 +22,10 @@ namespace boxproxy {
 
 // The whole HTTP refusal: status line with `words` (only printable ASCII: any other byte becomes
 // '?'), x-egress-refused, content-type, content-length, connection: close, the blank line and
-// `words` + "\n" as body. auth_required also carries Proxy-Authenticate: Basic realm="boxproxy".
-[[nodiscard]] std::string http_refusal(Reason reason, std::string_view words);
+// `words` + "\n" as body, then `detail` (lines ending in "\n", already made safe: a request to an
+// inspected endpoint's refusal_detail). auth_required also carries Proxy-Authenticate: Basic
+// realm="boxproxy".
+[[nodiscard]] std::string http_refusal(Reason reason, std::string_view words, std::string_view detail = {});
 
 // "HTTP/1.1 200 Connection Established\r\n\r\n"
 [[nodiscard]] std::string_view http_connect_established() noexcept;
@@ -35,8 +37,9 @@ namespace boxproxy {
 
 // The answer to a refusal, in the protocol the client spoke (SPEC §6): an HTTP refusal with
 // `words` (the reason's own when empty), SOCKS5 reply 05 <code> (1 for a reason without a SOCKS5
-// code), or SOCKS4's 00 5B.
-[[nodiscard]] std::string refusal_reply_for(ClientProtocol protocol, Reason reason, std::string_view words = {});
+// code), or SOCKS4's 00 5B. `detail` as http_refusal's.
+[[nodiscard]] std::string refusal_reply_for(ClientProtocol protocol, Reason reason, std::string_view words = {},
+                                            std::string_view detail = {});
 // The answer to an allowed CONNECT or SOCKS request (SPEC §7, §9, §10).
 [[nodiscard]] std::string_view allowed_reply_for(ClientProtocol protocol) noexcept;
 

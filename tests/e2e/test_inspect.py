@@ -14,6 +14,7 @@ import subprocess
 import time
 import unittest
 
+from fault_support import stats_line
 from harness import HttpOrigin, ProxyTestCase, binary, closed_within, recv_all, recv_exact
 from inspect_support import CURL, INSPECTOR, InspectRig, curl
 
@@ -103,15 +104,52 @@ class InspectTest(InspectRig, ProxyTestCase):
                           ("request denied", "-")])
         self.assertEqual(lines[0]["path"], "/repos/acme/x")
 
+    def test_a_refusal_names_what_was_judged_and_a_hint_what_is_allowed(self):
+        entry = f"origin.test:{self.origin.port}"
+        p = self.start(endpoints=[
+            {"host": entry, "rules": [{"method": "GET", "path": "/repos/acme/**"}],
+             "deny": [{"method": "*", "path": "/repos/acme/secret"}], "hint": True}])
+        code, status, refused, body, err = self.get(p, "/repos/other/x?token=t0ps3cret", "-X", "DELETE")
+        self.assertEqual((code, status, refused), (0, 403, "request denied"), err)
+        self.assertEqual(body, "egress refused: request denied\n"
+                               f"judged: DELETE /repos/other/x at endpoint {entry}\n"
+                               "allowed: GET /repos/acme/** (denied first: * /repos/acme/secret)\n")
+        # Over HTTP/2 the same body on the refused stream.
+        code, status, refused, body, err = self.get(p, "/repos/acme/secret", "--http2")
+        self.assertEqual((code, status, refused), (0, 403, "request denied"), err)
+        self.assertIn(f"judged: GET /repos/acme/secret at endpoint {entry}\nallowed: ", body)
+        # A bad path names what was judged, never the rules.
+        code, status, refused, body, err = self.get(p, "/repos/acme/%2Fx")
+        self.assertEqual((status, body), (400, "egress refused: bad path\n"
+                                               f"judged: GET /repos/acme/%2Fx at endpoint {entry}\n"), err)
+        self.assertEqual(self.origin_paths(), [])
+
+    def test_without_a_hint_the_rules_stay_unsaid(self):
+        entry = f"origin.test:{self.origin.port}"
+        p = self.start(endpoints=[{"host": entry, "access": "read-only"}])
+        code, status, refused, body, err = self.get(p, "/x", "-X", "POST", "--data", "hi")
+        self.assertEqual((status, body), (403, "egress refused: request denied\n"
+                                               f"judged: POST /x at endpoint {entry}\n"), err)
+
     def test_report_mode_lets_a_denied_request_through_and_says_so(self):
         p = self.start(endpoints=[{"host": f"origin.test:{self.origin.port}", "access": "read-only",
                                    "mode": "report"}])
-        self.assertEqual(self.get(p, "/x", "-X", "POST", "--data", "hi")[1:3], (200, None))
-        self.assertEqual(self.origin_paths(), ["/x"])
+        self.assertEqual(self.get(p, "/x?token=t0ps3cret", "-X", "POST", "--data", "hi")[1:3], (200, None))
+        self.assertEqual(self.origin_paths(), ["/x?token=t0ps3cret"])
         (line,) = self.requests(p, 1)
         self.assertEqual((line["class"], line["rule"], line.get("report")), ("request denied", "access", True))
+        # Said plainly, with the path (no query) although --log-paths is not given: the operator
+        # asked to see what would be denied.
+        self.assertEqual((line.get("would"), line.get("path")), ("deny", "/x"))
+        # An allowed request carries no path and no would=.
+        self.assertEqual(self.get(p, "/y")[1:3], (200, None))
+        allowed = self.requests(p, 2)[1]
+        self.assertEqual((allowed["class"], "path" in allowed, "would" in allowed), ("ok", False, False))
         # A bad path is refused in report mode too.
         self.assertEqual(self.get(p, "/a/%2F")[1:3], (400, "bad path"))
+        # Counted apart: a would-be denial is not a refusal.
+        stats = stats_line(p)
+        self.assertEqual((stats["reported"], stats["refused"]), (1, {"bad path": 1}))
 
     def test_one_connection_carries_several_requests(self):
         p = self.start(endpoints=[{"host": f"origin.test:{self.origin.port}", "access": "read-only"}])
@@ -204,6 +242,25 @@ class InspectTest(InspectRig, ProxyTestCase):
         self.assertEqual([r["method"] for r in plain.requests], ["GET"])
         lines = self.requests(p, 2)
         self.assertEqual(sorted(l["class"] for l in lines), ["ok", "request denied"])
+
+    def test_plain_http_in_report_mode_says_what_would_be_denied(self):
+        plain = HttpOrigin()
+        self.addCleanup(plain.close)
+        p = self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--config",
+                       self._config([{"host": f"origin.test:{plain.port}", "access": "read-only", "mode": "report"}]))
+        s = p.connect()
+        try:
+            s.sendall(f"POST http://origin.test:{plain.port}/p/q?x=1 HTTP/1.1\r\nHost: origin.test:{plain.port}\r\n"
+                      f"Content-Length: 2\r\nConnection: close\r\n\r\nhi".encode())
+            self.assertTrue(recv_all(s, timeout=5).startswith(b"HTTP/1.1 200"))
+        finally:
+            s.close()
+        self.assertEqual([r["method"] for r in plain.requests], ["POST"])
+        (line,) = self.requests(p, 1)
+        self.assertEqual((line["class"], line["rule"], line.get("report"), line.get("would"), line.get("path")),
+                         ("request denied", "access", True, "deny", "/p/q"))
+        stats = stats_line(p)
+        self.assertEqual((stats["reported"], stats["refused"]), (1, {}))
 
     # serve's --head-timeout, --idle-timeout and --max-head-bytes hold inside TLS as well (SPEC §18):
     # the inspector takes them from serve, not bounds of its own (10 s, none, 32 KiB).

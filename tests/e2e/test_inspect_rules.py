@@ -461,16 +461,16 @@ class CheckConfigInspectTest(InspectTestCase):
 
     def test_method_lists_case_and_get_bodies_round_trip(self):
         config = self.write_config({"inspect": [
-            {"host": "search.example", "case": "insensitive", "get-bodies": True,
+            {"host": "search.example", "case": "insensitive", "get-bodies": True, "hint": True,
              "rules": [{"method": ["get", "HEAD"], "path": "/**"}, {"method": ["POST"], "path": "/_search"}],
              "deny": [{"method": ["PUT", "delete"], "path": "/_all/**"}]},
-            {"host": "plain.example", "case": "sensitive", "get-bodies": False}]})
+            {"host": "plain.example", "case": "sensitive", "get-bodies": False, "hint": False}]})
         printed = self.round_trip("--config", config)
         self.assertEqual(printed["inspect"], [
             {"host": "search.example:443",
              "rules": [{"method": ["GET", "HEAD"], "path": "/**"}, {"method": "POST", "path": "/_search"}],
              "deny": [{"method": ["PUT", "DELETE"], "path": "/_all/**"}], "mode": "enforce",
-             "case": "insensitive", "get-bodies": True},
+             "case": "insensitive", "get-bodies": True, "hint": True},
             {"host": "plain.example:443", "mode": "enforce"}])
         self.assertEqual(list(printed)[:2], ["inspect", "max-tunnels"], "in --help's order")
 

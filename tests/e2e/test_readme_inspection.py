@@ -13,6 +13,7 @@ of the command that writes the key file only, as the README has the reader unset
 
 import http.server
 import os
+import re
 import secrets
 import ssl
 import threading
@@ -80,6 +81,9 @@ class ReadmeInspectionTest(examples.ManualExamplesTest):
         port = self.github.port
         stand_in = (f"boxproxy run --permit 127.0.0.2/32 --resolve api.github.com=127.0.0.2 "
                     f"--upstream-ca {self.github_cert} ")
+        # A refusal's body names the endpoint with its port (a refused request is the one with up=0):
+        # the stand-in's port digits count in its down=.
+        text = re.sub(r"up=0 down=(\d+)", lambda m: f"up=0 down={int(m[1]) + len(str(port)) - 3}", text)
         return (text.replace('"host": "api.github.com"', f'"host": "api.github.com:{port}"')
                 .replace("https://api.github.com/", f"https://api.github.com:{port}/")
                 .replace("boxproxy run ", stand_in)

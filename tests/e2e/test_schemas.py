@@ -280,7 +280,8 @@ class SchemasRefuseTest(unittest.TestCase):
     DONE = {"ts": "2026-12-01T12:49:22.233Z", "id": 7, "kind": "socks", "host": "example.com", "port": 443,
             "ip": "93.184.215.14", "class": "done", "up": 517, "down": 4420, "ms": 212, "end": "client-closed"}
     STATS = {"event": "stats", "open": 1, "used": 17, "lookups": 9, "clients": 3,
-             "refused": {"not-listed": 2, "private": 1, "lookup budget": 1}, "up": 52311, "down": 904113}
+             "refused": {"not-listed": 2, "private": 1, "lookup budget": 1}, "reported": 0, "up": 52311,
+             "down": 904113}
 
     def check(self, name, good, breakages):
         self.assertEqual(errors(name, good), [])
@@ -316,7 +317,9 @@ class SchemasRefuseTest(unittest.TestCase):
             ("negative bytes", lambda o: o.update(up=-1)),
             ("a null host", lambda o: o.update(host=None)),
             ("not done", lambda o: o.update({"class": "ok"})),
+            ("a tls word not in the vocabulary", lambda o: o.update(tls="unknown_ca")),
         ])
+        self.assertEqual(errors("done-line", dict(self.DONE, end="error", tls="unknown-ca")), [])
 
     def test_stats_line(self):
         self.check("stats-line", self.STATS, [
@@ -326,6 +329,7 @@ class SchemasRefuseTest(unittest.TestCase):
             ("no open", lambda o: o.pop("open")),
             ("no lookups", lambda o: o.pop("lookups")),
             ("negative lookups", lambda o: o.update(lookups=-1)),
+            ("no reported", lambda o: o.pop("reported")),
         ])
 
     def test_small_lines(self):

@@ -95,7 +95,8 @@ TEST_CASE("a denied request gets 403 with x-egress-refused, never reaches the or
   CHECK(refused.status == 403);
   CHECK(has_header(refused, "x-egress-refused: request denied"));
   CHECK(refused.head.find("connection: close") == std::string::npos);
-  CHECK(refused.body == "egress refused: request denied\n");
+  // SPEC §6's line, then what was judged (proxy/stages/refusal_detail.h).
+  CHECK(refused.body == "egress refused: request denied\njudged: DELETE /repos/acme/x at endpoint api.test:443\n");
   refused = rig.exchange(get("/repos/acme/secrets/key"));
   CHECK(refused.status == 403);
   refused = rig.exchange(get("/repos/other/x"));
@@ -143,7 +144,7 @@ TEST_CASE("a refused request's body is read and dropped, and the next request is
 
 TEST_CASE("report mode lets a denied request through, recorded with report=1 and its class") {
   Rig rig(options(InspectMode::report));
-  const Message response = rig.exchange(get("/repos/acme/secrets/key"));
+  const Message response = rig.exchange(get("/repos/acme/secrets/key?token=1"));
   CHECK(response.status == 200);
   REQUIRE(rig.origin.seen.size() == 1);
   REQUIRE(rig.records.size() == 1);
@@ -151,6 +152,8 @@ TEST_CASE("report mode lets a denied request through, recorded with report=1 and
   CHECK(rig.records[0].log_class == "request denied");
   CHECK(rig.records[0].rule == "no-secrets");
   CHECK(rig.records[0].status == 200);
+  // Its path goes (no query) without log_paths: the operator asked to see what would be denied.
+  CHECK(rig.records[0].path == std::optional<std::string>("/repos/acme/secrets/key"));
   // Every other refusal still holds.
   const Message bad = rig.exchange(get("/repos/acme/%2Fx"));
   CHECK(bad.status == 400);

@@ -107,6 +107,19 @@ TEST_CASE("HTTP refusal: one literal example of each shape") {
         "egress refused: head too large\n");
 }
 
+TEST_CASE("HTTP refusal: a detail follows the words in the body, counted in content-length") {
+  const std::string detail = "judged: DELETE /x at endpoint origin.test:80\n";
+  CHECK(http_refusal(Reason::request_denied, refusal_words(Reason::request_denied), detail) ==
+        "HTTP/1.1 403 egress refused: request denied\r\n"
+        "x-egress-refused: request denied\r\n"
+        "content-type: text/plain\r\n"
+        "content-length: 76\r\n"
+        "connection: close\r\n"
+        "\r\n"
+        "egress refused: request denied\n"
+        "judged: DELETE /x at endpoint origin.test:80\n");
+}
+
 TEST_CASE("HTTP refusal: not-listed words are the caller's") {
   const std::string words = "example.com is not on this box's network list: ask ops";
   CHECK(http_refusal(Reason::not_listed, words) == expected_refusal(403, "not-listed", words));

@@ -109,17 +109,18 @@ TEST_CASE("control_ops: the id is echoed as given, in ASCII") {
 TEST_CASE("control_ops: stats is the §12 object without \"event\", refusals by class in order") {
   FakeSession session;
   CHECK(reply(session, R"({"op":"stats","id":1})") ==
-        R"({"id":1,"ok":true,"open":0,"used":0,"lookups":0,"clients":0,"refused":{},"up":0,"down":0})");
+        R"({"id":1,"ok":true,"open":0,"used":0,"lookups":0,"clients":0,"refused":{},"reported":0,"up":0,"down":0})");
   session.counters = SessionStats{.open = 2,
                                   .used = 5,
                                   .lookups = 3,
                                   .clients = 4,
                                   .refused = {{"not-listed", 2}, {"address", 1}},
+                                  .reported = 6,
                                   .up = 18446744073709551615ULL,
                                   .down = 10};
   CHECK(reply(session, R"({"op":"stats"})") ==
         R"({"id":null,"ok":true,"open":2,"used":5,"lookups":3,"clients":4,"refused":{"address":1,"not-listed":2},)"
-        R"("up":18446744073709551615,"down":10})");
+        R"("reported":6,"up":18446744073709551615,"down":10})");
 }
 
 TEST_CASE("control_ops: subscribe asks the caller to mark its channel; drain starts a drain") {

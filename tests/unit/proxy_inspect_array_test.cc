@@ -98,7 +98,7 @@ TEST_CASE("errors name the item, the key and the value") {
        R"([0]: has both "access" and "rules"; give one (or neither, for every method and path))");
   says(R"([{"host": "a.test", "Access": "read-only"}])",
        R"([0]: unknown key "Access" (the keys of an inspected endpoint are host, name, access, rules, deny, mode, )"
-       R"(inject, secrets, case, get-bodies, ask))");
+       R"(inject, secrets, case, get-bodies, hint, ask))");
   says(R"([{"host": "a.test:99999"}])", R"([0].host: "a.test:99999" bad port (must be 1 to 65535))");
   // A value is quoted, its bytes escaped: the words reach a terminal.
   CHECK(error_of(json::parse(R"([{"host": "a.test", "mode": "\u001b[2J"}])"))
@@ -133,6 +133,10 @@ TEST_CASE("SPEC §19a's keys: method lists, case, get-bodies; read and written b
         R"("get-bodies":true})");
   // The defaults are not written: an endpoint reads back the same.
   CHECK(boxproxy::inspect_object(endpoints[1]).dump() == R"({"host":"b.test:443","mode":"enforce"})");
+  // "hint" (issue 37): read, and written back only when true.
+  const std::vector<InspectEndpoint> hinted = read(json::parse(R"([{"host": "h.test", "hint": true}])"));
+  CHECK(hinted[0].hint);
+  CHECK(boxproxy::inspect_object(hinted[0]).dump() == R"({"host":"h.test:443","mode":"enforce","hint":true})");
   const std::vector<InspectEndpoint> again = read(json::parse(boxproxy::inspect_array(endpoints).dump()));
   CHECK(boxproxy::inspect_array(again).dump() == boxproxy::inspect_array(endpoints).dump());
 }
@@ -160,6 +164,7 @@ TEST_CASE("SPEC §19a's errors: a credential on a wildcard, a bad method list, c
        R"([0].rules[0].method: "[\"G ET\"]" "G ET" is not an HTTP method (a token such as GET or PROPFIND) nor *)");
   says(R"([{"host": "a.test", "case": "ignore"}])", R"([0].case: "ignore" is not "sensitive" or "insensitive")");
   says(R"([{"host": "a.test", "get-bodies": "yes"}])", R"([0].get-bodies: "\"yes\"" is not true or false)");
+  says(R"([{"host": "a.test", "hint": 1}])", R"([0].hint: "1" is not true or false)");
 }
 
 TEST_CASE("SPEC §20's \"ask\": on an endpoint and on a rule, read and written back; never on a deny entry") {

@@ -63,6 +63,11 @@ TEST_CASE("the inspector's reports read back as written") {
   const auto ended = report_back<InspectorEnded>(InspectorEnded{4, 1, 2, "client-closed", "sni mismatch"});
   CHECK((ended.id == 4 && ended.up == 1 && ended.down == 2 && ended.end == "client-closed"));
   CHECK(ended.log_class == std::optional<std::string>("sni mismatch"));
+  CHECK_FALSE(ended.tls);
+  // Why a handshake failed goes as its word and comes back as the same typed value.
+  const auto failed = report_back<InspectorEnded>(
+      InspectorEnded{5, 0, 0, "error", std::nullopt, TlsFailure::unknown_ca});
+  CHECK(failed.tls == std::optional<TlsFailure>(TlsFailure::unknown_ca));
 }
 
 TEST_CASE("SPEC §20: an ask, its answer, and a request line's asked= read back; anything else refused") {
@@ -134,6 +139,9 @@ TEST_CASE("serve refuses what an inspector should never say") {
   CHECK(refusal(request_with(R"("GET")", R"("ok")", "-1")) == "bad \"status\"");
   CHECK(refusal(request_with(R"("GET")", R"("ok")", "2e2")) == "bad \"up\"");  // 2, then "e2" where ,"up": is
   CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"x","class":"a\u0000b"})") == "bad \"class\"");
+  // Only a word of the vocabulary: anything else the inspector says is refused, never logged.
+  CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"error","tls":"made-up"})") == "bad \"tls\"");
+  CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"error","tls":7})") == "bad \"tls\"");
 }
 
 TEST_CASE("a request line is read in its one shape only, each field checked as the general path checks it") {
