@@ -56,20 +56,27 @@ std::string inspect_refusal_response(Reason refusal, bool close, std::string_vie
 
 InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
                                          const DecidedOrigin& origin, const SecretLookup& secrets,
-                                         const Placeholders* placeholders, std::size_t max_head_bytes) {
+                                         const Placeholders* placeholders, std::size_t max_head_bytes,
+                                         std::optional<RequestAsked> asked) {
   RequestContext context(head, endpoint, origin, secrets, placeholders);
   context.max_head_bytes = max_head_bytes;
+  context.asked = asked;
   const PipelineOutcome outcome = RequestPipeline::for_scope(StageScope::inspector).run(context);
   InspectedRequest judged;
+  if (context.ask && context.verdict == RequestVerdict::allowed) judged.asked = asked;
   judged.rule = context.rule;
   judged.framing = context.framing;
   judged.keep_after_refusal = context.keep_after_refusal;
   judged.client_keep_alive = context.client_keep_alive;
   judged.client_http10 = context.client_http10;
   judged.misdirected = std::move(context.misdirected);
+  if (outcome.verdict.action == StageVerdict::Action::wait) {
+    judged.wait = true;  // the ask stage: judged again, from the start, with the answer
+    return judged;
+  }
   if (outcome.verdict.action != StageVerdict::Action::proceed) {
-    // No inspector stage waits yet; a refusal is neither a report-mode pass nor an upgrade
-    // (nothing is sent, so no 101 can come to switch on).
+    // A refusal is neither a report-mode pass nor an upgrade (nothing is sent, so no 101 can come
+    // to switch on).
     judged.refusal = outcome.verdict.reason;
     return judged;
   }

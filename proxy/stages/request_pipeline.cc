@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "proxy/stages/ask_stage.h"
 #include "proxy/stages/coding_stage.h"
 #include "proxy/stages/framing_stage.h"
 #include "proxy/stages/host_stage.h"
@@ -29,19 +30,21 @@ const HostStage kHost;
 const MisdirectedStage kMisdirected;
 const CodingStage kCoding;
 const RulesStage kRules;
+const AskStage kAsk;
 const SwapStage kSwap;
 const InjectStage kInject;
 
 // Plain HTTP: serve read the framing and the Host of the absolute URI already (SPEC §8), and
 // refused every placeholder before the decision (no plain request may carry one); it holds no
 // secret, so its inject stage refuses every injecting endpoint's request. check judges a method
-// and a URL: only the stages that read no more than those.
-const std::array<StageRow, 7> kStages = {{
+// and a URL: only the stages that read no more than those (no supervisor to ask either).
+const std::array<StageRow, 8> kStages = {{
     {kFraming, kInspector},
     {kHost, kInspector},
     {kMisdirected, kInspector},
     {kCoding, kInspector | kCheck},
     {kRules, kInspector | kPlain | kCheck},
+    {kAsk, kInspector | kPlain},  // before anything is put into a request that may wait
     {kSwap, kInspector},
     {kInject, kInspector | kPlain},
 }};
