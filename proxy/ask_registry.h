@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The asks of SPEC §15: with --ask, a name off the host list waits for the supervisor's verdict.
+// The asks of SPEC §15: with --ask, a name off the host list waits for the supervisor's verdict;
+// and SPEC §20's: a request an "ask" rule allows waits likewise (kind "request"), its ask shared by
+// every request of the same endpoint, method and path pending at once.
 //
 // An ask is for one host and port; every client that wants that host and port while it is
 // pending waits on the same ask (one question for a burst of connections). It ends with the first
@@ -14,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,6 +43,22 @@ enum class AskVerdict : std::uint8_t {
 [[nodiscard]] inline bool approves(AskVerdict verdict) noexcept {
   return verdict == AskVerdict::once || verdict == AskVerdict::always;
 }
+
+// SPEC §20: what a request ask says of the request held.
+struct RequestQuestion {
+  std::string_view host;  // the decided host and port (the endpoint)
+  std::uint16_t port = 0;
+  std::string_view method;  // as sent
+  std::string_view path;    // as sent, without its query
+  bool query = false;       // it had one
+  std::string_view rule;    // the request line's rule=
+  ConnectionId id = 0;
+};
+
+// The most (method, path) pairs one session remembers `always` for: past it an answer still lets
+// its own requests go, and later ones are asked about again (a supervisor answering `always` to
+// a box that varies its paths cannot grow serve without end).
+inline constexpr std::size_t kMaxAlwaysRequests = 4096;
 
 class AskRegistry {
  public:
@@ -104,6 +123,12 @@ class AskRegistry {
   [[nodiscard]] Ticket ask(std::string_view host, std::uint16_t port, ClientKind kind, ConnectionId id, void* waiter,
                            OnVerdict on_verdict);
 
+  // SPEC §20: asks about a held request, or joins the ask pending for the same endpoint, method
+  // and path. Not held when nothing can be asked (as ask()).
+  [[nodiscard]] Ticket ask_request(const RequestQuestion& question, void* waiter, OnVerdict on_verdict);
+  // Whether `always` was answered this session for the question's endpoint, method and path.
+  [[nodiscard]] bool always_allows(const RequestQuestion& question) const;
+
   // A supervisor's answer. nullopt when it was taken, else the words of why not (no such ask, or
   // it has ended already); then nothing changes.
   [[nodiscard]] std::optional<std::string> answer(std::uint64_t ask, AskVerdict verdict);
@@ -122,12 +147,17 @@ class AskRegistry {
   struct Ask {
     AskRegistry* registry = nullptr;
     std::uint64_t number = 0;
-    std::pair<std::string, std::uint16_t> target;  // the name (lower case, no trailing dot), the port
+    std::string key;  // what identical asks share (ask_key, request_key)
+    std::string list_entry;  // a name's ask: "host:port", for `always`; empty for a request's
     std::string event_line;
     std::optional<Timer> timer;  // made with the ask, which never moves (it is held by pointer)
     std::vector<Waiter> waiters;
   };
 
+  // Joins the ask pending under `key`, or makes one with the event line `event(number)`.
+  template <class Event>
+  [[nodiscard]] Ticket join_or_ask(std::string key, std::string list_entry, const Event& event, void* waiter,
+                                   OnVerdict on_verdict);
   void leave(std::uint64_t ask, void* waiter) noexcept;
   // Ends ask `number` with `verdict`: forgets it, then tells every client that waited.
   void finish(std::uint64_t number, AskVerdict verdict) noexcept;
@@ -140,7 +170,8 @@ class AskRegistry {
   Audience audience_;
   std::uint64_t last_number_ = 0;  // asks are numbered from 1, never reused
   std::map<std::uint64_t, std::unique_ptr<Ask>> asks_;
-  std::map<std::pair<std::string, std::uint16_t>, std::uint64_t> by_target_;
+  std::map<std::string, std::uint64_t> by_key_;
+  std::set<std::string> always_requests_;  // request keys answered `always` (at most kMaxAlwaysRequests)
 };
 
 }  // namespace boxproxy

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "proxy/ask_registry.h"
+#include "proxy/request_asks.h"
 #include "proxy/wire/client_kind.h"
 #include "proxy/connection_list.h"
 #include "proxy/decision_log.h"
@@ -59,6 +60,7 @@ struct ClientRequest {
     std::string rule;
     bool report = false;
     std::optional<std::string> path;
+    std::string_view asked;  // SPEC §20: asked= (a constant word), empty when not asked
   };
   std::optional<Inspected> inspected;
   // SPEC §19: a plain request carrying a secret's placeholder: that secret's name (secret= on its
@@ -79,6 +81,7 @@ class ClientConnection : public ListLink<ClientConnection> {
   // the connection is deleted (its slot given back).
   static void inspected_request(ClientConnection* connection, const InspectorRequest& line) noexcept;
   static void inspected_dial(ClientConnection* connection) noexcept;
+  static void inspected_ask(ClientConnection* connection, const InspectorAsk& ask) noexcept;
   static void inspected_ended(ClientConnection* connection, const InspectorEnded& ended) noexcept;
 
  private:
@@ -177,6 +180,7 @@ class ClientConnection : public ListLink<ClientConnection> {
   Decision decision_;  // steps 2-4 for request_.target; its answers are then dialled in order
   Resolver::Lookup* lookup_ = nullptr;  // while resolving (a token: see Resolver)
   AskRegistry::Ticket ask_ticket_;      // while asking: this client's place in the ask (SPEC §15)
+  std::unique_ptr<RequestAsks> request_asks_;  // handed over: its requests' asks (SPEC §20), made at the first
   // The handshake under way (sniffing, handshake): it holds the bytes read so far. Made for each
   // request and freed once it has answered, so a session does not carry it.
   std::unique_ptr<Handshake> handshake_;

@@ -27,7 +27,7 @@ ClientConnection::Next ClientConnection::decide(Target target) {
                                                    : std::string_view(request_.target.host);
   request_.misdirected_secret = server_.placeholders().find_misdirected(searched);
   if (request_.misdirected_secret) return refuse(Reason::secret_misdirected);
-  const auto asking = server_.asks() != nullptr ? Decision::Asking::on : Decision::Asking::off;
+  const auto asking = server_.name_asks() != nullptr ? Decision::Asking::on : Decision::Asking::off;
   return follow(decision_.start(server_.config().policy, request_.target, asking));
 }
 
@@ -89,7 +89,7 @@ ClientConnection::Next ClientConnection::ask_supervisor() {
   phase_ = Phase::asking;
   timer_.arm(0);
   const Target& target = request_.target;
-  ask_ticket_ = server_.asks()->ask(target.host, target.port, request_.kind, id_, this, &on_ask_verdict);
+  ask_ticket_ = server_.name_asks()->ask(target.host, target.port, request_.kind, id_, this, &on_ask_verdict);
   // Nobody to ask (no control client open): not-listed at once, and no asked= on the line.
   if (!ask_ticket_.held()) return follow(decision_.asked(false, target));
   return Next::keep;

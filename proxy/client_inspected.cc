@@ -30,7 +30,7 @@ std::optional<Reason> ClientConnection::judge_inspected_plain(std::string& detai
   // stages cannot read, never let through unjudged.
   const auto parsed = parse_request_head(upstream_head, upstream_head.size());
   std::optional<Reason> refusal;
-  ClientRequest::Inspected inspected{"-", false, std::nullopt};
+  ClientRequest::Inspected inspected{"-", false, std::nullopt, {}};
   if (parsed.status != ParseResult<RequestHead>::Status::complete) {
     refusal = Reason::bad_request;
   } else {
@@ -41,6 +41,7 @@ std::optional<Reason> ClientConnection::judge_inspected_plain(std::string& detai
     const ScopeJudgement judged = judge_in_scope(StageScope::plain, *parsed.value, *endpoint, origin);
     inspected.rule = judged.rule;
     inspected.report = judged.report;  // report mode: logged as denied (report=1), and let through
+    if (judged.asked) inspected.asked = boxproxy::asked_text(*judged.asked);  // plain HTTP is never held: asked=none
     refusal = judged.refusal;
     if (refusal) detail = refusal_detail(*endpoint, parsed.value->method, parsed.value->target, *refusal);
   }
@@ -67,6 +68,7 @@ void ClientConnection::log_request_line(std::optional<Reason> refusal, std::uint
                     std::nullopt};
   if (inspected.report) ++server_.stats().reported;
   if (inspected.path) line.path = *inspected.path;
+  line.asked = inspected.asked;
   server_.log().request(line);
 }
 
@@ -125,6 +127,7 @@ void ClientConnection::inspected_request(ClientConnection* connection, const Ins
   entry.swap = line.swap;
   entry.inject = line.inject;
   entry.sign = line.sign;
+  if (line.asked) entry.asked = boxproxy::asked_text(*line.asked);
   entry.scrub = line.scrub;
   // A class the inspector should never report is logged as a bad request, not dropped: the line
   // still shows that something was refused.
@@ -141,6 +144,25 @@ void ClientConnection::inspected_request(ClientConnection* connection, const Ins
 void ClientConnection::inspected_dial(ClientConnection* connection) noexcept {
   UniqueFd upstream = connection->dialer_.connect_again();
   if (InspectorLink* link = connection->server_.inspector()) link->dialled(connection->id_, upstream.get());
+}
+
+// SPEC §20: a request of this connection waits for the supervisor; its answer goes back to the
+// inspector, which still holds the connection (it is answered only while the link is up).
+void ClientConnection::inspected_ask(ClientConnection* connection, const InspectorAsk& ask) noexcept {
+  try {
+    if (!connection->request_asks_) {
+      ProxyServer& server = connection->server_;
+      const ConnectionId id = connection->id_;
+      connection->request_asks_ = std::make_unique<RequestAsks>(
+          server.asks(), connection->request_.target.host, connection->request_.target.port,
+          [&server, id](std::uint64_t n, RequestAsked asked) {
+            if (InspectorLink* link = server.inspector()) link->answer(InspectorAnswer{id, n, asked});
+          });
+    }
+    connection->request_asks_->ask(ask);
+  } catch (const std::bad_alloc&) {
+    // Unanswered: the request waits until the box or the inspector's own bounds end it.
+  }
 }
 
 void ClientConnection::inspected_ended(ClientConnection* connection, const InspectorEnded& ended) noexcept {

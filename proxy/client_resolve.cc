@@ -31,7 +31,7 @@ ClientConnection::Next ClientConnection::resolved() {
 // DNS responder answers it with its stand-in address. With nobody to ask (no control client open)
 // it is not-listed at once, as a CONNECT to it would be: a stand-in would only lead to a refusal.
 ClientConnection::Next ClientConnection::resolve_by_name() {
-  if (!server_.asks()->can_ask()) return follow(decision_.asked(false, request_.target));
+  if (!server_.name_asks()->can_ask()) return follow(decision_.asked(false, request_.target));
   undecided_.release();
   // Nothing is decided: the port asked with (none was judged), no address, and asked=deferred, so
   // no reader takes the line for an approval.

@@ -116,6 +116,7 @@ std::string json_request(const RequestEntry& e, const std::string& ts, std::stri
   if (!e.swap.empty()) out += fmt::format(R"(,"swap":[{}])", json_names(e.swap));
   if (!e.inject.empty()) out += fmt::format(R"(,"inject":[{}])", json_names(e.inject));
   if (!e.sign.empty()) out += fmt::format(R"(,"sign":{})", json_quote(e.sign, 16));
+  if (!e.asked.empty()) out += fmt::format(R"(,"asked":{})", json_quote(e.asked, 16));
   if (!e.scrub.empty()) out += fmt::format(R"(,"scrub":[{}])", json_names(e.scrub));
   out += label;
   out += '}';
@@ -292,6 +293,7 @@ void DecisionLog::request(const RequestEntry& entry) {
   if (!entry.swap.empty()) line += fmt::format(" swap={}", field_text(entry.swap, kMaxSecrets * 200));
   if (!entry.inject.empty()) line += fmt::format(" inject={}", field_text(entry.inject, kMaxSecrets * 200));
   if (!entry.sign.empty()) line += fmt::format(" sign={}", field_text(entry.sign, 16));
+  if (!entry.asked.empty()) line += fmt::format(" asked={}", field_text(entry.asked, 16));
   if (!entry.scrub.empty()) line += fmt::format(" scrub={}", field_text(entry.scrub, kMaxSecrets * 33));
   line += fmt::format(" id={}{}", entry.id, text_label());
   append(line);

@@ -81,10 +81,12 @@ struct RequestEntry {
   bool report = false;
   std::optional<std::string_view> path;
   std::optional<std::string_view> secret = std::nullopt;  // secret misdirected: the name (secret=)
-  // SPEC §20's trace, each "a,b" (checked items, never a value): swap=, inject=, sign=, scrub=.
+  // SPEC §20's trace, each "a,b" (checked items, never a value): swap=, inject=, sign=, scrub=; and
+  // asked= (once, always, deny, timeout, none), empty when the request was not held for the supervisor.
   std::string_view swap = {};
   std::string_view inject = {};
   std::string_view sign = {};  // "aws-sigv4", or empty
+  std::string_view asked = {};
   std::string_view scrub = {};
 };
 

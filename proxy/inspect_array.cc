@@ -14,13 +14,13 @@
 namespace boxproxy {
 namespace {
 
-constexpr std::array<std::string_view, 12> kEndpointKeys = {"host", "name",   "access",  "rules", "deny",
+constexpr std::array<std::string_view, 13> kEndpointKeys = {"host", "name",   "access",  "rules", "deny",
                                                             "mode", "inject", "secrets", "case",  "get-bodies",
-                                                            "hint", "sign"};
+                                                            "hint", "ask", "sign"};
 constexpr std::array<std::string_view, 1> kSignKeys = {"aws-sigv4"};
 constexpr std::array<std::string_view, 5> kSigV4Keys = {"access_key_id", "secret_access_key", "session_token",
                                                         "regions", "services"};
-constexpr std::array<std::string_view, 3> kRuleKeys = {"method", "path", "name"};
+constexpr std::array<std::string_view, 4> kRuleKeys = {"method", "path", "name", "ask"};
 
 // The first error found, unwinding the reader to read_inspect_array, which returns its words. It
 // never leaves this file: the reader is deep (array, object, rules, rule), and an error checked
@@ -127,13 +127,20 @@ InspectRule read_rule(const Where& where, const nlohmann::json& value) {
   if (value.contains("name")) name = name_at(where.key("name"), value.at("name"));
   auto rule = make_inspect_rule(methods, path, name);
   if (const auto* error = std::get_if<std::string>(&rule)) where.fail(*error);  // checked above: never
-  return std::get<InspectRule>(std::move(rule));
+  InspectRule read = std::get<InspectRule>(std::move(rule));
+  if (value.contains("ask")) read.ask = bool_at(where.key("ask"), value.at("ask"));
+  return read;
 }
 
-std::vector<InspectRule> read_rules(const Where& where, const nlohmann::json& value) {
+// `grants`: "rules" (an entry may say "ask"); else "deny", where "ask" would mean nothing (a deny
+// is never asked about) and is refused rather than read as if it held something back.
+std::vector<InspectRule> read_rules(const Where& where, const nlohmann::json& value, bool grants) {
   if (!value.is_array()) where.fail(shown(value), "is not a JSON array of rules");
   std::vector<InspectRule> rules;
-  for (std::size_t i = 0; i < value.size(); ++i) rules.push_back(read_rule(where.item(i), value[i]));
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    rules.push_back(read_rule(where.item(i), value[i]));
+    if (!grants && value[i].contains("ask")) where.item(i).key("ask").fail("is for \"rules\" (a deny entry is never asked about)");
+  }
   return rules;
 }
 
@@ -255,14 +262,15 @@ InspectEndpoint read_endpoint(const Where& where, const nlohmann::json& value) {
   if (value.contains("access")) {
     endpoint.access = word_at(where.key("access"), value.at("access"), &parse_inspect_access);
   }
-  if (value.contains("rules")) endpoint.rules = read_rules(where.key("rules"), value.at("rules"));
-  if (value.contains("deny")) endpoint.deny = read_rules(where.key("deny"), value.at("deny"));
+  if (value.contains("rules")) endpoint.rules = read_rules(where.key("rules"), value.at("rules"), true);
+  if (value.contains("deny")) endpoint.deny = read_rules(where.key("deny"), value.at("deny"), false);
   if (value.contains("mode")) endpoint.mode = word_at(where.key("mode"), value.at("mode"), &parse_inspect_mode);
   if (value.contains("inject")) read_inject(where.key("inject"), value.at("inject"), endpoint);
   if (value.contains("secrets")) read_secrets(where.key("secrets"), value.at("secrets"), endpoint);
   if (value.contains("case")) endpoint.path_case = word_at(where.key("case"), value.at("case"), &parse_path_case);
   if (value.contains("get-bodies")) endpoint.get_bodies = bool_at(where.key("get-bodies"), value.at("get-bodies"));
   if (value.contains("hint")) endpoint.hint = bool_at(where.key("hint"), value.at("hint"));
+  if (value.contains("ask")) endpoint.ask = bool_at(where.key("ask"), value.at("ask"));
   if (value.contains("sign")) endpoint.sign = read_sign(where.key("sign"), value.at("sign"));
   if (auto error = check_inspect_endpoint(endpoint)) where.fail(*error);
   return endpoint;
@@ -276,6 +284,7 @@ nlohmann::ordered_json rule_objects(const std::vector<InspectRule>& rules) {
                                                              : nlohmann::ordered_json(rule.methods);
     nlohmann::ordered_json object = {{"method", std::move(method)}, {"path", rule.path.text()}};
     if (rule.name) object["name"] = *rule.name;
+    if (rule.ask) object["ask"] = true;
     out.push_back(std::move(object));
   }
   return out;
@@ -322,6 +331,7 @@ nlohmann::ordered_json inspect_object(const InspectEndpoint& endpoint) {
   if (endpoint.path_case == PathCase::insensitive) out["case"] = path_case_text(endpoint.path_case);
   if (endpoint.get_bodies) out["get-bodies"] = true;
   if (endpoint.hint) out["hint"] = true;
+  if (endpoint.ask) out["ask"] = true;
   if (endpoint.sign) out["sign"] = sign_object(*endpoint.sign);
   return out;
 }

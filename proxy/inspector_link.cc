@@ -38,6 +38,10 @@ void InspectorLink::dialled(ConnectionId id, int upstream_fd) {
   }
 }
 
+void InspectorLink::answer(const InspectorAnswer& answer) {
+  if (alive_ && held_.contains(answer.id) && !channel_.send(serve_message(answer))) broken("the channel is full");
+}
+
 void InspectorLink::endpoints_changed(std::string endpoints_json) {
   if (alive_ && !channel_.send(serve_message(InspectorEndpoints{std::move(endpoints_json)}))) {
     broken("the channel is full");
@@ -96,6 +100,8 @@ void InspectorLink::route(ChannelMessage message) noexcept {
   ClientConnection* connection = held->second;
   if (const auto* request = std::get_if<InspectorRequest>(&report)) {
     ClientConnection::inspected_request(connection, *request);
+  } else if (const auto* ask = std::get_if<InspectorAsk>(&report)) {
+    ClientConnection::inspected_ask(connection, *ask);
   } else if (std::holds_alternative<InspectorDial>(report)) {
     ClientConnection::inspected_dial(connection);
   } else if (const auto* ended = std::get_if<InspectorEnded>(&report)) {

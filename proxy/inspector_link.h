@@ -46,6 +46,8 @@ class InspectorLink {
                                UniqueFd upstream);
   // The answer to a connection's "dial": a new upstream socket, or none (-1).
   void dialled(ConnectionId id, int upstream_fd);
+  // SPEC §20: the answer to a connection's ask.
+  void answer(const InspectorAnswer& answer);
   // A connection handed over is going (serve stops): nothing more is routed to it.
   void forget(ConnectionId id) noexcept { held_.erase(id); }
   // A live change of the endpoints (the "inspect" array, as --check-config writes it).

@@ -105,6 +105,18 @@ InspectorReport report_of(const Json& message) {
   // naming it is not read a second way.
   if (op == "request") refuse("request not in its shape");
   if (op == "dial") return InspectorDial{id_of(message)};
+  if (op == "ask") {
+    InspectorAsk ask;
+    ask.id = id_of(message);
+    ask.n = number(message, "n");
+    ask.method = text(message, "method", kMaxReportedMethodBytes);
+    ask.path = text(message, "path", kMaxAskedPathBytes);
+    // An origin-form path: it goes into the supervisor's event and the always set as it is.
+    if (!ask.path.starts_with('/') || ask.path.find('?') != std::string::npos) refuse_key("path");
+    ask.query = flag(message, "query");
+    ask.rule = text(message, "rule", kMaxReportedRuleBytes);
+    return ask;
+  }
   if (op == "ended") {
     InspectorEnded ended;
     ended.id = id_of(message);
@@ -149,6 +161,11 @@ InspectorOrder order_of(const Json& message) {
     return connection;
   }
   if (op == "dialled") return InspectorDialled{id_of(message), flag(message, "ok")};
+  if (op == "answer") {
+    const auto asked = parse_asked(text(message, "asked", 16));
+    if (!asked) refuse_key("asked");
+    return InspectorAnswer{id_of(message), number(message, "n"), *asked};
+  }
   if (op == "placeholder") {
     InspectorPlaceholder placeholder{text(message, "name", 32), text(message, "value", 80)};
     if (check_secret_name(placeholder.name) || !placeholder.value.starts_with(kPlaceholderPrefix)) refuse_key("name");
@@ -161,6 +178,10 @@ struct ReportWriter {
   Json operator()(const InspectorReady& ready) const { return {{"op", "ready"}, {"ca", ready.ca_pem}}; }
   Json operator()(const InspectorRequest&) const { return nullptr; }  // written by request_message
   Json operator()(const InspectorDial& dial) const { return {{"op", "dial"}, {"id", dial.id}}; }
+  Json operator()(const InspectorAsk& ask) const {
+    return {{"op", "ask"},          {"id", ask.id},       {"n", ask.n},      {"method", ask.method},
+            {"path", ask.path}, {"query", ask.query}, {"rule", ask.rule}};
+  }
   Json operator()(const InspectorEnded& ended) const {
     Json out = {{"op", "ended"}, {"id", ended.id}, {"up", ended.up}, {"down", ended.down}, {"end", ended.end}};
     if (ended.log_class) out["class"] = *ended.log_class;
@@ -197,6 +218,9 @@ struct OrderWriter {
   Json operator()(const InspectorSecret&) const { return nullptr; }  // written by secret_message
   Json operator()(const InspectorPlaceholder& placeholder) const {
     return {{"op", "placeholder"}, {"name", placeholder.name}, {"value", placeholder.value}};
+  }
+  Json operator()(const InspectorAnswer& answer) const {
+    return {{"op", "answer"}, {"id", answer.id}, {"n", answer.n}, {"asked", asked_text(answer.asked)}};
   }
 };
 
@@ -242,7 +266,7 @@ std::variant<InspectorOrder, std::string> secret_of(std::string_view bytes) {
 // inspected request, and building and dumping one 4% of the inspector's (perf, 2026-12-06). It
 // is still one line of JSON, in exactly one shape:
 //   {"op":"request","id":N,"method":"M","rule":"R","class":"C","status":S,"up":U,"down":D,"ms":T,
-//    "report":true|false[,"path":"P"][,"secret":"NAME"][,"swap":"..."][,"inject":"..."][,"sign":"aws-sigv4"]
+//    "report":true|false[,"path":"P"][,"secret":"NAME"][,"swap":"..."][,"inject":"..."][,"sign":"aws-sigv4"][,"asked":"A"]
 //    [,"scrub":"NAME,..."]}
 // Numbers are decimal, no sign, fraction, exponent or leading zero. Strings hold what text()
 // takes (printable ASCII: the inspector reports nothing else), with '"' and '\' escaped as \" and
@@ -292,6 +316,7 @@ std::string request_message(const InspectorRequest& request) {
   if (!request.swap.empty()) append_text(out, "swap", request.swap);
   if (!request.inject.empty()) append_text(out, "inject", request.inject);
   if (!request.sign.empty()) append_text(out, "sign", request.sign);
+  if (request.asked) append_text(out, "asked", asked_text(*request.asked));
   if (!request.scrub.empty()) append_text(out, "scrub", request.scrub);
   out += '}';
   return out;
@@ -402,6 +427,10 @@ InspectorReport request_of(std::string_view bytes) {
   if (reader.has_key("sign")) {
     request.sign = reader.text("sign", 16);
     if (request.sign != "aws-sigv4") refuse_key("sign");  // the one signature there is
+  }
+  if (reader.has_key("asked")) {
+    request.asked = parse_asked(reader.text("asked", 16));  // one of five words: asked= is never anything else
+    if (!request.asked) refuse_key("asked");
   }
   if (reader.has_key("scrub")) request.scrub = trace_list(reader, "scrub", &bad_name_item);
   reader.end();

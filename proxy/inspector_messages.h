@@ -12,10 +12,15 @@
 //     dialled     {"op":"dialled","id":N,"ok":B}                            fds: upstream when ok
 //     secret      {"op":"secret","name":NAME,"value":HEX|null}   (SPEC §19: set, or revoke with null)
 //     placeholder {"op":"placeholder","name":NAME,"value":P}     (SPEC §19: NAME's stand-in, bxp_...)
+//     answer      {"op":"answer","id":N,"n":K,"asked":"once"|"always"|"deny"|"timeout"|"none"}
+//                 (SPEC §20: what became of the connection's ask K)
 //   inspector -> serve
 //     ready       {"op":"ready","ca":PEM}
 //     request     {"op":"request","id":N,"method":M,"rule":R,"class":C,"status":S,"up":U,
-//                  "down":D,"ms":T,"report":B[,"path":P][,"secret":NAME][,"swap":"NAME@PLACE,..."][,"inject":"H,..."][,"sign":"aws-sigv4"][,"scrub":"NAME,..."]}
+//                  "down":D,"ms":T,"report":B[,"path":P][,"secret":NAME][,"swap":"NAME@PLACE,..."][,"inject":"H,..."]
+//                  [,"sign":"aws-sigv4"][,"asked":A][,"scrub":"NAME,..."]}
+//     ask         {"op":"ask","id":N,"n":K,"method":M,"path":P,"query":B,"rule":R}
+//                 (SPEC §20: the connection's request K waits for the supervisor; K counts from 1)
 //     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
 //     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C][,"tls":T]}
 //
@@ -44,6 +49,7 @@
 #include <variant>
 
 #include "proxy/defaults.h"
+#include "proxy/stages/request_context.h"
 #include "table/secret_value.h"
 #include "table/tls_failure.h"
 
@@ -54,6 +60,10 @@ inline constexpr std::size_t kMaxReportedMethodBytes = 32;
 inline constexpr std::size_t kMaxReportedRuleBytes = 80;
 inline constexpr std::size_t kMaxReportedPathBytes = 2048;
 inline constexpr std::size_t kMaxCaPemBytes = 8 * 1024;
+// SPEC §20: the longest path an ask carries whole (a request's path is asked about exactly, never
+// cut: `always` for a cut path would cover every path that starts so). A longer one is not asked
+// about: refused with asked=none.
+inline constexpr std::size_t kMaxAskedPathBytes = 8 * 1024;
 
 // ---- inspector -> serve ------------------------------------------------------------------------
 
@@ -78,7 +88,18 @@ struct InspectorRequest {
   std::string swap;
   std::string inject;
   std::string sign;  // the signature made: "aws-sigv4" (the only one), or empty
+  std::optional<RequestAsked> asked;  // held for the supervisor: what became of it
   std::string scrub;
+};
+
+// SPEC §20: a request held for the supervisor's answer.
+struct InspectorAsk {
+  std::uint64_t id = 0;  // the connection's
+  std::uint64_t n = 0;   // the ask's number on that connection (from 1)
+  std::string method;    // as sent (a token, at most kMaxReportedMethodBytes)
+  std::string path;      // as sent, without its query (at most kMaxAskedPathBytes)
+  bool query = false;    // it had one
+  std::string rule;      // the rule= label
 };
 
 struct InspectorDial {
@@ -94,7 +115,7 @@ struct InspectorEnded {
   std::optional<TlsFailure> tls = std::nullopt;  // why a handshake failed (table/tls_failure.h's words only)
 };
 
-using InspectorReport = std::variant<InspectorReady, InspectorRequest, InspectorDial, InspectorEnded>;
+using InspectorReport = std::variant<InspectorReady, InspectorRequest, InspectorDial, InspectorEnded, InspectorAsk>;
 
 // A message from the inspector, checked; or why it is refused (the caller ends the inspector).
 [[nodiscard]] std::variant<InspectorReport, std::string> parse_inspector_report(std::string_view bytes);
@@ -146,8 +167,15 @@ struct InspectorPlaceholder {
   std::string value;
 };
 
+// SPEC §20: the answer to ask `n` of connection `id`.
+struct InspectorAnswer {
+  std::uint64_t id = 0;
+  std::uint64_t n = 0;
+  RequestAsked asked = RequestAsked::none;
+};
+
 using InspectorOrder = std::variant<InspectorStart, InspectorEndpoints, InspectorConnection, InspectorDialled,
-                                    InspectorSecret, InspectorPlaceholder>;
+                                    InspectorSecret, InspectorPlaceholder, InspectorAnswer>;
 
 // The caller scrubs what a secret's message returns once it is sent (FdChannel::send copies it).
 [[nodiscard]] std::string serve_message(const InspectorOrder& order);

@@ -66,7 +66,8 @@ std::optional<std::string> ProxyServer::replace_inspect_table(InspectTable table
   return std::nullopt;
 }
 
-void ProxyServer::enable_asking(double timeout) {
+void ProxyServer::enable_asking(double timeout, bool names) {
+  ask_names_ = names;
   asks_ = std::make_unique<AskRegistry>(base_, timeout, [this](std::string_view entry) {
     // "always": host:port joins the list, as an "allow" "add" would; a list that has gone since
     // (set to null: everything public) needs nothing.

@@ -86,10 +86,13 @@ class ProxyServer {
   // The control channel's "inspect" (SessionControl::replace_inspect_table): nullopt when done,
   // else why not, with nothing changed.
   [[nodiscard]] std::optional<std::string> replace_inspect_table(InspectTable table);
-  // --ask (SPEC §15): names off the host list are asked about, for at most `timeout` seconds.
-  void enable_asking(double timeout);
-  // The asks, or null without --ask.
+  // A control channel's asks, each for at most `timeout` seconds (--ask-timeout): SPEC §20's
+  // request asks, and with `names` (--ask, SPEC §15) names off the host list too.
+  void enable_asking(double timeout, bool names);
+  // The asks, or null without a control channel.
   [[nodiscard]] AskRegistry* asks() noexcept { return asks_.get(); }
+  // --ask: names off the host list are asked about (SPEC §15); null without it.
+  [[nodiscard]] AskRegistry* name_asks() noexcept { return ask_names_ ? asks_.get() : nullptr; }
   // Request inspection (SPEC §18): the link to the inspector serve started, or null without one.
   void set_inspector(std::unique_ptr<InspectorLink> link, std::string ca_pem) noexcept {
     inspector_ = std::move(link);
@@ -146,6 +149,7 @@ class ProxyServer {
   LocalAddresses local_addresses_;
   std::unique_ptr<Acceptor> acceptor_;
   std::unique_ptr<AskRegistry> asks_;  // before the connections: their tickets leave it as they die
+  bool ask_names_ = false;             // --ask
   std::unique_ptr<InspectorLink> inspector_;  // likewise: connections handed over leave it as they die
   std::string inspection_ca_;                 // its CA's certificate, PEM
   Placeholders placeholders_;                 // SPEC §19: plain requests carrying one are refused

@@ -109,6 +109,9 @@ void print_request_line(std::string_view target, std::string_view endpoint, std:
 // What check's last column says of a request an endpoint's rules denied in report mode: it goes
 // on (so it counts as allowed), and the class it would have in enforce mode is kept in sight.
 constexpr std::string_view kReportedDenial = "request denied (report mode)";
+// ... and of a request an "ask" rule allows (SPEC §20): serve would hold it for the supervisor,
+// whom check does not ask (it counts as allowed: the rules let it reach that question).
+constexpr std::string_view kAsked = "ok (ask)";
 
 class Checker;
 
@@ -313,7 +316,8 @@ class Checker {
       print_request_line(j.text, endpoint_shown, judged.rule, kReportedDenial);
       return true;
     }
-    print_request_line(j.text, endpoint_shown, judged.rule, judged.refusal ? log_class(*judged.refusal) : "ok");
+    const std::string_view allowed = judged.ask ? kAsked : std::string_view("ok");
+    print_request_line(j.text, endpoint_shown, judged.rule, judged.refusal ? log_class(*judged.refusal) : allowed);
     return !judged.refusal;
   }
 

@@ -389,7 +389,9 @@ int serve(const ServeOptions& options) {
   }
   daemon.server = std::make_unique<ProxyServer>(daemon.base.get(), options.proxy, *daemon.resolver, *daemon.log);
 
-  if (options.ask) daemon.server->enable_asking(options.ask_timeout);
+  // Every control channel can be asked about requests (SPEC §20: an "ask" endpoint may come with a
+  // live change); names off the list only with --ask.
+  if (options.control_fd || options.control_socket) daemon.server->enable_asking(options.ask_timeout, options.ask);
   std::string placeholder_lines;
   if (!options.proxy.policy.inspect.empty()) {
     guard_secrets(options);

@@ -438,6 +438,17 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   if (options.ask && !options.control_fd && !options.control_socket) {
     fail_plain("--ask needs --control-fd or --control-socket (someone to ask)");
   }
+  // SPEC §20, likewise: every request such an endpoint allows would be refused, asked=none. (check
+  // reads the same options and asks nobody: it says which requests would be asked.)
+  if (reader == Reader::serve && !options.control_fd && !options.control_socket) {
+    for (const InspectEndpoint& endpoint : options.proxy.policy.inspect.endpoints()) {
+      if (asks_about_requests(endpoint)) {
+        fail_plain(fmt::format("the inspected endpoint {} has \"ask\": true, which needs --control-fd or "
+                               "--control-socket (someone to ask)",
+                               entry_text(endpoint.host)));
+      }
+    }
+  }
   return options;
 }
 

@@ -295,6 +295,12 @@ std::string_view verdict_class(RequestVerdict verdict) noexcept {
   return "bad path";
 }
 
+bool asks_about_requests(const InspectEndpoint& endpoint) noexcept {
+  if (endpoint.ask) return true;
+  if (!endpoint.rules) return false;
+  return std::any_of(endpoint.rules->begin(), endpoint.rules->end(), [](const InspectRule& rule) { return rule.ask; });
+}
+
 RequestJudgement judge_request(const InspectEndpoint& endpoint, std::string_view method, std::string_view target) {
   auto judged = judge_request_path(target);
   if (std::holds_alternative<PathFault>(judged)) return {RequestVerdict::bad_path, "-"};
@@ -319,17 +325,19 @@ RequestJudgement judge_request(const InspectEndpoint& endpoint, std::string_view
   }
   if (endpoint.access) {
     const bool allowed = *endpoint.access == InspectAccess::read_write || is_read_only_method(method);
-    return {allowed ? RequestVerdict::allowed : RequestVerdict::request_denied, "access"};
+    return {allowed ? RequestVerdict::allowed : RequestVerdict::request_denied, "access", allowed && endpoint.ask};
   }
   if (endpoint.rules) {
     const std::vector<InspectRule>& rules = *endpoint.rules;
     for (std::size_t i = 0; i < rules.size(); ++i) {
-      if (allows(rules[i])) return {RequestVerdict::allowed, rule_label(rules[i], "rules", i)};
+      if (allows(rules[i])) {
+        return {RequestVerdict::allowed, rule_label(rules[i], "rules", i), rules[i].ask || endpoint.ask};
+      }
     }
     // Rules are a list of what may pass: anything they do not name is refused.
     return {RequestVerdict::request_denied, "-"};
   }
-  return {RequestVerdict::allowed, "-"};
+  return {RequestVerdict::allowed, "-", endpoint.ask};
 }
 
 }  // namespace boxproxy

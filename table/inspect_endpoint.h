@@ -52,6 +52,8 @@ struct InspectRule {
   std::vector<std::string> methods;
   PathGlob path;
   std::optional<std::string> name;  // its label instead of rules[N] / deny[N]
+  // SPEC §20: a request this rule allows is held and the supervisor asked (never on a deny entry).
+  bool ask = false;
 };
 
 // SPEC §19a: a place where a secret's placeholder is swapped for its value (a "secrets" object's
@@ -108,6 +110,9 @@ struct InspectEndpoint {
   // denied what the rules allow (proxy/stages/refusal_detail.h), for a client (an agent) that can
   // act on it; off, the body is SPEC §6's words alone and the policy stays unsaid.
   bool hint = false;
+  // SPEC §20: "ask": true holds every request the endpoint's rules allow (by any entry, by
+  // "access" or with no rules) until the supervisor answers.
+  bool ask = false;
 
   // Whether the proxy puts a credential into this endpoint's requests itself, by "inject" or by
   // swapping a placeholder ("secrets"): there TRACE is refused and Accept-Encoding rewritten to
@@ -115,6 +120,10 @@ struct InspectEndpoint {
   // scrubber. An endpoint that only signs is not one ("sign" keeps the box's Accept-Encoding).
   [[nodiscard]] bool injects_or_swaps() const noexcept { return !inject.empty() || !secrets.empty(); }
 };
+
+// SPEC §20: whether any request of `endpoint` may be held for the supervisor ("ask" on it or on
+// one of its rules).
+[[nodiscard]] bool asks_about_requests(const InspectEndpoint& endpoint) noexcept;
 
 // ---- SPEC §19a: where a placeholder is swapped --------------------------------------------------
 
@@ -214,6 +223,7 @@ enum class RequestVerdict : std::uint8_t {
 struct RequestJudgement {
   RequestVerdict verdict = RequestVerdict::bad_path;
   std::string rule = "-";  // deny[N] | rules[N] | access | the deciding entry's "name" | -
+  bool ask = false;        // allowed, by an entry (or an endpoint) that says "ask": true (SPEC §20)
 };
 
 // Judges `method` (a token, as the request line's framing check has made sure) and `target` (the

@@ -105,6 +105,18 @@ class H2Front {
   // Forgets the stream being served (after Pumped::abandon): both HTTP/1.1 buffers are emptied and
   // the next stream waiting is served.
   void abandon_current() noexcept;
+  // SPEC §20: the stream being served waits for the supervisor. What of its request is in
+  // requests() (its head, and what of its body came: the connection has read none of it) goes back
+  // to the stream, and the next stream waiting is served: a held stream holds no other up. Its
+  // id; 0 when none is being served.
+  [[nodiscard]] std::int32_t park_current();
+  // Its answer came: it is served again as it was, before the streams that wait. False when the
+  // box has reset it meanwhile (it is gone).
+  [[nodiscard]] bool resume(std::int32_t id);
+  // The stream whose request requests() carries (0: none).
+  [[nodiscard]] std::int32_t current() const noexcept { return current_; }
+  // Whether stream `id` is still open here (not reset by the box, not finished).
+  [[nodiscard]] bool holds(std::int32_t id) const noexcept { return streams_.contains(id); }
   // No more streams: GOAWAY naming the last one taken (the connection is closing).
   void go_away() noexcept;
   // Nothing more is served or answered: what the box sends from now on is read and dropped.
@@ -145,6 +157,7 @@ class H2Front {
     bool answer_done = false;     // every DATA byte is in `out`
     std::string method;           // for the answer's framing (HEAD)
     std::vector<H2Field> trailers;  // a chunked answer's trailers (filtered), sent as trailing HEADERS
+    EvBufferPtr parked;           // SPEC §20: its request as fed, taken back while it waits for an answer
   };
   H2Front(std::size_t max_head_bytes, Hooks hooks) noexcept : max_head_bytes_(max_head_bytes), hooks_(hooks) {}
   [[nodiscard]] bool init() noexcept;

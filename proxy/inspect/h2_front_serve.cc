@@ -5,6 +5,7 @@
 #include "proxy/inspect/h2_front.h"
 
 #include <algorithm>
+#include <utility>
 #include <array>
 #include <new>
 
@@ -164,6 +165,11 @@ bool H2Front::serve() {
 
 bool H2Front::feed_current(Stream& stream) {
   bool moved = false;
+  if (stream.parked && evbuffer_get_length(stream.parked.get()) > 0) {
+    // A stream back from waiting (park_current): what it had fed goes again, first.
+    if (evbuffer_add_buffer(requests_.get(), stream.parked.get()) == -1) throw std::bad_alloc();
+    moved = true;
+  }
   const H2Request& request = *stream.request;
   if (stream.fed_head == 0) {
     if (evbuffer_add(requests_.get(), request.head.data(), request.head.size()) == -1) throw std::bad_alloc();
@@ -308,6 +314,26 @@ bool H2Front::read_answer_body(Stream& stream) {
     nghttp2_session_resume_data(session_.get(), current_);  // fails harmlessly when not deferred
   }
   return moved > 0 || stream.answer_done;
+}
+
+std::int32_t H2Front::park_current() {
+  Stream* stream = find(current_);
+  if (stream == nullptr) return 0;
+  if (!stream->parked) {
+    stream->parked.reset(evbuffer_new());
+    if (!stream->parked) throw std::bad_alloc();
+  }
+  // Bounded: its head (max_head_bytes) and at most kFeedBound of body (feed_current); what more
+  // of the body comes stays within its stream window, which opens only as bytes go on.
+  if (evbuffer_add_buffer(stream->parked.get(), requests_.get()) == -1) throw std::bad_alloc();
+  const std::int32_t id = std::exchange(current_, 0);
+  return id;
+}
+
+bool H2Front::resume(std::int32_t id) {
+  if (find(id) == nullptr) return false;  // reset by the box meanwhile (on_stream_close erased it)
+  waiting_.push_front(id);
+  return true;
 }
 
 void H2Front::finish_current() {

@@ -217,6 +217,7 @@ void InspectedConnection::update_reading() noexcept {
         want = want && origin_room;
         break;
       case Phase::closing:
+      case Phase::asking:  // the body stays with the box until the supervisor says yes
         want = false;
         break;
       default:
@@ -245,6 +246,12 @@ void InspectedConnection::deliver_hooks() noexcept {
     const RequestRecord record = std::move(records_.front());
     records_.pop_front();
     hooks_.request(hooks_.owner, record);
+    if (!alive) return;
+  }
+  while (!asks_due_.empty()) {
+    const AskRecord ask = std::move(asks_due_.front());
+    asks_due_.pop_front();
+    hooks_.ask(hooks_.owner, ask);
     if (!alive) return;
   }
   if (need_upstream_due_) {
@@ -281,7 +288,9 @@ void InspectedConnection::timer_fired() {
       // No head in time, or the box idle as long as a tunnel may be: either ends the connection,
       // so that an inspected tunnel is held no longer than an opaque one would be.
       const double left = head_wait_left();
-      if (left > 0) {
+      if (!parked_.empty()) {
+        arm(TimerRole::head);  // streams wait for the supervisor: --ask-timeout bounds that wait
+      } else if (left > 0) {
         timer_.arm(std::max(left, kSoonestSeconds));
       } else if (h2_) {
         close_after_flush(TunnelEnd::idle_timeout);  // GOAWAY first: a box reusing it learns it is gone
@@ -419,6 +428,8 @@ bool InspectedConnection::step_phase() {
       return drop_refused_body();
     case Phase::holding_body:
       return hold_body();
+    case Phase::asking:
+      return ask_answer_ && read_head();  // the held head, judged again with its answer
     case Phase::waiting_upstream:
       return wait_for_origin();
     case Phase::exchanging:

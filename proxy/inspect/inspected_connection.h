@@ -57,6 +57,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +87,11 @@ namespace boxproxy {
 inline constexpr std::size_t kMaxQueued = 64 * 1024;
 // The longest response head an origin may send (as the plain path's, proxy/http_exchange.cc).
 inline constexpr std::size_t kMaxResponseHeadBytes = 64 * 1024;
+// SPEC §20: the most streams of one HTTP/2 connection held for the supervisor at once; one more is
+// refused (asked=none). Each holds its head (max_head_bytes) and at most 64 KiB of body it had
+// fed (its stream window is the front's bound already): 8 x (32 + 64) KiB = 768 KiB with the
+// defaults, on top of h2_front.h's.
+inline constexpr std::size_t kMaxParkedStreams = 8;
 
 struct InspectedSetup {
   std::uint64_t id = 0;  // the connection's, for the owner's records
@@ -133,7 +139,17 @@ struct RequestRecord {
   std::vector<std::string> swap;
   std::vector<std::string> inject;
   std::string sign;  // the signature made ("aws-sigv4"); empty: none
+  std::optional<RequestAsked> asked;  // SPEC §20: held for the supervisor, and what it said
   std::vector<std::string> scrub;
+};
+
+// SPEC §20: a request held for the supervisor's answer (give it with answer_ask).
+struct AskRecord {
+  std::uint64_t n = 0;  // the connection's ask number, from 1
+  std::string method;   // as sent
+  std::string path;     // as sent, without its query
+  bool query = false;   // it had one
+  std::string rule;     // the deciding rule's label
 };
 
 // The connection, when it ends.
@@ -160,6 +176,9 @@ class InspectedConnection {
     void (*request)(void* owner, const RequestRecord& record);
     void (*need_upstream)(void* owner);  // answer with give_upstream or upstream_failed
     void (*ended)(void* owner, const EndRecord& record);
+    // SPEC §20: a request waits for the supervisor; answer with answer_ask. Null: nobody can be
+    // asked, and every such request is refused with asked=none.
+    void (*ask)(void* owner, const AskRecord& ask) = nullptr;
   };
 
   // Takes both sockets (connected, non-blocking). Null when it cannot start (allocation, SSL_new,
@@ -179,6 +198,9 @@ class InspectedConnection {
   // A live change, effective from the next request; nullptr: the endpoint was removed, and the
   // connection closes before its next request (at once when it is between requests).
   void set_endpoint(std::shared_ptr<const InspectEndpoint> endpoint);
+  // SPEC §20: the answer to ask `n` (once, always: the request goes on; else it is refused). One
+  // for an ask no longer waiting (the box left, or it was answered) is dropped.
+  void answer_ask(std::uint64_t n, RequestAsked asked);
 
  private:
   // Where the connection stands (one value at a time; SPEC §18's order of things).
@@ -188,6 +210,10 @@ class InspectedConnection {
     reading_head,      // between requests: waiting for, and reading, a request head
     refusing,          // a refusal is queued; the refused request's body is read and dropped
     holding_body,      // the signer needs the body's hash: it is read into the exchange (SPEC §20)
+    // SPEC §20: a request held for the supervisor's answer. Its head stays in the box-facing input
+    // (judged again when the answer comes) and nothing more is read from the box: its body stays
+    // with the box, and an Expect: 100-continue is answered (by the origin) only after a yes.
+    asking,
     waiting_upstream,  // an allowed request waits for an origin connection (its handshake, or serve's dial)
     exchanging,        // the request goes up, its response comes back
     relaying,          // after a 101 to a WebSocket: bytes both ways until either side closes
@@ -288,6 +314,14 @@ class InspectedConnection {
   void abandon_h2_exchange();    // the box reset the stream whose request was going up
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
+  void hold_for_ask(const RequestHead& head);  // the ask stage waits: the owner is asked
+  // The answer for the request about to be judged, and when that request was first held:
+  // HTTP/1.1's held one, or the current stream's.
+  struct AskAnswer {
+    RequestAsked asked = RequestAsked::none;
+    Clock::time_point since{};
+  };
+  [[nodiscard]] std::optional<AskAnswer> take_answer();
   [[nodiscard]] bool drop_refused_body();
   // ---- a body held to be hashed for signing (inspected_held_body.cc) ----
   static void note_trace(RequestRecord& record, const std::vector<TraceEntry>& trace);
@@ -408,6 +442,19 @@ class InspectedConnection {
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
   std::deque<RequestRecord> records_;
+  std::deque<AskRecord> asks_due_;
+  std::uint64_t last_ask_ = 0;                // the number of the last ask made (0: none yet)
+  std::optional<RequestAsked> ask_answer_;    // while asking: the answer to ask last_ask_, once come
+  Clock::time_point held_since_{};            // while asking: when the held head ended (its line's ms counts the wait)
+  // HTTP/2: the streams parked while they wait (ask number -> stream), and the answers of those
+  // resumed, read when their request comes round again (stream -> answer). At most
+  // kMaxParkedStreams wait at once.
+  struct Parked {
+    std::int32_t stream = 0;
+    Clock::time_point since{};
+  };
+  std::map<std::uint64_t, Parked> parked_;
+  std::map<std::int32_t, AskAnswer> resumed_;
   bool need_upstream_due_ = false;
   std::optional<EndRecord> ended_due_;
   bool* alive_ = nullptr;  // while hooks run: set false if the owner deletes this in one

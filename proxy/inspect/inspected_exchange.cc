@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <new>
+#include <utility>
 
 #include "proxy/inspect/sigv4_request_signer.h"
 #include "proxy/inspector_messages.h"
@@ -78,15 +79,20 @@ bool InspectedConnection::read_head() {
 
 void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
   scrub(exchange_.judged.upstream_head);  // the last request's injected credential (SPEC §19)
+  const std::optional<AskAnswer> answer = take_answer();
   exchange_ = Exchange{};
-  exchange_.started = Clock::now();
+  exchange_.started = answer ? answer->since : Clock::now();  // a held request's time counts its wait
   exchange_.method.assign(head.method);
   RequestRecord& record = exchange_.record;
   record.method = reported(head.method, kMaxReportedMethodBytes);
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
-                                             setup_.placeholders, setup_.max_head_bytes, &sigv4_request_signer());
+                                             setup_.placeholders, setup_.max_head_bytes,
+                                             answer ? std::optional(answer->asked) : std::nullopt,
+                                             &sigv4_request_signer());
+  if (exchange_.judged.wait) return hold_for_ask(head);  // the head stays in the input, judged again
+  record.asked = exchange_.judged.asked;
   record.secret = exchange_.judged.misdirected;
   note_trace(record, exchange_.judged.trace);
   record.rule = exchange_.judged.rule;
@@ -112,6 +118,65 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   start_response_stages();
   phase_ = Phase::waiting_upstream;
   arm(TimerRole::upstream);
+}
+
+void InspectedConnection::hold_for_ask(const RequestHead& head) {
+  phase_ = Phase::asking;
+  held_since_ = exchange_.started;
+  arm(TimerRole::none);  // serve answers within --ask-timeout, with `timeout` when nobody did
+  AskRecord ask{++last_ask_, std::string(head.method), std::string(head.target.substr(0, head.target.find('?'))),
+                head.target.find('?') != std::string_view::npos, exchange_.judged.rule};
+  // What serve takes (inspector_messages.h): a method or path it would have to cut is never asked
+  // about (an `always` for a cut path would cover every path that starts so), and neither is one
+  // with a byte the supervisor's line must not carry. Refused: asked=none.
+  const auto printable = [](std::string_view text) {
+    return std::all_of(text.begin(), text.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  };
+  // Over HTTP/2 a held stream holds no other up: at most kMaxParkedStreams wait at once.
+  if (hooks_.ask == nullptr || ask.method.size() > kMaxReportedMethodBytes || ask.path.size() > kMaxAskedPathBytes ||
+      !printable(ask.method) || !printable(ask.path) || !ask.path.starts_with('/') ||
+      (h2_ && parked_.size() >= kMaxParkedStreams)) {
+    ask_answer_ = RequestAsked::none;  // the next step judges it again, with this answer
+    return;
+  }
+  if (h2_) {
+    // The stream steps aside with what of it the front had fed; the next one is served.
+    parked_.emplace(ask.n, Parked{h2_->park_current(), exchange_.started});
+    phase_ = Phase::reading_head;
+    arm(TimerRole::head);
+  }
+  asks_due_.push_back(std::move(ask));
+}
+
+std::optional<InspectedConnection::AskAnswer> InspectedConnection::take_answer() {
+  if (ask_answer_) return AskAnswer{*std::exchange(ask_answer_, std::nullopt), held_since_};
+  if (!h2_ || resumed_.empty()) return std::nullopt;
+  const auto it = resumed_.find(h2_->current());
+  if (it == resumed_.end()) return std::nullopt;
+  const AskAnswer answer = it->second;
+  resumed_.erase(it);
+  return answer;
+}
+
+void InspectedConnection::answer_ask(std::uint64_t n, RequestAsked asked) {
+  if (h2_) {
+    const auto it = parked_.find(n);
+    if (it == parked_.end()) return;
+    const Parked parked = it->second;
+    parked_.erase(it);
+    // Answers of streams the box reset before they came round again go: a box that resets and
+    // reopens streams never grows this.
+    std::erase_if(resumed_, [this](const auto& entry) { return !h2_->holds(entry.first); });
+    // Served again before the streams that wait; gone when the box reset it meanwhile.
+    if (phase_ != Phase::ended && phase_ != Phase::closing && h2_->resume(parked.stream)) {
+      resumed_[parked.stream] = AskAnswer{asked, parked.since};
+    }
+    kick();
+    return;
+  }
+  if (phase_ != Phase::asking || n != last_ask_ || ask_answer_) return;
+  ask_answer_ = asked;
+  kick();
 }
 
 bool InspectedConnection::drop_refused_body() {

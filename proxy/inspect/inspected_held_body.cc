@@ -138,15 +138,19 @@ void InspectedConnection::sign_held() {
     return;
   }
   RequestRecord& record = exchange_.record;
+  // Judged again as it was, with the supervisor's answer when it was asked about (the ask stage,
+  // before the sign stage, must not ask twice), and now the body's hash.
+  const std::optional<RequestAsked> asked = exchange_.judged.asked;
   exchange_.judged = judge_inspected_request(*parsed.value, *held.endpoint, origin_,
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
-                                             setup_.placeholders, setup_.max_head_bytes, &sigv4_request_signer(), *hash);
+                                             setup_.placeholders, setup_.max_head_bytes, asked,
+                                             &sigv4_request_signer(), *hash);
   const InspectedRequest& judged = exchange_.judged;
   record.swap.clear();
   record.inject.clear();
   note_trace(record, judged.trace);
   record.report = judged.report;
-  if (judged.refusal || judged.hold_body) {
+  if (judged.refusal || judged.hold_body || judged.wait) {
     // The body was read whole: the connection goes on after the answer when the client allows it.
     refuse_held(judged.refusal.value_or(Reason::request_denied),
                 judged.client_keep_alive ? std::nullopt : std::optional<TunnelEnd>(TunnelEnd::client_closed));

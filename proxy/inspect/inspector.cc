@@ -178,6 +178,11 @@ void Inspector::order(ChannelMessage message) {
     }
     return;
   }
+  if (const auto* answer = std::get_if<InspectorAnswer>(&order)) {
+    const auto held = held_.find(answer->id);
+    if (held != held_.end()) held->second->connection->answer_ask(answer->n, answer->asked);
+    return;  // else it ended meanwhile
+  }
   if (const auto* update = std::get_if<InspectorEndpoints>(&order)) return endpoints_changed(update->endpoints_json);
   if (const auto* secret = std::get_if<InspectorSecret>(&order)) return secret_changed(*secret);
   if (const auto* placeholder = std::get_if<InspectorPlaceholder>(&order)) return placeholder_made(*placeholder);
@@ -249,7 +254,7 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.secrets = &secrets_;
   setup.placeholders = &placeholders_;
   setup.scrub = &scrub_source_;
-  InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended};
+  InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended, &on_ask};
   held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
                                                 std::move(setup), hooks);
   if (!held->connection) return refuse("bad request");
@@ -268,7 +273,13 @@ void Inspector::on_request(void* context, const RequestRecord& record) {
   held->inspector->report(InspectorRequest{held->id, record.method, record.rule, record.log_class, record.status,
                                            record.up, record.down, record.ms, record.report, record.path,
                                            record.secret, join_names(record.swap), join_names(record.inject),
-                                           record.sign, join_names(record.scrub)});
+                                           record.sign, record.asked, join_names(record.scrub)});
+}
+
+// SPEC §20: serve holds the control channel, so it asks the supervisor (or answers at once).
+void Inspector::on_ask(void* context, const AskRecord& ask) {
+  auto* held = static_cast<Held*>(context);
+  held->inspector->report(InspectorAsk{held->id, ask.n, ask.method, ask.path, ask.query, ask.rule});
 }
 
 void Inspector::on_need_upstream(void* context) {

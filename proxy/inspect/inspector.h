@@ -71,6 +71,7 @@ class Inspector {
   static void on_request(void* held, const RequestRecord& record);
   static void on_need_upstream(void* held);
   static void on_ended(void* held, const EndRecord& record);
+  static void on_ask(void* held, const AskRecord& ask);
 
   void order(ChannelMessage message);
   void start_connection(const InspectorConnection& what, ChannelMessage& message);

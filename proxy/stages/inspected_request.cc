@@ -57,14 +57,17 @@ std::string inspect_refusal_response(Reason refusal, bool close, std::string_vie
 InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
                                          const DecidedOrigin& origin, const SecretLookup& secrets,
                                          const Placeholders* placeholders, std::size_t max_head_bytes,
-                                         const RequestSigner* signer, std::optional<std::string> payload_hash) {
+                                         std::optional<RequestAsked> asked, const RequestSigner* signer,
+                                         std::optional<std::string> payload_hash) {
   RequestContext context(head, endpoint, origin, secrets, placeholders);
   context.max_head_bytes = max_head_bytes;
+  context.asked = asked;
   context.signer = signer;
   context.payload_hash = std::move(payload_hash);
   const RequestPipeline& pipeline = RequestPipeline::for_scope(StageScope::inspector);
   const PipelineOutcome outcome = pipeline.run(context);
   InspectedRequest judged;
+  if (context.ask && context.verdict == RequestVerdict::allowed) judged.asked = asked;
   judged.rule = context.rule;
   judged.framing = context.framing;
   judged.keep_after_refusal = context.keep_after_refusal;
@@ -73,6 +76,10 @@ InspectedRequest judge_inspected_request(const RequestHead& head, const InspectE
   judged.misdirected = std::move(context.misdirected);
   if (outcome.verdict.action == StageVerdict::Action::wait && pipeline.stages()[outcome.stage]->name() == "sign") {
     judged.hold_body = true;  // the signer wants the body's hash
+    return judged;
+  }
+  if (outcome.verdict.action == StageVerdict::Action::wait) {
+    judged.wait = true;  // the ask stage: judged again, from the start, with the answer
     return judged;
   }
   if (outcome.verdict.action != StageVerdict::Action::proceed) {

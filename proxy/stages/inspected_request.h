@@ -30,6 +30,10 @@ namespace boxproxy {
 
 struct InspectedRequest {
   std::optional<Reason> refusal;  // set: answer it instead of sending the request on
+  // Held for the supervisor (SPEC §20): judge it again with the answer (`asked`) once it comes;
+  // nothing of it is sent or answered meanwhile.
+  bool wait = false;
+  std::optional<RequestAsked> asked;  // what the supervisor said of it (the request line's asked=)
   std::string rule = "-";         // the deciding rule's label (the request line's rule=)
   bool report = false;            // a report-mode denial let through (class request denied)
   BodyFraming framing;            // the request's body, when its framing is sound
@@ -54,13 +58,15 @@ struct InspectedRequest {
 // Judges `head` (a parsed request head) for an inspected connection decided for `origin`, by
 // `endpoint`'s rules, through the inspector's stages; `secrets` gives the values its "inject"
 // templates name, read now (a secret replaced or revoked meanwhile applies from the next request
-// on); `placeholders` (null: none) are the session's stand-ins for them.
+// on); `placeholders` (null: none) are the session's stand-ins for them; `asked` is the
+// supervisor's answer when the request was held for one (InspectedRequest::wait).
 // `signer` (null: none, a signing endpoint's request is `secret missing`) signs a "sign"
 // endpoint's requests; `payload_hash` is the held body's hash when judging it again (hold_body).
 [[nodiscard]] InspectedRequest judge_inspected_request(const RequestHead& head, const InspectEndpoint& endpoint,
                                                        const DecidedOrigin& origin, const SecretLookup& secrets,
                                                        const Placeholders* placeholders = nullptr,
                                                        std::size_t max_head_bytes = SIZE_MAX,
+                                                       std::optional<RequestAsked> asked = std::nullopt,
                                                        const RequestSigner* signer = nullptr,
                                                        std::optional<std::string> payload_hash = std::nullopt);
 

@@ -17,4 +17,23 @@ std::string origin_host_field(const DecidedOrigin& origin) {
   return out;
 }
 
+std::string_view asked_text(RequestAsked asked) noexcept {
+  switch (asked) {
+    case RequestAsked::once: return "once";
+    case RequestAsked::always: return "always";
+    case RequestAsked::deny: return "deny";
+    case RequestAsked::timeout: return "timeout";
+    case RequestAsked::none: return "none";
+  }
+  return "none";
+}
+
+std::optional<RequestAsked> parse_asked(std::string_view text) noexcept {
+  for (const RequestAsked asked : {RequestAsked::once, RequestAsked::always, RequestAsked::deny, RequestAsked::timeout,
+                                   RequestAsked::none}) {
+    if (asked_text(asked) == text) return asked;
+  }
+  return std::nullopt;
+}
+
 }  // namespace boxproxy

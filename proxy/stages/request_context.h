@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proxy/wire/header_inject.h"
@@ -42,6 +43,20 @@ struct TraceEntry {
 
 class RequestSigner;
 
+// SPEC §20: what became of a request held for the supervisor (the request line's asked=).
+enum class RequestAsked : std::uint8_t {
+  once,     // the supervisor let this one go
+  always,   // ... and every later one of the same method and path, this session
+  deny,     // the supervisor refused it
+  timeout,  // no answer within --ask-timeout (or the control channel closed meanwhile)
+  none,     // no control client to ask: refused at once
+};
+
+// "once", "always", "deny", "timeout", "none".
+[[nodiscard]] std::string_view asked_text(RequestAsked asked) noexcept;
+// The words above back; nullopt for any other.
+[[nodiscard]] std::optional<RequestAsked> parse_asked(std::string_view text) noexcept;
+
 struct RequestContext {
   // ---- what the stages read (the caller's; each outlives the context) ----
   const RequestHead& head;          // as the box sent it
@@ -67,6 +82,10 @@ struct RequestContext {
   bool report = false;             // a report-mode denial let through (class request denied)
   bool websocket = false;          // an allowed WebSocket upgrade
   std::optional<std::string> misdirected;  // secret misdirected: the secret whose placeholder it was
+  bool ask = false;  // the rule (or endpoint) that allowed it says "ask": true (SPEC §20)
+  // The supervisor's answer to this request's ask, once the caller has it (the ask stage waits
+  // until then).
+  std::optional<RequestAsked> asked;
 
   // ---- what the stages change: the head the origin gets is composed from these ----
   std::unique_ptr<SwappedHead> swapped;  // set when the swap stage ran: the head with values in

@@ -4,6 +4,7 @@
 
 #include <array>
 
+#include "proxy/stages/ask_stage.h"
 #include "proxy/stages/coding_stage.h"
 #include "proxy/stages/framing_stage.h"
 #include "proxy/stages/host_stage.h"
@@ -31,21 +32,23 @@ const PresignedStage kPresigned;
 const MisdirectedStage kMisdirected;
 const CodingStage kCoding;
 const RulesStage kRules;
+const AskStage kAsk;
 const SwapStage kSwap;
 const InjectStage kInject;
 const SignStage kSign;  // after every other change (SPEC §20)
 
 // Plain HTTP: serve read the framing and the Host of the absolute URI already (SPEC §8), and
 // refused every placeholder before the decision (no plain request may carry one); it holds no
-// secret, so its inject and sign stages refuse every injecting or signing endpoint's request. check judges a method
-// and a URL: only the stages that read no more than those.
-const std::array<StageRow, 9> kStages = {{
+// secret, so its inject and sign stages refuse every injecting or signing endpoint's request. check
+// judges a method and a URL: only the stages that read no more than those (no supervisor to ask either).
+const std::array<StageRow, 10> kStages = {{
     {kFraming, kInspector},
     {kHost, kInspector},
     {kPresigned, kInspector},
     {kMisdirected, kInspector},
     {kCoding, kInspector | kCheck},
     {kRules, kInspector | kPlain | kCheck},
+    {kAsk, kInspector | kPlain},  // before anything is put into a request that may wait
     {kSwap, kInspector},
     {kInject, kInspector | kPlain},
     {kSign, kInspector | kPlain},

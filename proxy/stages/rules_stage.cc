@@ -7,6 +7,7 @@ StageVerdict RulesStage::on_request(RequestContext& context) const {
   const RequestJudgement judged = judge_request(context.endpoint, context.head.method, context.head.target);
   context.rule = judged.rule;
   context.verdict = judged.verdict;
+  context.ask = judged.ask;
   switch (judged.verdict) {
     case RequestVerdict::allowed:
       return StageVerdict::proceed();

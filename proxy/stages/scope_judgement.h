@@ -19,6 +19,10 @@ struct ScopeJudgement {
   std::optional<Reason> refusal;  // set: refused by a stage
   std::string rule = "-";         // the deciding rule's label
   bool report = false;            // a report-mode denial let through
+  // SPEC §20: a request an "ask" rule allows. Plain HTTP is not held for the supervisor (see
+  // judge_in_scope): it is refused with asked=none.
+  std::optional<RequestAsked> asked;
+  bool ask = false;  // the rules' grant says "ask": serve would hold it for the supervisor
 };
 
 // Runs `scope`'s stages over `head` for `endpoint`, with no secret and no placeholder.

@@ -209,7 +209,7 @@ class ErrorsTest(ControlTestCase):
     def test_answer_errors(self):
         p, c = self.start()
         cases = [
-            ({"op": "answer", "id": 1, "ask": 1, "verdict": "once"}, ["without --ask"]),
+            ({"op": "answer", "id": 1, "ask": 1, "verdict": "once"}, ["no ask 1"]),
             ({"op": "answer", "id": 2, "ask": "1", "verdict": "once"}, ["\"ask\""]),
             ({"op": "answer", "id": 3, "ask": 1}, ["verdict"]),
             ({"op": "answer", "id": 4, "ask": 1, "verdict": "maybe"}, ["maybe"]),

@@ -44,13 +44,18 @@ bool same(const InspectorReport& a, const InspectorReport& b) {
     const auto& y = std::get<InspectorRequest>(b);
     return x->id == y.id && x->method == y.method && x->rule == y.rule && x->log_class == y.log_class &&
            x->status == y.status && x->up == y.up && x->down == y.down && x->ms == y.ms &&
-           x->report == y.report && x->path == y.path && x->secret == y.secret;
+           x->report == y.report && x->path == y.path && x->secret == y.secret && x->asked == y.asked;
   }
   if (const auto* x = std::get_if<InspectorEnded>(&a)) {
     const auto& y = std::get<InspectorEnded>(b);
     return x->id == y.id && x->up == y.up && x->down == y.down && x->end == y.end && x->log_class == y.log_class;
   }
   if (const auto* x = std::get_if<InspectorDial>(&a)) return x->id == std::get<InspectorDial>(b).id;
+  if (const auto* x = std::get_if<InspectorAsk>(&a)) {
+    const auto& y = std::get<InspectorAsk>(b);
+    return x->id == y.id && x->n == y.n && x->method == y.method && x->path == y.path && x->query == y.query &&
+           x->rule == y.rule;
+  }
   return std::get<InspectorReady>(a).ca_pem == std::get<InspectorReady>(b).ca_pem;
 }
 
@@ -61,6 +66,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto* report = std::get_if<InspectorReport>(&parsed);
   if (report == nullptr) return 0;
   if (const auto* request = std::get_if<InspectorRequest>(report)) check_request(*request);
+  if (const auto* ask = std::get_if<InspectorAsk>(report)) {
+    // SPEC §20: what reaches the supervisor's event and the always set: printable, bounded, no query.
+    FUZZ_CHECK(printable(ask->method, false) && ask->method.size() <= kMaxReportedMethodBytes);
+    FUZZ_CHECK(printable(ask->path, false) && ask->path.size() <= kMaxAskedPathBytes && ask->path.starts_with('/') &&
+               ask->path.find('?') == std::string::npos);
+  }
   const std::string written = inspector_message(*report);
   const auto again = parse_inspector_report(written);
   const auto* back = std::get_if<InspectorReport>(&again);

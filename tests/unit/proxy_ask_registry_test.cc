@@ -125,6 +125,34 @@ TEST_CASE("AskRegistry: an ask every client left is forgotten") {
   CHECK(rig.added.empty());
 }
 
+TEST_CASE("AskRegistry: request asks (SPEC §20) shared by endpoint, method and path; always remembered") {
+  Rig rig;
+  Waiter a, b, c;
+  const RequestQuestion first{"Origin.test", 443, "GET", "/asked/x", true, "asked", 3};
+  RequestQuestion same = first;
+  same.query = false;  // another query, the same ask
+  same.id = 4;
+  RequestQuestion other_case = first;
+  other_case.path = "/asked/X";  // paths compare as sent
+  a.ticket = rig.asks.ask_request(first, &a, &Waiter::on_verdict);
+  b.ticket = rig.asks.ask_request(same, &b, &Waiter::on_verdict);
+  c.ticket = rig.asks.ask_request(other_case, &c, &Waiter::on_verdict);
+  REQUIRE(rig.events.size() == 2);
+  CHECK(rig.events[0] == R"({"event":"ask","ask":1,"kind":"request","host":"Origin.test","port":443,)"
+                         R"("method":"GET","path":"/asked/x","rule":"asked","id":3,"query":true})");
+  CHECK_FALSE(rig.asks.always_allows(first));
+  CHECK_FALSE(rig.asks.answer(1, AskVerdict::always));
+  CHECK(a.told == std::vector{AskVerdict::always});
+  CHECK(b.told == std::vector{AskVerdict::always});
+  CHECK(c.told.empty());
+  CHECK(rig.added.empty());  // a request's always never touches the host list
+  CHECK(rig.asks.always_allows(same));
+  CHECK_FALSE(rig.asks.always_allows(other_case));
+  RequestQuestion post = first;
+  post.method = "POST";
+  CHECK_FALSE(rig.asks.always_allows(post));
+}
+
 TEST_CASE("AskRegistry: verdicts as a supervisor writes them") {
   CHECK(parse_verdict("once") == AskVerdict::once);
   CHECK(parse_verdict("always") == AskVerdict::always);

@@ -98,7 +98,7 @@ TEST_CASE("errors name the item, the key and the value") {
        R"([0]: has both "access" and "rules"; give one (or neither, for every method and path))");
   says(R"([{"host": "a.test", "Access": "read-only"}])",
        R"([0]: unknown key "Access" (the keys of an inspected endpoint are host, name, access, rules, deny, mode, )"
-       R"(inject, secrets, case, get-bodies, hint, sign))");
+       R"(inject, secrets, case, get-bodies, hint, ask, sign))");
   says(R"([{"host": "a.test:99999"}])", R"([0].host: "a.test:99999" bad port (must be 1 to 65535))");
   // A value is quoted, its bytes escaped: the words reach a terminal.
   CHECK(error_of(json::parse(R"([{"host": "a.test", "mode": "\u001b[2J"}])"))
@@ -208,4 +208,28 @@ TEST_CASE("SPEC §20's sign: read, written back, and its usage errors") {
        R"(tenant of that domain registers included, would get the credential); name each host instead)");
   says(R"([{"host": "a.test", "inject": {"authorization": "x {t}"}, "sign": {"aws-sigv4": {"access_key_id": "{k}", "secret_access_key": "{s}", "services": ["s3"]}}}])",
        R"([0]: "a.test:443" has "sign" and "inject" of "authorization"; the signature is the Authorization header, give one of them)");
+}
+
+TEST_CASE("SPEC §20's \"ask\": on an endpoint and on a rule, read and written back; never on a deny entry") {
+  const json config = json::parse(R"([
+    {"host": "a.test", "rules": [{"method": "GET", "path": "/x/**", "ask": true}, {"method": "GET", "path": "/y", "ask": false}]},
+    {"host": "b.test", "access": "read-only", "ask": true}
+  ])");
+  const std::vector<InspectEndpoint> endpoints = read(config);
+  REQUIRE(endpoints.size() == 2);
+  CHECK((*endpoints[0].rules)[0].ask);
+  CHECK_FALSE((*endpoints[0].rules)[1].ask);
+  CHECK_FALSE(endpoints[0].ask);
+  CHECK(endpoints[1].ask);
+  CHECK(asks_about_requests(endpoints[0]));
+  CHECK(asks_about_requests(endpoints[1]));
+  CHECK(boxproxy::inspect_object(endpoints[0]).dump() ==
+        R"({"host":"a.test:443","rules":[{"method":"GET","path":"/x/**","ask":true},{"method":"GET","path":"/y"}],)"
+        R"("mode":"enforce"})");
+  CHECK(boxproxy::inspect_object(endpoints[1]).dump() ==
+        R"({"host":"b.test:443","access":"read-only","mode":"enforce","ask":true})");
+  CHECK(error_of(json::parse(R"([{"host": "a.test", "deny": [{"method": "GET", "path": "/", "ask": true}]}])")) ==
+        kLabel + R"([0].deny[0].ask: is for "rules" (a deny entry is never asked about))");
+  CHECK(error_of(json::parse(R"([{"host": "a.test", "rules": [{"method": "GET", "path": "/", "ask": 1}]}])")) ==
+        kLabel + R"([0].rules[0].ask: "1" is not true or false)");
 }

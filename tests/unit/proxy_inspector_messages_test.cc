@@ -70,6 +70,27 @@ TEST_CASE("the inspector's reports read back as written") {
   CHECK(failed.tls == std::optional<TlsFailure>(TlsFailure::unknown_ca));
 }
 
+TEST_CASE("SPEC §20: an ask, its answer, and a request line's asked= read back; anything else refused") {
+  const auto ask = report_back<InspectorAsk>(InspectorAsk{7, 2, "GET", "/asked/\"x\"", true, "rules[0]"});
+  CHECK((ask.id == 7 && ask.n == 2 && ask.method == "GET" && ask.path == "/asked/\"x\"" && ask.query &&
+         ask.rule == "rules[0]"));
+  CHECK(refusal(R"({"op":"ask","id":7,"n":2,"method":"GET","path":"/a?q","query":true,"rule":"-"})") ==
+        R"(bad "path")");  // the query never goes to the supervisor's event
+  CHECK(refusal(R"({"op":"ask","id":7,"n":2,"method":"GET","path":"a b","query":true,"rule":"-"})") ==
+        R"(bad "path")");
+  const auto answer = order_back<InspectorAnswer>(InspectorAnswer{7, 2, RequestAsked::always});
+  CHECK((answer.id == 7 && answer.n == 2 && answer.asked == RequestAsked::always));
+  CHECK(order_refusal(R"({"op":"answer","id":7,"n":2,"asked":"maybe"})") == R"(bad "asked")");
+  InspectorRequest request{7, "GET", "rules[0]", "request denied", 403, 0, 80, 3, false};
+  request.asked = RequestAsked::timeout;
+  const std::string line = inspector_message(request);
+  CHECK(line.ends_with(R"(,"asked":"timeout"})"));
+  CHECK(report_back<InspectorRequest>(request).asked == RequestAsked::timeout);
+  std::string forged = line;
+  forged.replace(forged.find("timeout"), 7, "yes id=9");
+  CHECK(refusal(forged) == R"(bad "asked")");
+}
+
 TEST_CASE("serve's orders read back as written") {
   const auto start = order_back<InspectorStart>(InspectorStart{"s1", true, R"([{"host":"api.test:443"}])"});
   CHECK(start.label == "s1");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "map_secrets.h"
+#include "proxy/stages/ask_stage.h"
 #include "proxy/stages/coding_stage.h"
 #include "proxy/stages/framing_stage.h"
 #include "proxy/stages/host_stage.h"
@@ -113,8 +114,8 @@ TEST_CASE("a stage that waits is resumed where it waited, and the stages before 
 TEST_CASE("the table: each scope's stages, in SPEC's order") {
   using V = std::vector<std::string_view>;
   CHECK(names(RequestPipeline::for_scope(StageScope::inspector)) ==
-        V{"framing", "host", "presigned", "misdirected", "coding", "rules", "swap", "inject", "sign"});
-  CHECK(names(RequestPipeline::for_scope(StageScope::plain)) == V{"rules", "inject", "sign"});
+        V{"framing", "host", "presigned", "misdirected", "coding", "rules", "asked", "swap", "inject", "sign"});
+  CHECK(names(RequestPipeline::for_scope(StageScope::plain)) == V{"rules", "asked", "inject", "sign"});
   CHECK(names(RequestPipeline::for_scope(StageScope::check)) == V{"coding", "rules"});
 }
 
@@ -218,6 +219,52 @@ TEST_CASE("misdirected, swap and inject: the tripwire, the value swapped in, a s
   CHECK(InjectStage().on_request(injected).action == StageVerdict::Action::proceed);
   REQUIRE(injected.injected.fields.size() == 1);
   CHECK(words(injected.trace) == "inject:X-Api ");  // the header's name, never its value
+}
+
+TEST_CASE("ask: an \"ask\" rule's request waits for its answer; yes goes on, anything else is refused") {
+  InspectEndpoint endpoint = endpoint_of("api.example");
+  InspectRule asked = rule("GET", "/asked/**");
+  asked.ask = true;
+  endpoint.rules = std::vector<InspectRule>{asked, rule("GET", "/free/**")};
+  const DecidedOrigin origin = api_origin();
+  const RequestPipeline& pipeline = RequestPipeline::for_scope(StageScope::inspector);
+  const auto run = [&](const std::string& path, std::optional<RequestAsked> answer) {
+    const Head h("GET " + path + " HTTP/1.1\r\nHost: api.example\r\n\r\n");
+    RequestContext context(h.head, endpoint, origin, no_secrets(), nullptr);
+    context.asked = answer;
+    const PipelineOutcome outcome = pipeline.run(context);
+    return std::make_pair(outcome, words(context.trace));
+  };
+  const auto [waiting, untraced] = run("/asked/x", std::nullopt);
+  CHECK(waiting.verdict.action == StageVerdict::Action::wait);
+  CHECK(pipeline.stages()[waiting.stage]->name() == "asked");
+  CHECK(untraced.empty());
+  for (const RequestAsked yes : {RequestAsked::once, RequestAsked::always}) {
+    const auto [outcome, trace] = run("/asked/x", yes);
+    CHECK(outcome.verdict.action == StageVerdict::Action::proceed);
+    CHECK(trace == "asked:" + std::string(asked_text(yes)) + " ");
+  }
+  for (const RequestAsked no : {RequestAsked::deny, RequestAsked::timeout, RequestAsked::none}) {
+    const auto [outcome, trace] = run("/asked/x", no);
+    CHECK(outcome.verdict.action == StageVerdict::Action::refuse);
+    CHECK(outcome.verdict.reason == Reason::request_denied);
+    CHECK(trace == "asked:" + std::string(asked_text(no)) + " ");
+  }
+  CHECK(run("/free/x", std::nullopt).first.verdict.action == StageVerdict::Action::proceed);  // not asked
+  // A denial is never asked about, in report mode either (the rules did not allow it).
+  endpoint.mode = InspectMode::report;
+  const Head denied("POST /asked/x HTTP/1.1\r\nHost: api.example\r\n\r\n");
+  RequestContext context(denied.head, endpoint, origin, no_secrets(), nullptr);
+  CHECK(pipeline.run(context).verdict.action == StageVerdict::Action::proceed);
+  // The endpoint's own "ask" covers what every rule allows; plain HTTP is refused with asked=none.
+  endpoint.mode = InspectMode::enforce;
+  endpoint.rules.reset();
+  endpoint.ask = true;
+  const Head any("GET /anything HTTP/1.1\r\nHost: api.example\r\n\r\n");
+  const ScopeJudgement plain = judge_in_scope(StageScope::plain, any.head, endpoint, origin);
+  CHECK(plain.refusal == Reason::request_denied);
+  CHECK(plain.asked == RequestAsked::none);
+  CHECK_FALSE(judge_in_scope(StageScope::check, any.head, endpoint, origin).refusal);  // check asks nobody
 }
 
 TEST_CASE("judge_in_scope: plain refuses an injecting endpoint as secret missing, in report mode too") {

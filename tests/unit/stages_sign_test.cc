@@ -136,11 +136,11 @@ TEST_CASE("judge_inspected_request: a body wanted is hold_body, nothing composed
   const DecidedOrigin origin = origin_of();
   FakeSigner signer;
   signer.kind = SignAnswer::Kind::needs_body;
-  InspectedRequest held = judge_inspected_request(put().head, endpoint, origin, secrets, nullptr, SIZE_MAX, &signer);
+  InspectedRequest held = judge_inspected_request(put().head, endpoint, origin, secrets, nullptr, SIZE_MAX, std::nullopt, &signer);
   CHECK(held.hold_body);
   CHECK_FALSE(held.refusal);
   CHECK(held.upstream_head.empty());
-  InspectedRequest sent = judge_inspected_request(put().head, endpoint, origin, secrets, nullptr, SIZE_MAX, &signer,
+  InspectedRequest sent = judge_inspected_request(put().head, endpoint, origin, secrets, nullptr, SIZE_MAX, std::nullopt, &signer,
                                                   std::string(64, 'f'));
   CHECK(signer.hash_seen == std::string(64, 'f'));
   CHECK_FALSE(sent.hold_body);
@@ -165,12 +165,12 @@ TEST_CASE("presigned: a presigned URL on a signing endpoint is request denied, b
   RequestContext plain(put().head, endpoint, origin, secrets, nullptr);
   plain.signer = &signer;
   CHECK(PresignedStage().on_request(plain).action == StageVerdict::Action::proceed);
-  InspectedRequest judged = judge_inspected_request(presigned.head, endpoint, origin, secrets, nullptr, SIZE_MAX, &signer);
+  InspectedRequest judged = judge_inspected_request(presigned.head, endpoint, origin, secrets, nullptr, SIZE_MAX, std::nullopt, &signer);
   CHECK(judged.refusal == Reason::request_denied);
   // In report mode too: only the rules' denials are let through there.
   InspectEndpoint reporting = endpoint;
   reporting.mode = InspectMode::report;
-  judged = judge_inspected_request(presigned.head, reporting, origin, secrets, nullptr, SIZE_MAX, &signer);
+  judged = judge_inspected_request(presigned.head, reporting, origin, secrets, nullptr, SIZE_MAX, std::nullopt, &signer);
   CHECK(judged.refusal == Reason::request_denied);
   CHECK_FALSE(judged.report);
 }

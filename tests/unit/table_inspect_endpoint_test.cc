@@ -233,3 +233,23 @@ TEST_CASE("access and rules are exclusive") {
   e.access.reset();
   CHECK_FALSE(check_inspect_endpoint(e).has_value());
 }
+
+TEST_CASE("SPEC §20: a grant says whether it asks (its rule's \"ask\", or the endpoint's); a denial never does") {
+  InspectEndpoint e = endpoint("api.example");
+  InspectRule asked = rule("GET", "/asked/**");
+  asked.ask = true;
+  e.rules = std::vector<InspectRule>{asked, rule("GET", "/free/**")};
+  e.deny = {rule("GET", "/asked/no")};
+  CHECK(judge_request(e, "GET", "/asked/x").ask);
+  CHECK_FALSE(judge_request(e, "GET", "/free/x").ask);
+  CHECK_FALSE(judge_request(e, "GET", "/asked/no").ask);  // denied first
+  CHECK_FALSE(judge_request(e, "POST", "/asked/x").ask);  // no rule allows it
+  e.ask = true;
+  CHECK(judge_request(e, "GET", "/free/x").ask);
+  e.rules.reset();
+  e.access = InspectAccess::read_only;
+  CHECK(judge_request(e, "GET", "/any").ask);
+  CHECK_FALSE(judge_request(e, "POST", "/any").ask);
+  e.access.reset();
+  CHECK(judge_request(e, "DELETE", "/any").ask);
+}
