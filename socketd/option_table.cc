@@ -43,7 +43,7 @@ std::string number_text(std::uint64_t value) {
 
 // What --help says of a row after its own words: the range, "repeatable", the default.
 std::string help_words(const OptionSpec& spec) {
-  std::string words = spec.help;
+  std::string words(spec.help);
   switch (spec.kind) {
     case OptionKind::number:
       words += fmt::format(", {} to {}", number_text(spec.min), number_text(spec.max));
