@@ -36,13 +36,13 @@ enum class OptionKind {
 
 // One row of a command's table.
 struct OptionSpec {
-  std::string name{};         // the long name without "--": "max-tunnels"
+  // The name, the value's name and the help are string literals (static storage), held as
+  // views: serve's table lives as long as the session, and the 39 rows' copies of them were
+  // most of its heap after start, in every session (bench/README.md, bench/density).
+  std::string_view name{};        // the long name without "--": "max-tunnels"
   OptionKind kind = OptionKind::value;
-  std::string value_name{};   // what the help calls the value ("N", "PATH"); empty for a flag
-  // What it does; the help text wraps it and adds range and default. A string literal (static
-  // storage): held as a view, the help of serve's 40 rows is never copied to the heap, where it
-  // stayed resident in every session (bench/README.md, bench/density).
-  std::string_view help{};
+  std::string_view value_name{};  // what the help calls the value ("N", "PATH"); empty for a flag
+  std::string_view help{};        // what it does; the help text wraps it and adds range and default
   std::string default_text{}; // the default as --help shows it; empty when there is none to say
   std::uint64_t min = 0;      // number: the smallest value
   std::uint64_t max = 0;      // number: the largest value

@@ -34,9 +34,7 @@ namespace boxproxy {
 namespace {
 
 constexpr std::string_view kCommand = "serve";
-constexpr std::size_t kServeRowsReserved = 48;
-
-const OptionTable& table() { return serve_option_table(); }
+constexpr std::size_t kServeRowsReserved = 40;
 
 [[noreturn]] void fail_plain(std::string_view text) { throw usage_error(kCommand, text); }
 
@@ -98,9 +96,9 @@ struct ServeRows {
   }
 };
 
-ServeRow number(std::string name, std::string_view help, std::string default_text, std::uint64_t min, std::uint64_t max,
+ServeRow number(std::string_view name, std::string_view help, std::string default_text, std::uint64_t min, std::uint64_t max,
                 Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::number, .value_name = "N", .help = help,
+  return {{.name = name, .kind = OptionKind::number, .value_name = "N", .help = help,
            .default_text = std::move(default_text), .min = min, .max = max},
           store};
 }
@@ -115,27 +113,27 @@ std::string seconds_text(double value) {
   return fmt::format("{:g}", value);
 }
 
-ServeRow seconds(std::string name, std::string_view help, double default_value, bool zero_allowed, Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::seconds, .value_name = "S", .help = help,
+ServeRow seconds(std::string_view name, std::string_view help, double default_value, bool zero_allowed, Store store) {
+  return {{.name = name, .kind = OptionKind::seconds, .value_name = "S", .help = help,
            .default_text = seconds_text(default_value), .max_seconds = defaults::kMaxSeconds,
            .zero_allowed = zero_allowed},
           store};
 }
 
-ServeRow value(std::string name, std::string value_name, std::string_view help, std::string default_text, Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::value, .value_name = std::move(value_name),
+ServeRow value(std::string_view name, std::string_view value_name, std::string_view help, std::string default_text, Store store) {
+  return {{.name = name, .kind = OptionKind::value, .value_name = value_name,
            .help = help, .default_text = std::move(default_text)},
           store};
 }
 
-ServeRow list(std::string name, std::string value_name, std::string_view help, std::string default_text, Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::list, .value_name = std::move(value_name),
+ServeRow list(std::string_view name, std::string_view value_name, std::string_view help, std::string default_text, Store store) {
+  return {{.name = name, .kind = OptionKind::list, .value_name = value_name,
            .help = help, .default_text = std::move(default_text)},
           store};
 }
 
-ServeRow flag(std::string name, std::string_view help, std::string default_text, Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::flag, .help = help,
+ServeRow flag(std::string_view name, std::string_view help, std::string default_text, Store store) {
+  return {{.name = name, .kind = OptionKind::flag, .help = help,
            .default_text = std::move(default_text)},
           store};
 }
@@ -377,8 +375,8 @@ void add_supervisor_rows(ServeRows& rows) {
 // resident in every session, of which a host runs thousands.
 ServeRows make_serve_rows() {
   ServeRows rows;
-  // Room for every row (39) and a few to come: a vector that grows copies itself and leaves the
-  // old copy's pages dirty on the heap.
+  // Room for every row (39, and one to come): a vector that grows copies itself and leaves the
+  // old copy on the heap of every session. A new row raises kServeRowsReserved with it.
   rows.specs.reserve(kServeRowsReserved);
   rows.stores.reserve(kServeRowsReserved);
   add_policy_rows(rows);
@@ -412,22 +410,28 @@ struct ServeTable {
   std::vector<Store> stores;
 };
 
+// serve itself makes the table where it reads options and frees it after (at start, and again on
+// SIGHUP): made before the event base, its 5 KiB are then reused by what the session keeps,
+// where a table kept for the session's life stayed on the heap of every session. run and check,
+// which read serve's table beside their own, keep one (serve_table()).
+ServeTable make_serve_table() {
+  ServeRows rows = make_serve_rows();
+  return ServeTable{OptionTable(std::string(kCommand), std::move(rows.specs)), std::move(rows.stores)};
+}
+
 const ServeTable& serve_table() {
-  static const ServeTable serve_table = [] {
-    ServeRows rows = make_serve_rows();
-    return ServeTable{OptionTable(std::string(kCommand), std::move(rows.specs)), std::move(rows.stores)};
-  }();
+  static const ServeTable serve_table = make_serve_table();
   return serve_table;
 }
 
 // Reads serve's options: the config under `command_line`, every value through its row, then the
 // checks across options.
-ServeOptions read_options(const RawOptions& command_line, Reader reader) {
+ServeOptions read_options(const ServeTable& rows, const RawOptions& command_line, Reader reader) {
   ServeOptions options;
   RawOptions config;
   if (const RawValue* config_arg = get(command_line, "config")) {
     options.config_path = check_path(*config_arg);
-    config = read_config_file(*options.config_path, table());
+    config = read_config_file(*options.config_path, rows.table);
   }
   // Taken out before the merge: the two sources' endpoints add up.
   std::optional<RawValue> config_inspect;
@@ -445,7 +449,6 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   if (get(raw, "socket") == nullptr && reader == Reader::serve && !options.check_config) {
     fail_plain("--socket PATH is required (see boxproxy serve --help)");
   }
-  const ServeTable& rows = serve_table();
   for (std::size_t i = 0; i < rows.stores.size(); ++i) {
     const OptionSpec& spec = rows.table.options()[i];
     const RawValue* value = get(raw, spec.name);
@@ -550,10 +553,13 @@ ServeOptions parse_serve_options(int argc, char** argv) {
     --argc;
     ++argv;
   }
-  return read_options(parse_arguments(table(), argc, argv, Operands::none).options, Reader::serve);
+  const ServeTable rows = make_serve_table();
+  return read_options(rows, parse_arguments(rows.table, argc, argv, Operands::none).options, Reader::serve);
 }
 
-ServeOptions read_options_for_check(const RawOptions& command_line) { return read_options(command_line, Reader::check); }
+ServeOptions read_options_for_check(const RawOptions& command_line) {
+  return read_options(serve_table(), command_line, Reader::check);
+}
 
 std::string options_in_force(const ServeOptions& options) {
   using json = nlohmann::ordered_json;
@@ -563,12 +569,13 @@ std::string options_in_force(const ServeOptions& options) {
   json out = json::object();
   for (const OptionSpec& spec : serve_option_table().options()) {
     if (!spec.config_key) continue;
-    const auto value = values.find(spec.name);
+    const std::string key(spec.name);
+    const auto value = values.find(key);
     if (value == values.end() || value->is_null()) continue;
     // An empty "allow" is a list that refuses every name; any other empty value is none given.
     const bool empty = value->is_string() ? value->get_ref<const std::string&>().empty() : value->empty();
     if (empty && spec.name != "allow") continue;
-    out[spec.name] = std::move(*value);
+    out[key] = std::move(*value);
   }
   // ASCII only (a path or hint may hold other bytes): nothing but printable text reaches stdout.
   return out.dump(-1, ' ', true, json::error_handler_t::replace);
@@ -576,7 +583,7 @@ std::string options_in_force(const ServeOptions& options) {
 
 std::optional<HostList> reload_host_list(const ServeOptions& options) {
   RawOptions config;
-  if (options.config_path) config = read_config_file(*options.config_path, table());
+  if (options.config_path) config = read_config_file(*options.config_path, make_serve_table().table);
 
   // Same precedence as at start: a source given on the command line replaces the config's.
   std::optional<RawValue> allow;
@@ -609,7 +616,7 @@ Seconds are plain decimals ("0.5"). Exit: 0 clean shutdown, 1 runtime failure,
 Signals: SIGTERM/SIGINT stop, SIGHUP re-reads the host list and the --secret files,
 SIGUSR1 logs stats.
 )",
-                     table().options_help());
+                     serve_option_table().options_help());
 }
 
 }  // namespace boxproxy
