@@ -62,7 +62,7 @@ const OptionTable& run_table() {
                            "kernel's network configuration or file systems to attack"},
     };
     for (const OptionSpec& spec : serve_option_table().options()) {
-      const bool own = std::any_of(rows.begin(), rows.end(), [&](const OptionSpec& row) { return row.name == spec.name; });
+      const bool own = std::any_of(rows.begin(), rows.end(), [&](const OptionSpec& row) { return row.name.view() == spec.name.view(); });
       if (own) continue;
       OptionSpec serve_row = spec;
       serve_row.in_help = false;

@@ -96,7 +96,7 @@ struct ServeRows {
   }
 };
 
-ServeRow number(std::string_view name, std::string_view help, std::string default_text, std::uint64_t min, std::uint64_t max,
+ServeRow number(OptionText name, OptionText help, std::string default_text, std::uint64_t min, std::uint64_t max,
                 Store store) {
   return {{.name = name, .kind = OptionKind::number, .value_name = "N", .help = help,
            .default_text = std::move(default_text), .min = min, .max = max},
@@ -113,26 +113,26 @@ std::string seconds_text(double value) {
   return fmt::format("{:g}", value);
 }
 
-ServeRow seconds(std::string_view name, std::string_view help, double default_value, bool zero_allowed, Store store) {
+ServeRow seconds(OptionText name, OptionText help, double default_value, bool zero_allowed, Store store) {
   return {{.name = name, .kind = OptionKind::seconds, .value_name = "S", .help = help,
            .default_text = seconds_text(default_value), .max_seconds = defaults::kMaxSeconds,
            .zero_allowed = zero_allowed},
           store};
 }
 
-ServeRow value(std::string_view name, std::string_view value_name, std::string_view help, std::string default_text, Store store) {
+ServeRow value(OptionText name, OptionText value_name, OptionText help, std::string default_text, Store store) {
   return {{.name = name, .kind = OptionKind::value, .value_name = value_name,
            .help = help, .default_text = std::move(default_text)},
           store};
 }
 
-ServeRow list(std::string_view name, std::string_view value_name, std::string_view help, std::string default_text, Store store) {
+ServeRow list(OptionText name, OptionText value_name, OptionText help, std::string default_text, Store store) {
   return {{.name = name, .kind = OptionKind::list, .value_name = value_name,
            .help = help, .default_text = std::move(default_text)},
           store};
 }
 
-ServeRow flag(std::string_view name, std::string_view help, std::string default_text, Store store) {
+ServeRow flag(OptionText name, OptionText help, std::string default_text, Store store) {
   return {{.name = name, .kind = OptionKind::flag, .help = help,
            .default_text = std::move(default_text)},
           store};
@@ -241,10 +241,10 @@ void add_log_rows(ServeRows& rows) {
                            given.fail("is not \"text\" or \"json\"");
                          }
                        }));
+  // The help is a literal (OptionText): the bound is spelled out, and held to the constant.
+  static_assert(kMaxLabelChars == 128, "--label's help names the bound");
   rows.push_back(value("label", "TEXT",
-                       fmt::format("printable ASCII (0x20-0x7e), at most {} characters, added to every log line as "
-                                   "label=TEXT",
-                                   kMaxLabelChars),
+                       "printable ASCII (0x20-0x7e), at most 128 characters, added to every log line as label=TEXT",
                        "none", [](const Given& given, ServeOptions& options) {
                          // Bounded, so that every log line stays short.
                          const std::string& text = printable_ascii(given.raw);
@@ -574,7 +574,7 @@ std::string options_in_force(const ServeOptions& options) {
     if (value == values.end() || value->is_null()) continue;
     // An empty "allow" is a list that refuses every name; any other empty value is none given.
     const bool empty = value->is_string() ? value->get_ref<const std::string&>().empty() : value->empty();
-    if (empty && spec.name != "allow") continue;
+    if (empty && key != "allow") continue;
     out[key] = std::move(*value);
   }
   // ASCII only (a path or hint may hold other bytes): nothing but printable text reaches stdout.
