@@ -20,7 +20,7 @@ class ScrubStage final : public ResponseStage {
 
   [[nodiscard]] std::string_view name() const noexcept override { return "scrub"; }
   void on_head(std::string& text) override;
-  void on_body(std::string_view piece, std::string& out) override { body_.feed(piece, out); }
+  void on_body(std::string_view piece, BodySink& out) override { body_.feed(piece, out); }
   void flush(std::string& out) override { body_.flush(out); }
   [[nodiscard]] std::size_t held() const noexcept override { return body_.held().size(); }
   [[nodiscard]] std::size_t look_behind() const noexcept override { return patterns_->hold_limit(); }
