@@ -51,6 +51,12 @@ class _Reflecting(http.server.BaseHTTPRequestHandler):
                                 ("Access-Control-Allow-Headers",
                                  self.headers.get("Access-Control-Request-Headers", ""))])
 
+    def do_POST(self):
+        # What framing reached the origin: every Content-Length it was sent, and the body.
+        lengths = self.headers.get_all("Content-Length") or []
+        body = self.rfile.read(int(lengths[0])) if lengths else b""
+        return self.send(200, json.dumps({"lengths": lengths, "body": body.decode()}).encode())
+
     def do_GET(self):
         path, _, query = self.path.partition("?")
         auth = self.headers.get("Authorization", "")
@@ -282,6 +288,20 @@ class ScrubTest(ProxyTestCase):
         self.assertEqual(r.body, b"range=None")
         self.assertTrue(wait_until(lambda: any(l.get("inject") == ["Authorization"] for l in self.request_lines()), 5),
                         self.request_lines())
+
+    def test_repeated_equal_content_lengths_reach_the_origin_as_one(self):
+        # SPEC §19a "Framing": an origin (or one in front of it) may read two as a list, or pick
+        # another; different ones are bad framing and never sent.
+        self.tls.sendall(f"POST /lengths HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\nContent-Length: 5\r\n"
+                         "Content-Length: 5\r\n\r\nhello".encode())
+        r = read_http_response(self.tls, method="POST")
+        self.assertEqual(r.status, 200, r.raw_head)
+        self.assertEqual(json.loads(r.body), {"lengths": ["5"], "body": "hello"})
+        self.tls.sendall(f"POST /lengths HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\nContent-Length: 5\r\n"
+                         "Content-Length: 6\r\n\r\nhello!".encode())
+        r = read_http_response(self.tls, method="POST")
+        self.assertEqual(r.status, 400, r.raw_head)
+        self.assertEqual(r.header("x-egress-refused"), "bad framing")
 
     def test_server_sent_events_reach_the_box_one_by_one(self):
         self.tls.sendall(f"GET /events HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())
