@@ -205,6 +205,33 @@ class TlsOrigin(HttpOrigin):
         super().__init__(host=host, tls_context=context)
 
 
+class TlsHttpServer:
+    """`handler` (an http.server handler class) behind TLS (`cert`, `key`) on ORIGIN_HOST, each
+    connection in a thread of its own (a socket timeout of 10 s): `.server`, `.port`; close()."""
+
+    def __init__(self, handler, cert, key, host=ORIGIN_HOST):
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+            def get_request(self):
+                conn, peer = self.socket.accept()
+                conn.settimeout(10)
+                return context.wrap_socket(conn, server_side=True), peer
+
+        self.server = Server((host, 0), handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=2)
+
+
 def build_go(source, directory, timeout=300):
     """A Go program (`source`: package main, the standard library only) built by Debian's golang-go
     into `directory`/client, offline (GOPATH mode, no module proxy, its cache in `directory`): the

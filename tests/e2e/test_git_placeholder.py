@@ -11,16 +11,12 @@ import base64
 import http.server
 import os
 import shutil
-import socketserver
-import ssl
 import subprocess
 import tempfile
 import textwrap
-import threading
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxTestCase, make_certificate
-from harness import ORIGIN_HOST
+from box_support import RUN_TIMEOUT, BoxTestCase, TlsHttpServer, make_certificate
 from inspect_support import INSPECTOR
 
 BACKEND = "/usr/lib/git-core/git-http-backend"
@@ -110,30 +106,12 @@ class _GitBackend(http.server.BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
-class GitHttpsOrigin:
+class GitHttpsOrigin(TlsHttpServer):
     def __init__(self, directory, cert, key):
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-
-            def get_request(self):
-                conn, peer = self.socket.accept()
-                conn.settimeout(10)
-                return context.wrap_socket(conn, server_side=True), peer
-
-        self.server = Server((ORIGIN_HOST, 0), _GitBackend)
-        self.server.root = bare_repository(directory)
+        root = bare_repository(directory)
+        super().__init__(_GitBackend, cert, key)
+        self.server.root = root
         self.server.authorizations = []
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=2)
 
 
 def files_holding(root, needle):

@@ -15,16 +15,15 @@ import base64
 import http.server
 import json
 import os
-import socketserver
 import ssl
 import threading
 import time
 import unittest
 import urllib.parse
 
-from box_support import make_certificate
+from box_support import TlsHttpServer, make_certificate
 from control_support import proxy_with_control_fd
-from harness import ORIGIN_HOST, ProxyTestCase, read_http_response, recv_until, wait_until
+from harness import ProxyTestCase, read_http_response, recv_until, wait_until
 from inspect_support import INSPECTOR, connect_tls, curl
 
 VALUE = "sk-scrub-4f1e9a2b7c3d6e5f"  # the secret: no other byte of the session holds it
@@ -122,28 +121,14 @@ class _Reflecting(http.server.BaseHTTPRequestHandler):
         return self.send(404, f"Cannot GET {urllib.parse.unquote(path)}".encode())
 
 
-class ReflectingOrigin:
+class ReflectingOrigin(TlsHttpServer):
     def __init__(self, cert, key):
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-
-            def get_request(self):
-                conn, peer = self.socket.accept()
-                conn.settimeout(10)
-                return context.wrap_socket(conn, server_side=True), peer
-
-        self.server = Server((ORIGIN_HOST, 0), _Reflecting)
+        super().__init__(_Reflecting, cert, key)
         self.server.next_event = threading.Event()
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
 
     def close(self):
         self.server.next_event.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()
 
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
