@@ -16,7 +16,7 @@ import tempfile
 import textwrap
 import unittest
 
-from box_support import RUN_TIMEOUT, BoxTestCase, TlsHttpServer, make_certificate
+from box_support import RUN_TIMEOUT, BoxTestCase, ThreadedOrigin, make_certificate
 from inspect_support import INSPECTOR
 
 BACKEND = "/usr/lib/git-core/git-http-backend"
@@ -106,7 +106,7 @@ class _GitBackend(http.server.BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
-class GitHttpsOrigin(TlsHttpServer):
+class GitHttpsOrigin(ThreadedOrigin):
     def __init__(self, directory, cert, key):
         root = bare_repository(directory)
         super().__init__(_GitBackend, cert, key)

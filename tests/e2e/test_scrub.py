@@ -21,7 +21,7 @@ import time
 import unittest
 import urllib.parse
 
-from box_support import TlsHttpServer, make_certificate
+from box_support import ThreadedOrigin, make_certificate
 from control_support import proxy_with_control_fd
 from harness import ProxyTestCase, read_http_response, recv_until, wait_until
 from inspect_support import INSPECTOR, connect_tls, curl
@@ -121,7 +121,7 @@ class _Reflecting(http.server.BaseHTTPRequestHandler):
         return self.send(404, f"Cannot GET {urllib.parse.unquote(path)}".encode())
 
 
-class ReflectingOrigin(TlsHttpServer):
+class ReflectingOrigin(ThreadedOrigin):
     def __init__(self, cert, key):
         super().__init__(_Reflecting, cert, key)
         self.server.next_event = threading.Event()
