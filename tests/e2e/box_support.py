@@ -205,37 +205,16 @@ class TlsOrigin(HttpOrigin):
         super().__init__(host=host, tls_context=context)
 
 
-class ThreadedOrigin:
+class ThreadedOrigin(HttpOrigin):
     """`handler` (an http.server handler class) served on ORIGIN_HOST, each connection in a thread
-    of its own; behind TLS when `cert` and `key` are given (each connection then with a socket
-    timeout of 10 s): `.server`, `.port`; close()."""
+    of its own (harness.HttpOrigin's server); behind TLS when `cert` and `key` are given."""
 
     def __init__(self, handler, cert=None, key=None, host=ORIGIN_HOST):
         context = None
         if cert is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(cert, key)
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-            def get_request(self):
-                conn, peer = self.socket.accept()
-                if context is None:
-                    return conn, peer
-                conn.settimeout(10)
-                return context.wrap_socket(conn, server_side=True), peer
-
-        self.server = Server((host, 0), handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=2)
+        super().__init__(host=host, tls_context=context, handler=handler)
 
 
 def build_go(source, directory, timeout=300):
