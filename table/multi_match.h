@@ -51,6 +51,23 @@ class MultiMatcher {
   // the window's length a probe over text unlike the patterns (a body of JSON: ~30 bytes a probe).
   [[nodiscard]] std::size_t skip_from_start(const unsigned char* text, std::size_t size,
                                             std::size_t at) const noexcept;
+  // Runs `text` from `state` (left where the text ends), calling on_match(index, pattern) for each
+  // byte at which a pattern ends (the longest: match()), skipping from the start state.
+  template <class OnMatch>
+  void for_each_match(State& state, std::string_view text, OnMatch&& on_match) const {
+    const auto* data = reinterpret_cast<const unsigned char*>(text.data());
+    const std::size_t size = text.size();
+    State at_state = state;
+    for (std::size_t i = 0; i < size; ++i) {
+      if (at_state == kStart) {
+        i = skip_from_start(data, size, i);
+        if (i == size) break;
+      }
+      at_state = step(at_state, data[i]);
+      if (nodes_[at_state].match != kNoMatch) on_match(i, nodes_[at_state].match);
+    }
+    state = at_state;
+  }
   [[nodiscard]] std::size_t pattern_size(std::uint32_t pattern) const noexcept { return sizes_[pattern]; }
   [[nodiscard]] std::size_t pattern_count() const noexcept { return sizes_.size(); }
   [[nodiscard]] std::size_t longest_pattern() const noexcept { return longest_; }

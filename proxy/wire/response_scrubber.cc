@@ -56,10 +56,7 @@ std::vector<MatchedRun> matched_runs(std::string_view text, const ScrubPatterns&
   const MultiMatcher& matcher = patterns.matcher();
   std::vector<MatchedRun> runs;
   MultiMatcher::State state = MultiMatcher::kStart;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    state = matcher.step(state, static_cast<unsigned char>(text[i]));
-    const std::uint32_t pattern = matcher.match(state);
-    if (pattern == MultiMatcher::kNoMatch) continue;
+  matcher.for_each_match(state, text, [&](std::size_t i, std::uint32_t pattern) {
     MatchedRun run{i + 1 - matcher.pattern_size(pattern), i, {patterns.secret_of(pattern)}};
     while (!runs.empty() && run.from <= runs.back().to + 1) {
       MatchedRun& last = runs.back();
@@ -70,7 +67,7 @@ std::vector<MatchedRun> matched_runs(std::string_view text, const ScrubPatterns&
       runs.pop_back();
     }
     runs.push_back(std::move(run));
-  }
+  });
   return runs;
 }
 
@@ -155,20 +152,9 @@ void ResponseScrubber::feed(std::string_view chunk, BodySink& out) {
 // spelling can begin at are passed over without a step (most of a body's: measured at 16 KiB of
 // JSON, a step a byte was most of what scrubbing cost, bench/README.md).
 void ResponseScrubber::scan(std::string_view chunk) {
-  const MultiMatcher& matcher = patterns_->matcher();
-  const auto* data = reinterpret_cast<const unsigned char*>(chunk.data());
-  const std::size_t size = chunk.size();
-  MultiMatcher::State state = state_;
-  for (std::size_t i = 0; i < size; ++i) {
-    if (state == MultiMatcher::kStart) {
-      i = matcher.skip_from_start(data, size, i);
-      if (i == size) break;
-    }
-    state = matcher.step(state, data[i]);
-    const std::uint32_t pattern = matcher.match(state);
-    if (pattern != MultiMatcher::kNoMatch) matched(chunk_base_ + i, pattern);
-  }
-  state_ = state;
+  patterns_->matcher().for_each_match(state_, chunk, [this](std::size_t i, std::uint32_t pattern) {
+    matched(chunk_base_ + i, pattern);
+  });
 }
 
 void ResponseScrubber::flush(std::string& out) {
