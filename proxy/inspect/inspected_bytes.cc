@@ -99,6 +99,7 @@ InspectedConnection::Moved InspectedConnection::move_toward(Toward toward, BodyC
   evbuffer* from = up ? client_in() : origin_in();
   evbuffer* to = up ? origin_out() : client_out();
   std::uint64_t count = 0;
+  if (!up) renew_response_stages();
   ResponseChain* stages = up ? nullptr : exchange_.response_stages.get();
   const Moved moved = move_body(from, to, cursor, count, stages);
   if (stages != nullptr && moved.moved) watch_quiet_origin();

@@ -27,6 +27,7 @@ from harness import ProxyTestCase, read_http_response, recv_until, wait_until
 from inspect_support import INSPECTOR, connect_tls, curl
 
 VALUE = "sk-scrub-4f1e9a2b7c3d6e5f"  # the secret: no other byte of the session holds it
+LATE = "sk-late-8a7b6c5d4e3f2a1b0c"  # a secret set over the control channel while a stream is open
 PLACEHOLDER_PREFIX = "bxp_api_"
 
 
@@ -112,6 +113,17 @@ class _Reflecting(http.server.BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             for event in (b"data: first-event\n\n", b"data: second-event\n\n"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+                self.server.next_event.wait(10)
+            self.wfile.write(b"0\r\n\r\n")
+            return None
+        if path == "/late":  # a stream that, once the test says, quotes a value set after it began
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for event in (b"data: first-event\n\n", f"data: {LATE}\n\n".encode()):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
                 self.wfile.flush()
                 self.server.next_event.wait(10)
@@ -287,6 +299,25 @@ class ScrubTest(ProxyTestCase):
         r = read_http_response(self.tls, method="POST")
         self.assertEqual(r.status, 400, r.raw_head)
         self.assertEqual(r.header("x-egress-refused"), "bad framing")
+
+    def test_a_secret_set_while_a_stream_is_open_is_scrubbed_from_what_comes_after(self):
+        self.tls.sendall(f"GET /late HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())
+        head, got = recv_until(self.tls, b"\r\n\r\n", 5)
+        self.assertIn(b" 200 ", head)
+        deadline = time.monotonic() + 5
+        while b"first-event" not in got and time.monotonic() < deadline:
+            got += self.tls.recv(4096)
+        self.assertIn(b"first-event", got)
+        self.assertEqual(self.control.request("secret", name="late", value=LATE)["ok"], True)
+        self.origin.server.next_event.set()  # the origin now quotes the new value, and ends
+        deadline = time.monotonic() + 5
+        while not got.endswith(b"0\r\n\r\n") and time.monotonic() < deadline:
+            piece = self.tls.recv(4096)
+            if not piece:
+                break
+            got += piece
+        self.assertNotIn(LATE.encode(), got)
+        self.assertIn(b"data: " + b"*" * len(LATE), got)
 
     def test_server_sent_events_reach_the_box_one_by_one(self):
         self.tls.sendall(f"GET /events HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())
