@@ -15,6 +15,11 @@
 // sending text through an echoing origin would learn, from what comes back at once, whether its
 // text begins the key, and could guess the key byte by byte.
 //
+// Time is another matter: how fast a text is searched depends on the spellings' bytes (as any fast
+// search does: Aho-Corasick's steps from the start did before the shift table, and the shift table
+// does more), so a box timing large bodies echoed through an origin could learn about a value.
+// Not addressed here; the hold, which a box reads byte for byte, is what is kept independent.
+//
 // Not caught (the manual says so): a value the origin cuts, splits across fields or frames or
 // across a flush() (the caller flushes when the origin has sent nothing for 50 ms, so a stream
 // never stalls), or transforms (hashes, changes the case of, re-encodes otherwise).
