@@ -43,7 +43,7 @@ std::string number_text(std::uint64_t value) {
 
 // What --help says of a row after its own words: the range, "repeatable", the default.
 std::string help_words(const OptionSpec& spec) {
-  std::string words = spec.help;
+  std::string words(spec.help);
   switch (spec.kind) {
     case OptionKind::number:
       words += fmt::format(", {} to {}", number_text(spec.min), number_text(spec.max));
@@ -127,8 +127,8 @@ std::string OptionTable::options_help() const {
   std::string out;
   for (const OptionSpec& spec : options_) {
     if (!spec.in_help) continue;
-    std::string head = "  --" + spec.name;
-    if (!spec.value_name.empty()) head += " " + spec.value_name;
+    std::string head = fmt::format("  --{}", spec.name);
+    if (!spec.value_name.empty()) head += fmt::format(" {}", spec.value_name);
     out += help_entry(head, help_words(spec));
   }
   out += help_entry("  -h, --help", "show this text");

@@ -34,12 +34,28 @@ enum class OptionKind {
               // JSON array of objects, read into InspectEndpoints (proxy/inspect_array.h)
 };
 
+// A row's name, value name or help: a string literal, kept as a view. Copies of them were most
+// of serve's heap after start, in every session (bench/README.md, bench/density); only a
+// literal converts (consteval), so no row can keep a view of a temporary std::string.
+class OptionText {
+ public:
+  constexpr OptionText() noexcept = default;
+  template <std::size_t N>
+  consteval OptionText(const char (&literal)[N]) noexcept : text_(literal, N - 1) {}  // implicit: "name"
+  constexpr operator std::string_view() const noexcept { return text_; }
+  [[nodiscard]] constexpr std::string_view view() const noexcept { return text_; }
+  [[nodiscard]] constexpr bool empty() const noexcept { return text_.empty(); }
+
+ private:
+  std::string_view text_;
+};
+
 // One row of a command's table.
 struct OptionSpec {
-  std::string name{};         // the long name without "--": "max-tunnels"
+  OptionText name{};          // the long name without "--": "max-tunnels"
   OptionKind kind = OptionKind::value;
-  std::string value_name{};   // what the help calls the value ("N", "PATH"); empty for a flag
-  std::string help{};         // what it does; the help text wraps it and adds range and default
+  OptionText value_name{};    // what the help calls the value ("N", "PATH"); empty for a flag
+  OptionText help{};          // what it does; the help text wraps it and adds range and default
   std::string default_text{}; // the default as --help shows it; empty when there is none to say
   std::uint64_t min = 0;      // number: the smallest value
   std::uint64_t max = 0;      // number: the largest value

@@ -7,7 +7,6 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <string_view>
 #include <utility>
 
@@ -15,6 +14,7 @@
 
 #include "proxy/defaults.h"
 #include "socketd/box_hidden_files.h"
+#include "socketd/config_file.h"
 #include "socketd/option_table.h"
 #include "socketd/serve_options.h"
 
@@ -62,7 +62,7 @@ const OptionTable& run_table() {
                            "kernel's network configuration or file systems to attack"},
     };
     for (const OptionSpec& spec : serve_option_table().options()) {
-      const bool own = std::any_of(rows.begin(), rows.end(), [&](const OptionSpec& row) { return row.name == spec.name; });
+      const bool own = std::any_of(rows.begin(), rows.end(), [&](const OptionSpec& row) { return row.name.view() == spec.name.view(); });
       if (own) continue;
       OptionSpec serve_row = spec;
       serve_row.in_help = false;
@@ -179,12 +179,15 @@ void read_secret_env(const std::vector<std::string>& values, RunOptions& options
 // starts, so that a wrong path is a usage error naming it rather than a box that trusts nothing.
 void check_ca_file(const std::string& path) {
   if (path.empty()) fail_value(kCommand, "--ca", path, "is not a path (it is empty)");
-  std::ifstream file(path, std::ios::binary);
-  if (!file) fail_value(kCommand, "--ca", path, fmt::format("cannot be read: {}", std::strerror(errno)));
-  std::string text(64 * 1024 + 1, '\0');
-  file.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(file.gcount()));
-  if (text.size() > 64 * 1024 || text.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+  // Read with read(2), not std::ifstream: one ifstream links libstdc++'s locale and iostreams,
+  // whose vtables static-pie relocates at every start of every serve (20 KiB of each session).
+  std::string error;
+  const std::optional<std::string> text = read_file_capped(path, 64 * 1024, error);
+  if (!text && error.starts_with("larger than")) {
+    fail_value(kCommand, "--ca", path, "is not a CA certificate in PEM (the proxy's --ca-out file, or hello's \"ca\")");
+  }
+  if (!text) fail_value(kCommand, "--ca", path, fmt::format("cannot be read: {}", error));
+  if (text->find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
     fail_value(kCommand, "--ca", path, "is not a CA certificate in PEM (the proxy's --ca-out file, or hello's \"ca\")");
   }
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -51,9 +52,12 @@ namespace {
 // makes checked.
 
 // x86_64's numbers stop below 512, aarch64's below 500: every number has its own slot, and a
-// number beyond (none today) shares the last.
+// number beyond (none today) shares the last. A lock-free flag of one byte each (safe in a
+// signal handler, and once only even when two threads are refused at once): 1 KiB of .bss
+// where an int each took 4 KiB, which pushed the statics after it onto a page of their own in
+// every session (bench/README.md, bench/density).
 constexpr int kReportSlots = 1024;
-volatile sig_atomic_t g_reported[kReportSlots];
+std::atomic_flag g_reported[kReportSlots];
 
 // Where the handler writes, chosen before confinement (the handler may use no allocation and no
 // call outside the list).
@@ -171,10 +175,7 @@ void on_refused_call(int, siginfo_t* info, void* context) noexcept {
   const int saved_errno = errno;
   const int number = info->si_syscall;
   const int slot = number >= 0 && number < kReportSlots - 1 ? number : kReportSlots - 1;
-  if (g_reported[slot] == 0) {
-    g_reported[slot] = 1;
-    report_refused_call(number);
-  }
+  if (!g_reported[slot].test_and_set(std::memory_order_relaxed)) report_refused_call(number);
   auto* registers = static_cast<ucontext_t*>(context);
 #if defined(__x86_64__)
   registers->uc_mcontext.gregs[REG_RAX] = -EPERM;

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 
+#include <cmath>
 #include <string_view>
 #include <utility>
 
@@ -33,8 +34,7 @@ namespace boxproxy {
 namespace {
 
 constexpr std::string_view kCommand = "serve";
-
-const OptionTable& table() { return serve_option_table(); }
+constexpr std::size_t kServeRowsReserved = 40;
 
 [[noreturn]] void fail_plain(std::string_view text) { throw usage_error(kCommand, text); }
 
@@ -84,34 +84,56 @@ struct ServeRow {
   Store store = nullptr;
 };
 
-ServeRow number(std::string name, std::string help, std::string default_text, std::uint64_t min, std::uint64_t max,
+// The rows as serve keeps them: the specs go into the option table and the stores beside them,
+// by index, so that no spec is held twice (each copy stayed on the heap of every session).
+struct ServeRows {
+  std::vector<OptionSpec> specs;
+  std::vector<Store> stores;
+
+  void push_back(ServeRow row) {
+    specs.push_back(std::move(row.spec));
+    stores.push_back(row.store);
+  }
+};
+
+ServeRow number(OptionText name, OptionText help, std::string default_text, std::uint64_t min, std::uint64_t max,
                 Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::number, .value_name = "N", .help = std::move(help),
+  return {{.name = name, .kind = OptionKind::number, .value_name = "N", .help = help,
            .default_text = std::move(default_text), .min = min, .max = max},
           store};
 }
 
-ServeRow seconds(std::string name, std::string help, double default_value, bool zero_allowed, Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::seconds, .value_name = "S", .help = std::move(help),
-           .default_text = fmt::format("{:g}", default_value), .max_seconds = defaults::kMaxSeconds,
+// A seconds default as --help shows it. A whole number (every default today) is written as an
+// integer: "{:g}" of a double runs fmt's Dragon4, whose big integers on the stack reach 1.7 KiB
+// deeper than anything else in serve's start, a page more of stack in many sessions.
+std::string seconds_text(double value) {
+  if (value >= 0 && value <= defaults::kMaxSeconds && value == std::floor(value)) {
+    return fmt::format("{}", static_cast<std::uint64_t>(value));
+  }
+  return fmt::format("{:g}", value);
+}
+
+ServeRow seconds(OptionText name, OptionText help, double default_value, bool zero_allowed, Store store) {
+  return {{.name = name, .kind = OptionKind::seconds, .value_name = "S", .help = help,
+           .default_text = seconds_text(default_value), .max_seconds = defaults::kMaxSeconds,
            .zero_allowed = zero_allowed},
           store};
 }
 
-ServeRow value(std::string name, std::string value_name, std::string help, std::string default_text, Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::value, .value_name = std::move(value_name),
-           .help = std::move(help), .default_text = std::move(default_text)},
+ServeRow value(OptionText name, OptionText value_name, OptionText help, std::string default_text, Store store) {
+  return {{.name = name, .kind = OptionKind::value, .value_name = value_name,
+           .help = help, .default_text = std::move(default_text)},
           store};
 }
 
-ServeRow list(std::string name, std::string value_name, std::string help, std::string default_text, Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::list, .value_name = std::move(value_name),
-           .help = std::move(help), .default_text = std::move(default_text)},
+ServeRow list(OptionText name, OptionText value_name, OptionText help, std::string default_text, Store store) {
+  return {{.name = name, .kind = OptionKind::list, .value_name = value_name,
+           .help = help, .default_text = std::move(default_text)},
           store};
 }
 
-ServeRow flag(std::string name, std::string help, std::string default_text, Store store) {
-  return {{.name = std::move(name), .kind = OptionKind::flag, .help = std::move(help),
+ServeRow flag(OptionText name, OptionText help, std::string default_text, Store store) {
+  return {{.name = name, .kind = OptionKind::flag, .help = help,
            .default_text = std::move(default_text)},
           store};
 }
@@ -123,7 +145,7 @@ ServeRow command_line_only(ServeRow row) {
 }
 
 // The socket and the policy's rows: what may be reached.
-void add_policy_rows(std::vector<ServeRow>& rows) {
+void add_policy_rows(ServeRows& rows) {
   rows.push_back(value("socket", "PATH", "the Unix socket to create, mode 0600; its directory must exist. Required.", "",
                        [](const Given& given, ServeOptions& options) { options.socket_path = given.path(); }));
   rows.push_back(list("allow", "LIST",
@@ -172,7 +194,7 @@ void add_policy_rows(std::vector<ServeRow>& rows) {
 }
 
 // The limits and time-outs: how much a session may use.
-void add_limit_rows(std::vector<ServeRow>& rows) {
+void add_limit_rows(ServeRows& rows) {
   rows.push_back(number("max-tunnels", "upstream connections open at once", fmt::format("{}", defaults::kMaxTunnels), 1,
                         defaults::kMaxTunnelsMax, [](const Given& given, ServeOptions& options) {
                           options.proxy.max_tunnels = static_cast<std::uint32_t>(given.number());
@@ -213,7 +235,7 @@ void add_limit_rows(std::vector<ServeRow>& rows) {
 }
 
 // What the proxy writes, and what it must have to let a client in.
-void add_log_rows(std::vector<ServeRow>& rows) {
+void add_log_rows(ServeRows& rows) {
   rows.push_back(value("log", "text|json", "the format of decision lines", "text",
                        [](const Given& given, ServeOptions& options) {
                          if (given.text() == "text") {
@@ -224,10 +246,10 @@ void add_log_rows(std::vector<ServeRow>& rows) {
                            given.fail("is not \"text\" or \"json\"");
                          }
                        }));
+  // The help is a literal (OptionText): the bound is spelled out, and held to the constant.
+  static_assert(kMaxLabelChars == 128, "--label's help names the bound");
   rows.push_back(value("label", "TEXT",
-                       fmt::format("printable ASCII (0x20-0x7e), at most {} characters, added to every log line as "
-                                   "label=TEXT",
-                                   kMaxLabelChars),
+                       "printable ASCII (0x20-0x7e), at most 128 characters, added to every log line as label=TEXT",
                        "none", [](const Given& given, ServeOptions& options) {
                          // Bounded, so that every log line stays short.
                          const std::string& text = printable_ascii(given.raw);
@@ -269,7 +291,7 @@ void store_control_fd(const Given& given, ServeOptions& options) {
 
 // Request inspection's (SPEC §18, §19): the TLS of the inspector serve starts when an endpoint is
 // named, and the secrets it injects; --help lists them among the supervisor's (a supervisor gives them).
-void add_inspection_rows(std::vector<ServeRow>& rows) {
+void add_inspection_rows(ServeRows& rows) {
   rows.push_back(value("upstream-ca", "FILE",
                        "inspected endpoints' origins are verified against these PEM certificates instead of the "
                        "system's store; read at start",
@@ -313,7 +335,7 @@ void add_inspection_rows(std::vector<ServeRow>& rows) {
 }
 
 // How the process lives beside its supervisor: readiness, its death, its channel, its asks.
-void add_supervisor_rows(std::vector<ServeRow>& rows) {
+void add_supervisor_rows(ServeRows& rows) {
   // 0 to 2 are the standard streams: writing READY there (and closing it) would put a
   // second line on standard output or lose the log, so the descriptor must be 3 or more.
   rows.push_back(number("ready-fd", "write READY=1 to descriptor N (open) once listening, then close it", "none",
@@ -361,9 +383,12 @@ void add_supervisor_rows(std::vector<ServeRow>& rows) {
 // Every row, in the order --help lists them and read_options reads them. One row at a time: a
 // braced list would hold every row on the stack at once, and a stack page touched at start stays
 // resident in every session, of which a host runs thousands.
-std::vector<ServeRow> make_serve_rows() {
-  std::vector<ServeRow> rows;
-  rows.reserve(32);
+ServeRows make_serve_rows() {
+  ServeRows rows;
+  // Room for every row (39, and one to come): a vector that grows copies itself and leaves the
+  // old copy on the heap of every session. A new row raises kServeRowsReserved with it.
+  rows.specs.reserve(kServeRowsReserved);
+  rows.stores.reserve(kServeRowsReserved);
   add_policy_rows(rows);
   add_limit_rows(rows);
   add_log_rows(rows);
@@ -389,19 +414,34 @@ std::vector<ServeRow> make_serve_rows() {
   return rows;
 }
 
-const std::vector<ServeRow>& serve_rows() {
-  static const std::vector<ServeRow> rows = make_serve_rows();
-  return rows;
+// serve's option table and each row's store, by the row's index in it.
+struct ServeTable {
+  OptionTable table;
+  std::vector<Store> stores;
+};
+
+// serve itself makes the table where it reads options and frees it after (at start, and again on
+// SIGHUP): made before the event base, its 5 KiB are then reused by what the session keeps,
+// where a table kept for the session's life stayed on the heap of every session. run and check,
+// which read serve's table beside their own, keep one (serve_table()).
+ServeTable make_serve_table() {
+  ServeRows rows = make_serve_rows();
+  return ServeTable{OptionTable(std::string(kCommand), std::move(rows.specs)), std::move(rows.stores)};
+}
+
+const ServeTable& serve_table() {
+  static const ServeTable serve_table = make_serve_table();
+  return serve_table;
 }
 
 // Reads serve's options: the config under `command_line`, every value through its row, then the
 // checks across options.
-ServeOptions read_options(const RawOptions& command_line, Reader reader) {
+ServeOptions read_options(const ServeTable& rows, const RawOptions& command_line, Reader reader) {
   ServeOptions options;
   RawOptions config;
   if (const RawValue* config_arg = get(command_line, "config")) {
     options.config_path = check_path(*config_arg);
-    config = read_config_file(*options.config_path, table());
+    config = read_config_file(*options.config_path, rows.table);
   }
   // Taken out before the merge: the two sources' endpoints add up.
   std::optional<RawValue> config_inspect;
@@ -419,9 +459,10 @@ ServeOptions read_options(const RawOptions& command_line, Reader reader) {
   if (get(raw, "socket") == nullptr && reader == Reader::serve && !options.check_config) {
     fail_plain("--socket PATH is required (see boxproxy serve --help)");
   }
-  for (const ServeRow& row : serve_rows()) {
-    const RawValue* value = get(raw, row.spec.name);
-    if (value != nullptr && row.store != nullptr) row.store(Given{row.spec, *value, reader}, options);
+  for (std::size_t i = 0; i < rows.stores.size(); ++i) {
+    const OptionSpec& spec = rows.table.options()[i];
+    const RawValue* value = get(raw, spec.name);
+    if (value != nullptr && rows.stores[i] != nullptr) rows.stores[i](Given{spec, *value, reader}, options);
   }
   read_inspect(config_inspect ? &*config_inspect : nullptr, get(command_line, "inspect"), options.proxy.policy.inspect);
   // A secret with nowhere to go: nothing would inject it, and the operator would believe it is.
@@ -526,15 +567,7 @@ nlohmann::ordered_json values_in_force(const ServeOptions& options) {
 
 }  // namespace
 
-const OptionTable& serve_option_table() {
-  static const OptionTable serve_table = [] {
-    std::vector<OptionSpec> specs;
-    specs.reserve(serve_rows().size());
-    for (const ServeRow& row : serve_rows()) specs.push_back(row.spec);
-    return OptionTable(std::string(kCommand), std::move(specs));
-  }();
-  return serve_table;
-}
+const OptionTable& serve_option_table() { return serve_table().table; }
 
 ServeOptions parse_serve_options(int argc, char** argv) {
   // Accept argv either starting at the first option or at the word "serve" itself.
@@ -542,10 +575,13 @@ ServeOptions parse_serve_options(int argc, char** argv) {
     --argc;
     ++argv;
   }
-  return read_options(parse_arguments(table(), argc, argv, Operands::none).options, Reader::serve);
+  const ServeTable rows = make_serve_table();
+  return read_options(rows, parse_arguments(rows.table, argc, argv, Operands::none).options, Reader::serve);
 }
 
-ServeOptions read_options_for_check(const RawOptions& command_line) { return read_options(command_line, Reader::check); }
+ServeOptions read_options_for_check(const RawOptions& command_line) {
+  return read_options(serve_table(), command_line, Reader::check);
+}
 
 std::string options_in_force(const ServeOptions& options) {
   using json = nlohmann::ordered_json;
@@ -553,14 +589,15 @@ std::string options_in_force(const ServeOptions& options) {
   // In the table's order, so that the object reads like --help; a key with no value is left
   // out, as a config file that never set it would leave it out.
   json out = json::object();
-  for (const ServeRow& row : serve_rows()) {
-    if (!row.spec.config_key) continue;
-    const auto value = values.find(row.spec.name);
+  for (const OptionSpec& spec : serve_option_table().options()) {
+    if (!spec.config_key) continue;
+    const std::string key(spec.name);
+    const auto value = values.find(key);
     if (value == values.end() || value->is_null()) continue;
     // An empty "allow" is a list that refuses every name; any other empty value is none given.
     const bool empty = value->is_string() ? value->get_ref<const std::string&>().empty() : value->empty();
-    if (empty && row.spec.name != "allow") continue;
-    out[row.spec.name] = std::move(*value);
+    if (empty && key != "allow") continue;
+    out[key] = std::move(*value);
   }
   // ASCII only (a path or hint may hold other bytes): nothing but printable text reaches stdout.
   return out.dump(-1, ' ', true, json::error_handler_t::replace);
@@ -568,7 +605,7 @@ std::string options_in_force(const ServeOptions& options) {
 
 std::optional<HostList> reload_host_list(const ServeOptions& options) {
   RawOptions config;
-  if (options.config_path) config = read_config_file(*options.config_path, table());
+  if (options.config_path) config = read_config_file(*options.config_path, make_serve_table().table);
 
   // Same precedence as at start: a source given on the command line replaces the config's.
   std::optional<RawValue> allow;
@@ -601,7 +638,7 @@ Seconds are plain decimals ("0.5"). Exit: 0 clean shutdown, 1 runtime failure,
 Signals: SIGTERM/SIGINT stop, SIGHUP re-reads the host list and the --secret files,
 SIGUSR1 logs stats.
 )",
-                     table().options_help());
+                     serve_option_table().options_help());
 }
 
 }  // namespace boxproxy

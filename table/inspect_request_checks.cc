@@ -18,8 +18,4 @@ bool get_body_refused(const InspectEndpoint& endpoint, std::string_view method, 
   return is_get_or_head_with_body(method, content_length, chunked);
 }
 
-bool trace_refused(const InspectEndpoint& endpoint, std::string_view method) noexcept {
-  return endpoint.injects_or_swaps() && iequals(method, "TRACE");
-}
-
 }  // namespace boxproxy

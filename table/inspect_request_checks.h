@@ -6,9 +6,7 @@
 //     true. An origin that ignores a GET's body would read those bytes as the next request, one no
 //     rule judged (request smuggling); an origin that reads it (Elasticsearch and OpenSearch search
 //     with GET bodies) is the operator's to name.
-//   - TRACE: on an endpoint that injects or swaps a credential it is `request denied`, whatever
-//     the rules say and in report mode too: the origin echoes the request, the injected header
-//     with it, back to the box.
+// (TRACE on an endpoint that injects or swaps is the coding stage's: proxy/stages/coding_stage.h.)
 #pragma once
 
 #include <cstdint>
@@ -29,9 +27,5 @@ namespace boxproxy {
 // unless the endpoint says "get-bodies": true. Judged before the rules, in both modes.
 [[nodiscard]] bool get_body_refused(const InspectEndpoint& endpoint, std::string_view method,
                                     std::uint64_t content_length, bool chunked) noexcept;
-
-// Whether `endpoint` refuses `method` as `request denied` whatever its rules and mode say: TRACE
-// (any case) where the endpoint injects or swaps (InspectEndpoint::injects_or_swaps).
-[[nodiscard]] bool trace_refused(const InspectEndpoint& endpoint, std::string_view method) noexcept;
 
 }  // namespace boxproxy

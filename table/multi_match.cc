@@ -4,6 +4,8 @@
 
 #include <string.h>  // explicit_bzero
 
+#include <algorithm>
+
 namespace boxproxy {
 
 MultiMatcher::MultiMatcher(const std::vector<std::string_view>& patterns) {
@@ -23,12 +25,53 @@ MultiMatcher::MultiMatcher(const std::vector<std::string_view>& patterns) {
     if (nodes_[node].match == kNoMatch) nodes_[node].match = id;
   }
   link();
+  build_shifts(patterns);
+}
+
+// The shift of a pair ending a window of window_ bytes: how far the window may move on before a
+// pattern could begin within it, the least over every place the pair sits within a pattern's
+// first window_ bytes (window_ - 2 - offset); window_ - 1 where it sits in none.
+void MultiMatcher::build_shifts(const std::vector<std::string_view>& patterns) {
+  std::size_t shortest = 0;
+  for (const std::string_view pattern : patterns) {
+    if (!pattern.empty() && (shortest == 0 || pattern.size() < shortest)) shortest = pattern.size();
+  }
+  if (shortest < 2) return;  // a window of one byte: starts_with() is all there is
+  window_ = std::min(shortest, kMaxWindow);
+  shifts_.assign(std::size_t{1} << 14, static_cast<std::uint8_t>(window_ - 1));
+  for (const std::string_view pattern : patterns) {
+    if (pattern.empty()) continue;
+    for (std::size_t offset = 0; offset + 2 <= window_; ++offset) {
+      std::uint8_t& shift = shifts_[pair_index(static_cast<unsigned char>(pattern[offset]),
+                                               static_cast<unsigned char>(pattern[offset + 1]))];
+      shift = std::min(shift, static_cast<std::uint8_t>(window_ - 2 - offset));
+    }
+  }
+}
+
+std::size_t MultiMatcher::skip_from_start(const unsigned char* text, std::size_t size, std::size_t at) const noexcept {
+  if (!shifts_.empty()) {
+    while (at + window_ <= size) {
+      const std::uint8_t shift = shifts_[pair_index(text[at + window_ - 2], text[at + window_ - 1])];
+      if (shift != 0) {
+        at += shift;
+      } else if (start_[text[at]] != 0) {
+        return at;
+      } else {
+        ++at;
+      }
+    }
+  }
+  // The last bytes, too few for a window: one by one, as the start state's step would.
+  while (at < size && start_[text[at]] == 0) ++at;
+  return at;
 }
 
 MultiMatcher::~MultiMatcher() {
   // The nodes' bytes spell the patterns (secrets): not left in freed memory.
   if (!nodes_.empty()) ::explicit_bzero(nodes_.data(), nodes_.size() * sizeof(Node));
   ::explicit_bzero(start_.data(), sizeof(start_));
+  if (!shifts_.empty()) ::explicit_bzero(shifts_.data(), shifts_.size());
 }
 
 std::uint32_t MultiMatcher::child(std::uint32_t node, unsigned char byte) const noexcept {

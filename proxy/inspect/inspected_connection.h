@@ -82,6 +82,8 @@
 
 namespace boxproxy {
 
+class ScrubStage;  // proxy/stages/scrub_stage.h
+
 // What an output may hold before the side that feeds it stops being read: four TLS records, so a
 // fast reader is never starved while a slow one holds little.
 inline constexpr std::size_t kMaxQueued = 64 * 1024;
@@ -270,6 +272,7 @@ class InspectedConnection {
     // Its response's stages (SPEC §19a: scrubbing), when the session holds a secret; null: the
     // response passes as it comes.
     std::unique_ptr<ResponseChain> response_stages;
+    ScrubStage* scrub = nullptr;  // the scrubbing stage of response_stages (which owns it), if any
     std::unique_ptr<HeldRequest> held;  // set while (and after) its body is held for signing
   };
 
@@ -344,6 +347,9 @@ class InspectedConnection {
   [[nodiscard]] bool close_when_flushed();
   // ---- the response's stages (inspected_response_stages.cc) ----
   void start_response_stages();
+  // Before more of the response goes through the stages: a secret set, replaced or revoked since
+  // they were made applies to what comes next (SPEC §19a: every value in force).
+  void renew_response_stages();
   // A head about to go to the box, through the stages; false when it must not go: grown past
   // kMaxResponseHeadBytes by scrubbing.
   [[nodiscard]] bool stage_head(std::string& text);

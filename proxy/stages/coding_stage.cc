@@ -7,7 +7,7 @@
 namespace boxproxy {
 
 bool carries_credentials(const InspectEndpoint& endpoint) noexcept {
-  return !endpoint.inject.empty() || !endpoint.secrets.empty() || !endpoint.secret_places.empty();
+  return endpoint.injects_or_swaps();  // "secrets" in its object form lists its names in `secrets` too
 }
 
 StageVerdict CodingStage::on_request(RequestContext& context) const {

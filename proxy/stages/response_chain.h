@@ -19,7 +19,7 @@ class ResponseChain {
   [[nodiscard]] bool empty() const noexcept { return stages_.empty(); }
 
   void on_head(std::string& text);
-  void on_body(std::string_view piece, std::string& out);
+  void on_body(std::string_view piece, BodySink& out);
   void flush(std::string& out);  // every stage's hold, in order, through the stages after it
   [[nodiscard]] std::size_t held() const noexcept;
   [[nodiscard]] std::vector<TraceEntry> trace() const;

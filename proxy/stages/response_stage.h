@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "proxy/stages/request_context.h"
+#include "proxy/wire/body_sink.h"
 
 namespace boxproxy {
 
@@ -22,9 +23,10 @@ class ResponseStage {
   [[nodiscard]] virtual std::string_view name() const noexcept = 0;
   // A whole head or trailer section, as it will be sent: rewritten in place where the stage must.
   virtual void on_head(std::string& text) = 0;
-  // The next bytes of the body (as framed) or of an upgraded stream: what may go on now is appended
-  // to `out`; the rest is held.
-  virtual void on_body(std::string_view piece, std::string& out) = 0;
+  // The next bytes of the body (as framed) or of an upgraded stream, where they lie: what may go on
+  // now goes to `out` (passed as it is where the stage leaves it unchanged: proxy/wire/body_sink.h);
+  // the rest is held.
+  virtual void on_body(std::string_view piece, BodySink& out) = 0;
   // Appends whatever is held to `out`.
   virtual void flush(std::string& out) = 0;
   // How many bytes are held now; and the most it ever holds.

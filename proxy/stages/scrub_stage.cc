@@ -7,7 +7,15 @@ ScrubStage::ScrubStage(std::shared_ptr<const ScrubPatterns> patterns)
     : patterns_(std::move(patterns)), body_(patterns_) {}
 
 void ScrubStage::on_head(std::string& text) {
+  if (!patterns_) return;
   if (auto scrubbed = scrub_head_text(text, *patterns_, heads_found_)) text = std::move(*scrubbed);
+}
+
+void ScrubStage::renew(std::shared_ptr<const ScrubPatterns> patterns, std::string& out) {
+  body_.flush(out);
+  for (const std::string& name : body_.found().names()) heads_found_.add(name);
+  patterns_ = std::move(patterns);
+  body_ = ResponseScrubber(patterns_);
 }
 
 void ScrubStage::trace(std::vector<TraceEntry>& out) const {

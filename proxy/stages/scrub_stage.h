@@ -18,12 +18,21 @@ class ScrubStage final : public ResponseStage {
  public:
   explicit ScrubStage(std::shared_ptr<const ScrubPatterns> patterns);
 
+  // The session's secrets changed while the response streams: what is held goes to `out` (searched
+  // for the old set), and every byte from here on is searched for `patterns` (null: none), so a
+  // value set while a stream is open is caught in what comes after (its trace keeps every name
+  // found so far).
+  void renew(std::shared_ptr<const ScrubPatterns> patterns, std::string& out);
+  [[nodiscard]] const ScrubPatterns* patterns() const noexcept { return patterns_.get(); }
+
   [[nodiscard]] std::string_view name() const noexcept override { return "scrub"; }
   void on_head(std::string& text) override;
-  void on_body(std::string_view piece, std::string& out) override { body_.feed(piece, out); }
+  void on_body(std::string_view piece, BodySink& out) override { body_.feed(piece, out); }
   void flush(std::string& out) override { body_.flush(out); }
   [[nodiscard]] std::size_t held() const noexcept override { return body_.held().size(); }
-  [[nodiscard]] std::size_t look_behind() const noexcept override { return patterns_->hold_limit(); }
+  [[nodiscard]] std::size_t look_behind() const noexcept override {
+    return patterns_ ? patterns_->hold_limit() : 0;
+  }
   void trace(std::vector<TraceEntry>& out) const override;
 
  private:

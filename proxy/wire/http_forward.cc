@@ -107,13 +107,19 @@ bool upgrades_to_websocket(const std::vector<HeaderField>& headers) {
 
 // Appends the headers of `headers` that go to the next hop: neither hop-by-hop nor named by
 // Connection; without x-egress-refused when `drop_refused`, without Host when `drop_host` (the
-// caller writes its own).
-void append_kept(std::string& out, const std::vector<HeaderField>& headers, bool drop_refused, bool drop_host) {
+// caller writes its own); with `one_length`, the first Content-Length only.
+void append_kept(std::string& out, const std::vector<HeaderField>& headers, bool drop_refused, bool drop_host,
+                 bool one_length = false) {
   const auto connection_listed = list_tokens(headers, "Connection");
+  bool length_sent = false;
   for (const auto& field : headers) {
     if (drop_refused && iequals(field.name, "x-egress-refused")) continue;
     if (drop_host && iequals(field.name, "Host")) continue;
     if (!is_kept(field.name, connection_listed)) continue;
+    if (one_length && iequals(field.name, "Content-Length")) {
+      if (length_sent) continue;
+      length_sent = true;
+    }
     append_field(out, field.name, field.value);
   }
 }
@@ -257,7 +263,10 @@ std::string forward_origin_form_head(const RequestHead& head, std::string_view h
   out += head.target;
   out += " HTTP/1.1\r\n";
   append_field(out, "Host", host_field);
-  append_kept(out, head.headers, /*drop_refused=*/false, /*drop_host=*/true);
+  // SPEC §19a: repeated Content-Lengths go on as one (request_framing refused them if they
+  // differ): an origin, or an HTTP/2 origin's nghttp2, may read two as a list it refuses, or one
+  // in front of it may pick another.
+  append_kept(out, head.headers, /*drop_refused=*/false, /*drop_host=*/true, /*one_length=*/true);
   if (websocket) {
     out += "Connection: Upgrade\r\nUpgrade: websocket\r\n";
   } else if (close) {

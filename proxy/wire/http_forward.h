@@ -53,8 +53,9 @@ struct ForwardRequest {
 // line as sent but for its version (HTTP/1.1, as the proxy speaks to the origin), then
 // "Host: <host_field>" in place of the client's Host (so the origin routes by the host that was
 // judged, spelled one way), the other headers without the hop-by-hop ones (as
-// prepare_forward_request removes them), then "Connection: Upgrade" and "Upgrade: websocket" when
-// `websocket`, else "Connection: close" when `close`, and the blank line.
+// prepare_forward_request removes them) and with one Content-Length where the box sent several
+// equal ones, then "Connection: Upgrade" and "Upgrade: websocket" when `websocket`, else
+// "Connection: close" when `close`, and the blank line.
 [[nodiscard]] std::string forward_origin_form_head(const RequestHead& head, std::string_view host_field,
                                                    bool websocket, bool close);
 

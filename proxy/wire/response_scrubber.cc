@@ -56,10 +56,7 @@ std::vector<MatchedRun> matched_runs(std::string_view text, const ScrubPatterns&
   const MultiMatcher& matcher = patterns.matcher();
   std::vector<MatchedRun> runs;
   MultiMatcher::State state = MultiMatcher::kStart;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    state = matcher.step(state, static_cast<unsigned char>(text[i]));
-    const std::uint32_t pattern = matcher.match(state);
-    if (pattern == MultiMatcher::kNoMatch) continue;
+  matcher.for_each_match(state, text, [&](std::size_t i, std::uint32_t pattern) {
     MatchedRun run{i + 1 - matcher.pattern_size(pattern), i, {patterns.secret_of(pattern)}};
     while (!runs.empty() && run.from <= runs.back().to + 1) {
       MatchedRun& last = runs.back();
@@ -70,7 +67,7 @@ std::vector<MatchedRun> matched_runs(std::string_view text, const ScrubPatterns&
       runs.pop_back();
     }
     runs.push_back(std::move(run));
-  }
+  });
   return runs;
 }
 
@@ -103,38 +100,67 @@ std::optional<std::string> scrub_head_text(std::string_view text, const ScrubPat
 
 ResponseScrubber::ResponseScrubber(std::shared_ptr<const ScrubPatterns> patterns) : patterns_(std::move(patterns)) {}
 
+namespace {
+
+// The trailing run of printable bytes after `chunk`, given the run before it: what the scrubber
+// holds (the top of response_scrubber.h), capped at `limit`. Counted from the chunk's end only.
+std::size_t trailing_run(std::string_view chunk, std::size_t run, std::size_t limit) noexcept {
+  const std::size_t most = std::min(chunk.size(), limit);
+  std::size_t tail = 0;
+  while (tail < most && is_held_byte(static_cast<unsigned char>(chunk[chunk.size() - 1 - tail]))) ++tail;
+  return tail == chunk.size() ? std::min(run + chunk.size(), limit) : tail;
+}
+
+}  // namespace
+
 void ResponseScrubber::feed(std::string_view chunk, std::string& out) {
+  StringBodySink sink(chunk, out);
+  feed(chunk, sink);
+}
+
+void ResponseScrubber::feed(std::string_view chunk, BodySink& out) {
   if (patterns_ == nullptr || patterns_->empty()) {
-    out.append(chunk);
+    out.pass(chunk.size());
     return;
   }
-  const MultiMatcher& matcher = patterns_->matcher();
-  const std::size_t limit = patterns_->hold_limit();
-  const std::size_t first = buffer_.size();
-  buffer_.append(chunk);
-  // The state and the run in locals for the whole chunk, and, from the start state, the bytes no
-  // spelling starts with passed over without a step (most of a body's bytes): measured at 16 KiB
-  // bodies, the matcher's per-byte step was a third of the inspector's time (bench/README.md).
-  const unsigned char* data = reinterpret_cast<const unsigned char*>(buffer_.data());
-  const std::size_t size = buffer_.size();
-  MultiMatcher::State state = state_;
-  std::size_t run = run_;
-  for (std::size_t i = first; i < size; ++i) {
-    const unsigned char byte = data[i];
-    // The hold: the trailing run of printable bytes, capped, and nothing else.
-    run = is_held_byte(byte) ? std::min(run + 1, limit) : 0;
-    if (state == MultiMatcher::kStart && !matcher.starts_with(byte)) continue;
-    state = matcher.step(state, byte);
-    const std::uint32_t pattern = matcher.match(state);
-    if (pattern != MultiMatcher::kNoMatch) matched(base_ + i, pattern);  // stars bytes in place: no reallocation
+  chunk_ = chunk;
+  chunk_base_ = base_ + held_.size();
+  copied_ = false;
+  scan(chunk);
+  run_ = trailing_run(chunk, run_, patterns_->hold_limit());
+  const std::size_t release = held_.size() + chunk.size() - run_;
+  const std::size_t from_held = std::min(release, held_.size());
+  const std::size_t from_chunk = release - from_held;
+  const std::string_view source = copied_ ? std::string_view(chunk_copy_) : chunk;
+  // The next hold, copied out before the sink is called: it may move or free the chunk's bytes.
+  next_held_.assign(held_, from_held);
+  next_held_.append(source.substr(from_chunk));
+  if (from_held > 0) out.add(std::string_view(held_).substr(0, from_held));
+  if (copied_) {
+    if (from_chunk > 0) out.add(source.substr(0, from_chunk));
+    out.drop(chunk.size());
+  } else {
+    if (from_chunk > 0) out.pass(from_chunk);
+    if (from_chunk < chunk.size()) out.drop(chunk.size() - from_chunk);
   }
-  state_ = state;
-  run_ = run;
-  release(buffer_.size() - begin_ - run_, out);
+  held_.swap(next_held_);
+  base_ += release;  // the new hold begins where what was released ends
+  chunk_ = {};
+}
+
+// The matcher over the chunk, its state carried from the last: from the start state the bytes no
+// spelling can begin at are passed over without a step (most of a body's: measured at 16 KiB of
+// JSON, a step a byte was most of what scrubbing cost, bench/README.md).
+void ResponseScrubber::scan(std::string_view chunk) {
+  patterns_->matcher().for_each_match(state_, chunk, [this](std::size_t i, std::uint32_t pattern) {
+    matched(chunk_base_ + i, pattern);
+  });
 }
 
 void ResponseScrubber::flush(std::string& out) {
-  release(buffer_.size() - begin_, out);
+  out.append(held_);
+  base_ += held_.size();
+  held_.clear();
   state_ = MultiMatcher::kStart;
   run_ = 0;
   starred_ = false;
@@ -144,41 +170,43 @@ void ResponseScrubber::matched(std::uint64_t end, std::uint32_t pattern) {
   const std::uint64_t size = patterns_->matcher().pattern_size(pattern);
   // Never before the hold: a spelling is all printable bytes and no longer than the hold limit
   // plus one, so its start is always still here; the bound is kept all the same.
-  const std::uint64_t from = std::max<std::uint64_t>(end + 1 - size, base_ + begin_);
+  const std::uint64_t from = std::max<std::uint64_t>(end + 1 - size, base_);
   star(from, end);
   found_.add(patterns_->name(patterns_->secret_of(pattern)));
+}
+
+// '*' over [from, to] of the hold and the chunk; the chunk's part in its copy, made at the first
+// match that reaches it (the chunk is not the scrubber's to write to).
+void ResponseScrubber::write_stars(std::uint64_t from, std::uint64_t to) {
+  if (from < chunk_base_) {
+    const std::uint64_t last = std::min(to, chunk_base_ - 1);
+    std::fill(held_.begin() + static_cast<std::ptrdiff_t>(from - base_),
+              held_.begin() + static_cast<std::ptrdiff_t>(last - base_ + 1), '*');
+    from = last + 1;
+  }
+  if (from > to) return;
+  if (!copied_) {
+    chunk_copy_.assign(chunk_);
+    copied_ = true;
+  }
+  std::fill(chunk_copy_.begin() + static_cast<std::ptrdiff_t>(from - chunk_base_),
+            chunk_copy_.begin() + static_cast<std::ptrdiff_t>(to - chunk_base_ + 1), '*');
 }
 
 // '*' over [from, to]; each byte written about once, however the matches overlap: the run of bytes
 // already starred is remembered and only what a match adds to it is written.
 void ResponseScrubber::star(std::uint64_t from, std::uint64_t to) {
-  const auto write = [this](std::uint64_t a, std::uint64_t b) {
-    std::fill(buffer_.begin() + static_cast<std::ptrdiff_t>(a - base_),
-              buffer_.begin() + static_cast<std::ptrdiff_t>(b - base_ + 1), '*');
-  };
   if (starred_ && from <= star_to_ + 1) {
-    if (to > star_to_) write(star_to_ + 1, to);
-    if (from < star_from_) write(from, star_from_ - 1);
+    if (to > star_to_) write_stars(star_to_ + 1, to);
+    if (from < star_from_) write_stars(from, star_from_ - 1);
     star_from_ = std::min(star_from_, from);
     star_to_ = std::max(star_to_, to);
     return;
   }
-  write(from, to);
+  write_stars(from, to);
   starred_ = true;
   star_from_ = from;
   star_to_ = to;
-}
-
-void ResponseScrubber::release(std::size_t count, std::string& out) {
-  out.append(buffer_, begin_, count);
-  begin_ += count;
-  // Released space is given back once it is at least as large as what is held, so each byte is
-  // moved at most once more on average: linear time, and at most twice the hold in memory.
-  if (begin_ > 0 && begin_ >= buffer_.size() - begin_) {
-    buffer_.erase(0, begin_);
-    base_ += begin_;
-    begin_ = 0;
-  }
 }
 
 }  // namespace boxproxy

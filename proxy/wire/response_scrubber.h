@@ -15,14 +15,22 @@
 // sending text through an echoing origin would learn, from what comes back at once, whether its
 // text begins the key, and could guess the key byte by byte.
 //
+// Time is another matter: how fast a text is searched depends on the spellings' bytes (as any fast
+// search does: Aho-Corasick's steps from the start did before the shift table, and the shift table
+// does more), so a box timing large bodies echoed through an origin could learn about a value.
+// Not addressed here; the hold, which a box reads byte for byte, is what is kept independent.
+//
 // Not caught (the manual says so): a value the origin cuts, splits across fields or frames or
 // across a flush() (the caller flushes when the origin has sent nothing for 50 ms, so a stream
 // never stalls), or transforms (hashes, changes the case of, re-encodes otherwise).
 //
 // Bounds: the matcher is built once per set of secrets and shared by every scrubber (table/
-// multi_match.h: about 20 bytes per distinct spelling prefix); a scrubber holds at most
-// hold_limit() bytes (6 x the longest value, less one: 24,575 bytes at the 4,096-byte maximum)
-// plus as much again of released space before it compacts. Time: linear in the bytes fed.
+// multi_match.h: about 20 bytes per distinct spelling prefix, and 16 KiB of shifts); a scrubber
+// holds at most hold_limit() bytes (6 x the longest value, less one: 24,575 bytes at the 4,096-byte
+// maximum), twice that while it makes the next hold, and a copy of a chunk in which a match is to
+// be starred. Time: linear in the bytes fed, and most bytes of a text unlike the spellings are not
+// stepped over one by one (MultiMatcher::skip_from_start); a body that needs no change is not
+// copied (BodySink).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/wire/body_sink.h"
 #include "table/multi_match.h"
 
 namespace boxproxy {
@@ -95,29 +104,38 @@ class ResponseScrubber {
  public:
   explicit ResponseScrubber(std::shared_ptr<const ScrubPatterns> patterns);
 
-  // Reads `chunk`, and appends to `out` every byte before the hold (see the top of this file):
-  // bytes no later chunk can make part of a match, each match in them already '*'.
+  // Reads `chunk` where it lies, and gives `out`, in order, every byte before the hold (see the top
+  // of this file): bytes no later chunk can make part of a match, each match in them already '*'.
+  // The chunk's bytes that need no change are passed (out.pass), not copied; what is held is
+  // copied before `out` is called, so the sink may move or free the chunk's bytes as it goes.
+  void feed(std::string_view chunk, BodySink& out);
+  // The same, appending to a string.
   void feed(std::string_view chunk, std::string& out);
-  // Appends everything held to `out` (matched parts '*'), and starts afresh: a spelling that
-  // begins before a flush and ends after it is not caught. Call it when the response or the
-  // stream ends, and when the origin has sent nothing more for 50 ms.
+  // Gives `out` everything held (matched parts '*'), and starts afresh: a spelling that begins
+  // before a flush and ends after it is not caught. Call it when the response or the stream ends,
+  // and when the origin has sent nothing more for 50 ms.
   void flush(std::string& out);
 
   // What is held now (never more than patterns().hold_limit() bytes).
-  [[nodiscard]] std::string_view held() const noexcept {
-    return std::string_view(buffer_).substr(begin_);
-  }
+  [[nodiscard]] std::string_view held() const noexcept { return held_; }
   [[nodiscard]] const ScrubFound& found() const noexcept { return found_; }
 
  private:
+  void scan(std::string_view chunk);
   void star(std::uint64_t from, std::uint64_t to);  // absolute offsets, `to` inclusive
+  void write_stars(std::uint64_t from, std::uint64_t to);
   void matched(std::uint64_t end, std::uint32_t pattern);
-  void release(std::size_t count, std::string& out);
 
   std::shared_ptr<const ScrubPatterns> patterns_;
-  std::string buffer_;        // [begin_, size) is held; what is before was released
-  std::size_t begin_ = 0;
-  std::uint64_t base_ = 0;    // the absolute offset of buffer_[0]
+  std::string held_;          // the hold, its matched bytes already '*'
+  std::string next_held_;     // the next hold, made before the chunk is handed on (reused)
+  std::uint64_t base_ = 0;    // the absolute offset of held_[0]
+  // The chunk being fed: where it lies, its absolute offset, and its copy once a match in it is to
+  // be starred (it is not the scrubber's to write to).
+  std::string_view chunk_;
+  std::uint64_t chunk_base_ = 0;
+  std::string chunk_copy_;
+  bool copied_ = false;
   MultiMatcher::State state_ = MultiMatcher::kStart;
   std::size_t run_ = 0;       // the length of the trailing run of printable bytes (capped)
   bool starred_ = false;      // whether [star_from_, star_to_] is a run of matched bytes

@@ -205,6 +205,18 @@ class TlsOrigin(HttpOrigin):
         super().__init__(host=host, tls_context=context)
 
 
+class ThreadedOrigin(HttpOrigin):
+    """`handler` (an http.server handler class) served on ORIGIN_HOST, each connection in a thread
+    of its own (harness.HttpOrigin's server); behind TLS when `cert` and `key` are given."""
+
+    def __init__(self, handler, cert=None, key=None, host=ORIGIN_HOST):
+        context = None
+        if cert is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(cert, key)
+        super().__init__(host=host, tls_context=context, handler=handler)
+
+
 def build_go(source, directory, timeout=300):
     """A Go program (`source`: package main, the standard library only) built by Debian's golang-go
     into `directory`/client, offline (GOPATH mode, no module proxy, its cache in `directory`): the
@@ -235,7 +247,7 @@ class _QuietFiles(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-class GitOrigin:
+class GitOrigin(ThreadedOrigin):
     """A bare repository `repo.git` holding one commit (README: `hello from the origin repo`),
     made ready for dumb HTTP (`git update-server-info`) and served by a static http.server on
     ORIGIN_HOST. `hits` counts requests."""
@@ -275,19 +287,7 @@ class GitOrigin:
                 hits.append(self.path)
                 super().do_GET()
 
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-            allow_reuse_address = True
-
-        self.server = Server((ORIGIN_HOST, 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=2)
+        super().__init__(Handler)
 
 
 def wait_gone(pids, timeout=5.0):

@@ -966,7 +966,8 @@ class HttpOrigin:
     """http.server on ORIGIN_HOST in a thread. GET / (a 512-byte body), POST echo (chunked or not),
     /redirect (302), /hop (hop-by-hop headers and a forged x-egress-refused), /slow (X-Delay s)."""
 
-    def __init__(self, host=ORIGIN_HOST, port=0, tls_context=None):
+    def __init__(self, host=ORIGIN_HOST, port=0, tls_context=None, handler=None):
+        # `handler`: another http.server handler class in place of this origin's (a test's own).
         class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             daemon_threads = True
             allow_reuse_address = True
@@ -979,7 +980,7 @@ class HttpOrigin:
                 conn.settimeout(SOCKET_TIMEOUT * 2)
                 return tls_context.wrap_socket(conn, server_side=True), peer
 
-        self.server = Server((host, port), _OriginHandler)
+        self.server = Server((host, port), handler or _OriginHandler)
         self.server.requests = []
         self.host = host
         self.port = self.server.server_address[1]

@@ -15,19 +15,19 @@ import base64
 import http.server
 import json
 import os
-import socketserver
 import ssl
 import threading
 import time
 import unittest
 import urllib.parse
 
-from box_support import make_certificate
+from box_support import ThreadedOrigin, make_certificate
 from control_support import proxy_with_control_fd
-from harness import ORIGIN_HOST, ProxyTestCase, read_http_response, recv_until, wait_until
+from harness import ProxyTestCase, read_http_response, recv_until, wait_until
 from inspect_support import INSPECTOR, connect_tls, curl
 
 VALUE = "sk-scrub-4f1e9a2b7c3d6e5f"  # the secret: no other byte of the session holds it
+LATE = "sk-late-8a7b6c5d4e3f2a1b0c"  # a secret set over the control channel while a stream is open
 PLACEHOLDER_PREFIX = "bxp_api_"
 
 
@@ -50,6 +50,12 @@ class _Reflecting(http.server.BaseHTTPRequestHandler):
         self.send(204, headers=[("Access-Control-Allow-Origin", self.headers.get("Origin", "*")),
                                 ("Access-Control-Allow-Headers",
                                  self.headers.get("Access-Control-Request-Headers", ""))])
+
+    def do_POST(self):
+        # What framing reached the origin: every Content-Length it was sent, and the body.
+        lengths = self.headers.get_all("Content-Length") or []
+        body = self.rfile.read(int(lengths[0])) if lengths else b""
+        return self.send(200, json.dumps({"lengths": lengths, "body": body.decode()}).encode())
 
     def do_GET(self):
         path, _, query = self.path.partition("?")
@@ -112,32 +118,29 @@ class _Reflecting(http.server.BaseHTTPRequestHandler):
                 self.server.next_event.wait(10)
             self.wfile.write(b"0\r\n\r\n")
             return None
+        if path == "/late":  # a stream that, once the test says, quotes a value set after it began
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for event in (b"data: first-event\n\n", f"data: {LATE}\n\n".encode()):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+                self.server.next_event.wait(10)
+            self.wfile.write(b"0\r\n\r\n")
+            return None
         # Anything else: an error page quoting the path ("Cannot GET /v1/...").
         return self.send(404, f"Cannot GET {urllib.parse.unquote(path)}".encode())
 
 
-class ReflectingOrigin:
+class ReflectingOrigin(ThreadedOrigin):
     def __init__(self, cert, key):
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
-
-        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-            daemon_threads = True
-
-            def get_request(self):
-                conn, peer = self.socket.accept()
-                conn.settimeout(10)
-                return context.wrap_socket(conn, server_side=True), peer
-
-        self.server = Server((ORIGIN_HOST, 0), _Reflecting)
+        super().__init__(_Reflecting, cert, key)
         self.server.next_event = threading.Event()
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
 
     def close(self):
         self.server.next_event.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().close()
 
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
@@ -282,6 +285,39 @@ class ScrubTest(ProxyTestCase):
         self.assertEqual(r.body, b"range=None")
         self.assertTrue(wait_until(lambda: any(l.get("inject") == ["Authorization"] for l in self.request_lines()), 5),
                         self.request_lines())
+
+    def test_repeated_equal_content_lengths_reach_the_origin_as_one(self):
+        # SPEC §19a "Framing": an origin (or one in front of it) may read two as a list, or pick
+        # another; different ones are bad framing and never sent.
+        self.tls.sendall(f"POST /lengths HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\nContent-Length: 5\r\n"
+                         "Content-Length: 5\r\n\r\nhello".encode())
+        r = read_http_response(self.tls, method="POST")
+        self.assertEqual(r.status, 200, r.raw_head)
+        self.assertEqual(json.loads(r.body), {"lengths": ["5"], "body": "hello"})
+        self.tls.sendall(f"POST /lengths HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\nContent-Length: 5\r\n"
+                         "Content-Length: 6\r\n\r\nhello!".encode())
+        r = read_http_response(self.tls, method="POST")
+        self.assertEqual(r.status, 400, r.raw_head)
+        self.assertEqual(r.header("x-egress-refused"), "bad framing")
+
+    def test_a_secret_set_while_a_stream_is_open_is_scrubbed_from_what_comes_after(self):
+        self.tls.sendall(f"GET /late HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())
+        head, got = recv_until(self.tls, b"\r\n\r\n", 5)
+        self.assertIn(b" 200 ", head)
+        deadline = time.monotonic() + 5
+        while b"first-event" not in got and time.monotonic() < deadline:
+            got += self.tls.recv(4096)
+        self.assertIn(b"first-event", got)
+        self.assertEqual(self.control.request("secret", name="late", value=LATE)["ok"], True)
+        self.origin.server.next_event.set()  # the origin now quotes the new value, and ends
+        deadline = time.monotonic() + 5
+        while not got.endswith(b"0\r\n\r\n") and time.monotonic() < deadline:
+            piece = self.tls.recv(4096)
+            if not piece:
+                break
+            got += piece
+        self.assertNotIn(LATE.encode(), got)
+        self.assertIn(b"data: " + b"*" * len(LATE), got)
 
     def test_server_sent_events_reach_the_box_one_by_one(self):
         self.tls.sendall(f"GET /events HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())

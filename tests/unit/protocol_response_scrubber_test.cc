@@ -108,6 +108,91 @@ TEST_CASE("scrubber: random texts in random pieces agree with a plain search of 
   }
 }
 
+TEST_CASE("scrubber: texts of pieces of spellings, long values, agree with a plain search of the whole") {
+  // Long values make long windows for the matcher's skip (MultiMatcher::skip_from_start): a text of
+  // halves and pieces of their spellings, hex and base64 digits and bytes above 0x7f puts a
+  // spelling's start at every place within a window, and across pieces.
+  const std::vector<Named> secrets{{"k", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ""},
+                                   {"d", "0123456789abcdef0123456789abcdef01234567", ""}};
+  std::vector<std::string> spellings;
+  for (const Named& s : secrets) {
+    for (const SecretText& spelling : secret_spellings(s.value)) spellings.emplace_back(spelling.view());
+  }
+  const auto patterns = patterns_of(secrets);
+  std::mt19937 random(35);
+  for (int round = 0; round < 300; ++round) {
+    std::string text;
+    for (int part = static_cast<int>(random() % 30); part > 0; --part) {
+      const std::string& spelling = spellings[random() % spellings.size()];
+      switch (random() % 5) {
+        case 0: text += spelling; break;
+        case 1: text += spelling.substr(0, spelling.size() / 2) + spelling; break;
+        case 2: text += spelling.substr(random() % spelling.size(), random() % spelling.size()); break;
+        case 3: for (int i = static_cast<int>(random() % 60); i > 0; --i) text += "0123456789abcdefXY/+=\" "[random() % 23]; break;
+        default: for (int i = static_cast<int>(random() % 8); i > 0; --i) text += static_cast<char>(random() % 256); break;
+      }
+    }
+    std::vector<std::size_t> cuts;
+    for (std::size_t at = random() % 50; at < text.size(); at += 1 + random() % (round % 2 == 0 ? 7 : 400)) {
+      cuts.push_back(at);
+    }
+    ResponseScrubber scrubber(patterns);
+    CAPTURE(round);
+    CHECK(fed(scrubber, text, cuts) == starred_reference(text, secrets));
+  }
+}
+
+namespace {
+
+// A sink that tells how the scrubber gave its output: bytes passed where they lay, or added.
+struct RecordingSink final : BodySink {
+  std::string_view piece;
+  std::size_t at = 0;
+  std::string out;
+  std::size_t passed = 0;
+  std::size_t added = 0;
+  void add(std::string_view bytes) override {
+    out.append(bytes);
+    added += bytes.size();
+  }
+  void pass(std::size_t count) override {
+    out.append(piece.substr(at, count));
+    at += count;
+    passed += count;
+  }
+  void drop(std::size_t count) override { at += count; }
+};
+
+}  // namespace
+
+TEST_CASE("scrubber: a body that holds no spelling is passed where it lies; one that does is starred") {
+  const auto patterns = patterns_of({kGithub, kDb});
+  std::string body;
+  while (body.size() < 16384) body += "{\"id\":\"0a1b2c3d4e5f60718293a4b5c6d7e8f9\",\"note\":\"the box and the origin\"},\n";
+  ResponseScrubber scrubber(patterns);
+  RecordingSink sink;
+  for (std::size_t at = 0; at < body.size(); at += 4096) {
+    sink.piece = std::string_view(body).substr(at, 4096);
+    sink.at = 0;
+    scrubber.feed(sink.piece, sink);
+    CHECK(sink.at == sink.piece.size());  // every byte of the piece passed, or dropped (held)
+  }
+  scrubber.flush(sink.out);
+  CHECK(sink.out == body);
+  // Only what was held at each piece's end was copied: at most the hold limit a piece.
+  CHECK(sink.added <= 4 * patterns->hold_limit());
+  CHECK(sink.passed + sink.added == body.size());
+
+  const std::string leaked = "{\"echo\":\"" + kGithub.value + "\"}\n" + body.substr(0, 4000);
+  ResponseScrubber again(patterns);
+  RecordingSink starred;
+  starred.piece = leaked;
+  again.feed(leaked, starred);
+  again.flush(starred.out);
+  CHECK(starred.out == starred_reference(leaked, {kGithub}));
+  CHECK(again.found().names() == std::vector<std::string>{"github"});
+}
+
 TEST_CASE("scrubber: interleaved and overlapping secrets are all starred, and each is named once") {
   const Named left{"left", "abcdefghijklmn", ""};
   const Named right{"right", "ijklmnopqrstuvwx", ""};

@@ -173,7 +173,7 @@ TEST_CASE("the help is made from the table: every listed row, its range, repetit
   // No line is wider than a terminal, and a default is never split across lines.
   const OptionTable wide("wide", {OptionSpec{.name = "long-option-name-here", .kind = OptionKind::value,
                                              .value_name = "SOME=VALUE[,VALUE]...",
-                                             .help = std::string(30, 'w') + " " + std::string(30, 'v') + " tail",
+                                             .help = "wwwwwwwwwwwwwwwwwwwwwwwwwwwwww vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv tail",
                                              .default_text = "the system's choice"}});
   const std::string wide_help = wide.options_help();
   CAPTURE(wide_help);

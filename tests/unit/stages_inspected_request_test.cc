@@ -320,3 +320,16 @@ TEST_CASE("placeholders: misdirected before the rules; swapped once allowed; a s
   CHECK(class_of(judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed)) ==
         "secret missing");
 }
+
+TEST_CASE("repeated equal Content-Lengths go on as one; different ones are bad framing (SPEC §19a)") {
+  InspectEndpoint posts = endpoint_of("api.example");
+  posts.rules = std::vector<InspectRule>{rule("POST", "/**")};
+  auto judged = judge("POST /x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 5\r\ncontent-length: 5\r\n"
+                      "X-A: 1\r\nContent-Length: 5\r\n\r\n",
+                      posts);
+  CHECK(class_of(judged) == "ok");
+  CHECK(judged.framing.length == 5);
+  CHECK(judged.upstream_head == "POST /x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 5\r\nX-A: 1\r\n\r\n");
+  judged = judge("POST /x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", posts);
+  CHECK(class_of(judged) == "bad framing");
+}

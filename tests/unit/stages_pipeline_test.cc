@@ -294,6 +294,22 @@ TEST_CASE("coding: on an endpoint with a credential, TRACE and other upgrades de
   endpoint.inject = {{"Authorization", "Bearer {key}"}};
   RequestContext traced(trace.head, endpoint, origin, no_secrets(), nullptr);
   CHECK(stage.on_request(traced).reason == Reason::request_denied);
+  // Any case (an origin may read "trace" as TRACE), on an endpoint that only swaps, in report mode
+  // too; a method that merely begins so is not TRACE.
+  InspectEndpoint swaps = endpoint_of("api.example");
+  swaps.secrets = {"key"};
+  swaps.mode = InspectMode::report;
+  for (const char* line : {"trace / HTTP/1.1", "Trace / HTTP/1.1", "TRACEX / HTTP/1.1"}) {
+    CAPTURE(line);
+    const Head head(std::string(line) + "\r\nHost: api.example\r\n\r\n");
+    RequestContext context(head.head, swaps, origin, no_secrets(), nullptr);
+    const StageVerdict verdict = stage.on_request(context);
+    if (std::string_view(line).starts_with("TRACEX")) {
+      CHECK(verdict.action == StageVerdict::Action::proceed);
+    } else {
+      CHECK(verdict.reason == Reason::request_denied);
+    }
+  }
   const Head h2c("GET / HTTP/1.1\r\nHost: api.example\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n");
   RequestContext upgraded(h2c.head, endpoint, origin, no_secrets(), nullptr);
   CHECK(stage.on_request(upgraded).reason == Reason::request_denied);
