@@ -101,7 +101,9 @@ EVERY_BLOCK = (
     (MANUAL, '{"event":"stats","open":1,"used":17', "run here: test_the_json_samples"),
     (MANUAL, '{"event":"log-dropped","n":1342}', "run here: test_the_json_samples"),
     (MANUAL, '{"op":"inspect","id":7,"set":', "run here: test_the_inspect_op"),
-    (MANUAL, '{"event":"ask","ask":K', "not run: a template (K, N stand for values)"),
+    (MANUAL, '{"event":"ask","ask":K,"host"', "not run: a template (K, N stand for values)"),
+    (MANUAL, '{"event":"ask","ask":K,"kind":"request"', "not run: a template (K, N stand for values); "
+     "test_inspect_ask reads the event itself"),
     (MANUAL, "confinement refused system call 59",
      "not run: needs a system call the filter refuses; test_confine asserts the line's form"),
     (MANUAL, "<address as it would be dialled", "not run: a template"),
