@@ -22,6 +22,7 @@
 #include "proxy/event_owners.h"
 #include "proxy/fd_channel.h"
 #include "proxy/loop_pass_closer.h"
+#include "proxy/timer.h"
 #include "proxy/inspector_messages.h"
 
 namespace boxproxy {
@@ -64,6 +65,7 @@ class InspectorLink {
   static void on_closed(void* self) noexcept;
   void route(ChannelMessage message) noexcept;
   void broken(std::string_view why) noexcept;
+  static void on_teardown(void* self) noexcept;
 
   DecisionLog& log_;
   FdChannel channel_;
@@ -71,6 +73,10 @@ class InspectorLink {
   std::unordered_map<ConnectionId, ClientConnection*> held_;
   LoopPassCloser closer_;  // serve's copies of the sockets sent to the inspector
   std::vector<std::string> secret_names_;  // the secrets set in the inspector (never their values)
+  // Ends the connections held when the channel broke, on the loop's next pass: broken() is called
+  // from inside a connection's own call (answer, dialled) and from loops over many connections (an
+  // ask's waiters), which must not see a connection deleted under them.
+  Timer teardown_;
 };
 
 }  // namespace boxproxy

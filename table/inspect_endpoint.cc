@@ -219,15 +219,27 @@ std::optional<std::string> check_inspect_endpoint(const InspectEndpoint& endpoin
                        "that domain registers included, would get the credential); name each host instead",
                        entry_text(endpoint.host), keys.front());
   }
-  // The signer replaces Authorization after injection: an injected one would be dropped unseen,
-  // and which of the two the operator meant is not a guess to make.
+  // The signer sets Authorization, X-Amz-Date, X-Amz-Security-Token and X-Amz-Content-Sha256
+  // after injection: an injected Authorization would be dropped unseen, an injected X-Amz-* would
+  // go as a second copy beside the signer's (found in review), and which the operator meant is not
+  // a guess to make.
   if (endpoint.sign) {
     for (const auto& [header, unused] : endpoint.inject) {
       if (iequals(header, "authorization")) {
         return fmt::format("\"{}\" has \"sign\" and \"inject\" of \"{}\"; the signature is the Authorization header, "
                            "give one of them", entry_text(endpoint.host), header);
       }
+      if (is_signer_replaced_header(header)) {
+        return fmt::format("\"{}\" has \"sign\" and \"inject\" of \"{}\", which the signer sets itself; give one of "
+                           "them", entry_text(endpoint.host), header);
+      }
     }
+  }
+  // Report mode sends a request the rules deny on: with "ask", a box would pass the supervisor by
+  // choosing a path the rules deny (found in review), so the two do not go together.
+  if (endpoint.mode == InspectMode::report && asks_about_requests(endpoint)) {
+    return fmt::format("\"{}\" is in report mode and asks (\"ask\"); a request its rules deny would go on unasked: "
+                       "give one of them", entry_text(endpoint.host));
   }
   return std::nullopt;
 }

@@ -399,6 +399,9 @@ void InspectedConnection::abandon_h2_exchange() {
     origin_state_ = Origin::gone;
   }
   if (exchange_open()) record_exchange();  // its line, as it stands (status 0 when no answer began)
+  // An answer to the stream's ask that came before the box reset it is the stream's alone: left,
+  // it would be taken for the next stream's (found in review).
+  ask_answer_.reset();
   h2_->abandon_current();
   if (phase_ == Phase::exchanging || phase_ == Phase::waiting_upstream || phase_ == Phase::refusing ||
       phase_ == Phase::holding_body) {

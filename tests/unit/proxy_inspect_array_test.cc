@@ -208,6 +208,20 @@ TEST_CASE("SPEC §20's sign: read, written back, and its usage errors") {
        R"(tenant of that domain registers included, would get the credential); name each host instead)");
   says(R"([{"host": "a.test", "inject": {"authorization": "x {t}"}, "sign": {"aws-sigv4": {"access_key_id": "{k}", "secret_access_key": "{s}", "services": ["s3"]}}}])",
        R"([0]: "a.test:443" has "sign" and "inject" of "authorization"; the signature is the Authorization header, give one of them)");
+  // The other headers the signer sets: an injected copy would go beside the signer's.
+  says(R"([{"host": "a.test", "inject": {"X-Amz-Date": "{t}"}, "sign": {"aws-sigv4": {"access_key_id": "{k}", "secret_access_key": "{s}", "services": ["s3"]}}}])",
+       R"([0]: "a.test:443" has "sign" and "inject" of "X-Amz-Date", which the signer sets itself; give one of them)");
+}
+
+TEST_CASE("report mode and \"ask\" do not go together: a denied request would go on unasked") {
+  const auto says = [](const char* text, const std::string& expected) {
+    CAPTURE(text);
+    CHECK(error_of(json::parse(text)) == kLabel + expected);
+  };
+  says(R"([{"host": "a.test", "mode": "report", "ask": true}])",
+       R"([0]: "a.test:443" is in report mode and asks ("ask"); a request its rules deny would go on unasked: give one of them)");
+  says(R"([{"host": "a.test", "mode": "report", "rules": [{"method": "GET", "path": "/x", "ask": true}]}])",
+       R"([0]: "a.test:443" is in report mode and asks ("ask"); a request its rules deny would go on unasked: give one of them)");
 }
 
 TEST_CASE("SPEC §20's \"ask\": on an endpoint and on a rule, read and written back; never on a deny entry") {
