@@ -17,6 +17,7 @@ import ssl
 import struct
 import subprocess
 import tempfile
+import time
 import threading
 
 from box_support import TlsOrigin, make_certificate
@@ -436,6 +437,23 @@ class CutOrigin:
 # An HTTP/2 origin (SPEC §19, HTTP/2 toward the origin): Debian's python3-h2, server side
 
 
+
+def linger_until_peer_reads(sock, most_seconds=2.0):
+    """Half-closes `sock` and reads until the peer closes (at most `most_seconds`), so that closing
+    never resets a connection with unread bytes in it: Linux answers a close with unread data by
+    RST, and a peer that had not yet read what was sent before it loses it (an h2 origin's answer
+    then GOAWAY was lost that way under load, before the proxy read it)."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(most_seconds)
+        deadline = time.monotonic() + most_seconds
+        for _ in range(1000):
+            if time.monotonic() > deadline or not sock.recv(65536):
+                break
+    except (OSError, ssl.SSLError):
+        pass
+
+
 class H2Origin:
     """A TLS origin on ORIGIN_HOST that offers only "h2" by ALPN and answers with python3-h2, one
     thread per connection. It records every request it receives ({"method", "path", "headers"
@@ -567,5 +585,6 @@ class H2Origin:
         if path.startswith("/goaway"):
             conn.close_connection(last_stream_id=sid)
             tls.sendall(conn.data_to_send())
+            linger_until_peer_reads(tls)
             return True
         return False
