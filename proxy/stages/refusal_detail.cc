@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "table/host_list.h"
 
 namespace boxproxy {
@@ -40,7 +42,9 @@ std::string rules_text(const std::vector<InspectRule>& rules, std::size_t budget
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const std::string one = rule_text(rules[i]);
     if (!out.empty() && out.size() + one.size() + 2 > budget) {
-      out += "; and " + std::to_string(rules.size() - i) + " more";
+      // One format string: " more" appended alone is stored as the immediates " mor" and "e",
+      // which lintian reads as a misspelling in the binary.
+      out += fmt::format("; and {} more", rules.size() - i);
       break;
     }
     if (!out.empty()) out += "; ";
