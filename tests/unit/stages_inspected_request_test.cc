@@ -10,24 +10,15 @@
 #include <variant>
 
 #include "proxy/stages/inspected_request.h"
+#include "stages_test_support.h"
 #include "map_secrets.h"
 #include "table/reason.h"
 
 using namespace boxproxy;
+using testing::endpoint_of;
+using testing::rule;
 
 namespace {
-
-InspectEndpoint endpoint_of(std::string_view entry) {
-  auto parsed = parse_inspect_entry(entry);
-  if (const auto* error = std::get_if<std::string>(&parsed)) FAIL(*error);
-  return std::get<InspectEndpoint>(parsed);
-}
-
-InspectRule rule(std::string_view method, std::string_view path) {
-  auto made = make_inspect_rule(method, path, std::nullopt);
-  if (const auto* error = std::get_if<std::string>(&made)) FAIL(*error);
-  return std::get<InspectRule>(made);
-}
 
 // api.example:443 reading /repos/acme/** only; deleting anything denied.
 InspectEndpoint acme_endpoint(InspectMode mode = InspectMode::enforce) {

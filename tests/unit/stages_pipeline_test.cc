@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "map_secrets.h"
+#include "stages_test_support.h"
 #include "proxy/stages/ask_stage.h"
 #include "proxy/stages/coding_stage.h"
 #include "proxy/stages/framing_stage.h"
@@ -21,6 +22,9 @@
 #include "proxy/stages/swap_stage.h"
 
 using namespace boxproxy;
+using testing::endpoint_of;
+using testing::rule;
+using testing::Head;
 using testing::MapSecrets;
 
 namespace {
@@ -39,34 +43,11 @@ struct Scripted final : RequestStage {
   }
 };
 
-InspectEndpoint endpoint_of(std::string_view entry) {
-  auto parsed = parse_inspect_entry(entry);
-  if (const auto* error = std::get_if<std::string>(&parsed)) FAIL(*error);
-  return std::get<InspectEndpoint>(parsed);
-}
-
-InspectRule rule(std::string_view method, std::string_view path) {
-  auto made = make_inspect_rule(method, path, std::nullopt);
-  if (const auto* error = std::get_if<std::string>(&made)) FAIL(*error);
-  return std::get<InspectRule>(made);
-}
-
 DecidedOrigin api_origin() {
   auto parsed = parse_host("api.example", 443);
   REQUIRE(std::holds_alternative<Target>(parsed));
   return DecidedOrigin{std::get<Target>(parsed), 443};
 }
-
-// A parsed head that owns its text.
-struct Head {
-  std::string text;
-  RequestHead head;
-  explicit Head(std::string t) : text(std::move(t)) {
-    const auto parsed = parse_request_head(text, 65536);
-    REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
-    head = *parsed.value;
-  }
-};
 
 std::string words(const std::vector<TraceEntry>& trace) {
   std::string out;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "map_secrets.h"
+#include "stages_test_support.h"
 #include "proxy/stages/inject_stage.h"
 #include "proxy/stages/inspected_request.h"
 #include "proxy/stages/request_signer.h"
@@ -18,19 +19,10 @@
 #include "proxy/stages/sign_stage.h"
 
 using namespace boxproxy;
+using testing::Head;
 using testing::MapSecrets;
 
 namespace {
-
-struct Head {
-  std::string text;
-  RequestHead head;
-  explicit Head(std::string t) : text(std::move(t)) {
-    const auto parsed = parse_request_head(text, 65536);
-    REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
-    head = *parsed.value;
-  }
-};
 
 InspectEndpoint signing_endpoint() {
   auto parsed = parse_inspect_entry("s3.example");
