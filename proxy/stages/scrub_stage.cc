@@ -12,10 +12,15 @@ void ScrubStage::on_head(std::string& text) {
 }
 
 void ScrubStage::renew(std::shared_ptr<const ScrubPatterns> patterns, std::string& out) {
-  body_.flush(out);
+  std::string tail;  // what the old set held back, its own matches starred
+  body_.flush(tail);
   for (const std::string& name : body_.found().names()) heads_found_.add(name);
   patterns_ = std::move(patterns);
   body_ = ResponseScrubber(patterns_);
+  // The tail goes through the new set, not straight out: a value set now whose spelling begins in
+  // the tail and ends in the next bytes would otherwise leave with its first part in clear (and a
+  // kept secret's spelling begun there is still caught as it completes).
+  body_.feed(tail, out);
 }
 
 void ScrubStage::trace(std::vector<TraceEntry>& out) const {

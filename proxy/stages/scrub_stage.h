@@ -18,10 +18,10 @@ class ScrubStage final : public ResponseStage {
  public:
   explicit ScrubStage(std::shared_ptr<const ScrubPatterns> patterns);
 
-  // The session's secrets changed while the response streams: what is held goes to `out` (searched
-  // for the old set), and every byte from here on is searched for `patterns` (null: none), so a
-  // value set while a stream is open is caught in what comes after (its trace keeps every name
-  // found so far).
+  // The session's secrets changed while the response streams: every byte from here on, and what
+  // the old set held back, is searched for `patterns` (null: none), so a value set while a stream
+  // is open is caught in what comes after, even one begun in the held bytes; what can no longer
+  // be part of a match goes to `out` (its trace keeps every name found so far).
   void renew(std::shared_ptr<const ScrubPatterns> patterns, std::string& out);
   [[nodiscard]] const ScrubPatterns* patterns() const noexcept { return patterns_.get(); }
 
