@@ -69,7 +69,7 @@ int H2Front::on_begin_headers(nghttp2_session* session, const nghttp2_frame* fra
   const std::int32_t id = frame->hd.stream_id;
   // More open streams than announced (a box that did not wait for our SETTINGS, or ignores them):
   // refused, and nothing is kept for it.
-  if (f->streams_.size() >= kH2MaxStreams || f->going_away_) {
+  if (f->streams_.size() >= kH2MaxStreams || f->state_ != SessionState::open) {
     nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, id, NGHTTP2_REFUSED_STREAM);
     return 0;
   }
@@ -85,29 +85,24 @@ int H2Front::on_begin_headers(nghttp2_session* session, const nghttp2_frame* fra
   return 0;
 }
 
-int H2Front::on_header(nghttp2_session* session, const nghttp2_frame* frame, const std::uint8_t* name,
+int H2Front::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
                        std::size_t name_length, const std::uint8_t* value, std::size_t value_length, std::uint8_t,
                        void* self) noexcept {
   auto* f = static_cast<H2Front*>(self);
   Stream* stream = f->find(frame->hd.stream_id);
   // Unknown (refused above) or trailers (after the head: dropped, as the HTTP/1.1 side drops a
   // request's, since they would arrive after the head was judged and injected).
-  if (stream == nullptr || stream->head_done || stream->dropped) return 0;
+  if (stream == nullptr || stream->state != RequestState::listing) return 0;
   // Each field counts kH2FieldOverhead besides its name and value, as SETTINGS_MAX_HEADER_LIST_SIZE
   // does (and its std::vector entry costs): else a list of empty fields, one HPACK byte each,
   // would hold ~64 bytes for each byte counted.
   const std::size_t bytes = name_length + value_length + kH2FieldOverhead;
   stream->head_bytes += bytes;
-  if (stream->head_bytes > f->max_head_bytes_) stream->too_large = true;
-  if (stream->too_large) return 0;  // answered 431 when the head ends; nothing more is kept
-  // Every stream's held head counts against one bound: past it, this one is refused (the box may
-  // try it again once others are served).
-  // It is marked, not just reset: the reset goes out later, and its list, cut short here, must
-  // never be served as if whole when its HEADERS end.
+  if (stream->head_bytes > f->max_head_bytes_) stream->flag(ListFlaw::too_large);
+  if (stream->flaw == ListFlaw::too_large) return 0;  // answered 431 when the head ends; nothing more is kept
+  // Every stream's held head counts against one bound: past it, this one is refused (drop_stream).
   if (f->held_head_bytes_ + bytes > kH2HeldHeadFactor * f->max_head_bytes_) {
-    nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_REFUSED_STREAM);
-    stream->dropped = true;
-    f->release_head(*stream);
+    f->drop_stream(frame->hd.stream_id, *stream);
     return 0;
   }
   try {
@@ -129,7 +124,7 @@ int H2Front::on_header(nghttp2_session* session, const nghttp2_frame* frame, con
 int H2Front::on_invalid_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t*, std::size_t,
                                const std::uint8_t*, std::size_t, std::uint8_t, void* self) noexcept {
   Stream* stream = static_cast<H2Front*>(self)->find(frame->hd.stream_id);
-  if (stream != nullptr && !stream->head_done) stream->malformed = true;
+  if (stream != nullptr && stream->state == RequestState::listing) stream->flag(ListFlaw::malformed);
   return 0;
 }
 
@@ -139,12 +134,11 @@ int H2Front::on_frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* s
   if (stream == nullptr) return 0;
   const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
   try {
-    if (frame->hd.type == NGHTTP2_HEADERS && !stream->head_done) {
-      stream->end_stream = end;
-      f->head_ended(frame->hd.stream_id, *stream);
-    } else if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) && end) {
-      stream->end_stream = true;
+    const bool headers = frame->hd.type == NGHTTP2_HEADERS;
+    if (end && (headers || frame->hd.type == NGHTTP2_DATA) && stream->box == BoxSide::open) {
+      stream->box = BoxSide::ended;
     }
+    if (headers && stream->state == RequestState::listing) f->head_ended(frame->hd.stream_id, *stream);
   } catch (...) {
     return NGHTTP2_ERR_CALLBACK_FAILURE;
   }
@@ -158,7 +152,7 @@ int H2Front::on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t 
   // The connection's window is opened at once for every byte (the stream's window bounds what is
   // held); a stream that will not be served has its own opened too, its bytes dropped.
   nghttp2_session_consume_connection(session, length);
-  if (stream == nullptr || !stream->request || stream->body_fed) {
+  if (stream == nullptr || (stream->state != RequestState::waiting && stream->state != RequestState::head_fed)) {
     nghttp2_session_consume_stream(session, id, length);
     return 0;
   }
@@ -171,10 +165,10 @@ int H2Front::on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t, v
   Stream* stream = f->find(id);
   if (stream == nullptr) return 0;
   f->release_head(*stream);
-  stream->closed = true;
+  stream->box = stream->box == BoxSide::ended ? BoxSide::closed : BoxSide::cut;
   // The stream being served stays until its exchange ends (the HTTP/1.1 side still reads its
   // request); any other goes now.
-  if (id != f->current_) {
+  if (id != f->serving_.id) {
     std::erase(f->waiting_, id);
     f->streams_.erase(id);
   }
@@ -189,7 +183,7 @@ ssize_t H2Front::read_answer(nghttp2_session* session, std::int32_t id, std::uin
   if (stream == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   const int n = evbuffer_remove(stream->out.get(), buffer, length);
   if (n < 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  if (evbuffer_get_length(stream->out.get()) == 0 && stream->answer_done) {
+  if (evbuffer_get_length(stream->out.get()) == 0 && stream->answer == AnswerState::whole) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     if (!stream->trailers.empty()) {
       // The answer's trailers (gRPC's status) end the stream as trailing HEADERS instead of the
@@ -219,7 +213,7 @@ ssize_t H2Front::read_answer(nghttp2_session* session, std::int32_t id, std::uin
 H2Front::Pumped H2Front::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
   Pumped out;
   const std::size_t length = evbuffer_get_length(from);
-  if (over_) {
+  if (over()) {
     evbuffer_drain(from, length);  // nothing the box sends is read once the session is over
   } else if (length > 0) {
     const unsigned char* data = evbuffer_pullup(from, static_cast<ev_ssize_t>(length));
@@ -231,17 +225,17 @@ H2Front::Pumped H2Front::pump(evbuffer* from, evbuffer* to, std::size_t to_bound
       nghttp2_session_terminate_session(session_.get(), taken == NGHTTP2_ERR_FLOODED ? NGHTTP2_ENHANCE_YOUR_CALM
                                                                                     : NGHTTP2_PROTOCOL_ERROR);
       evbuffer_drain(from, length);
-      over_ = true;
+      close(SessionState::over);
     } else {
       evbuffer_drain(from, static_cast<std::size_t>(taken));
       out.progress = true;
     }
   }
-  if (!over_ && serve()) out.progress = true;
-  if (broken_ && !over_) {
+  if (!over() && serve()) out.progress = true;
+  if (broken()) {
     // The HTTP/1.1 side cannot go on: the box is told the session ended by our side's fault.
     nghttp2_session_terminate_session(session_.get(), NGHTTP2_INTERNAL_ERROR);
-    over_ = true;
+    close(SessionState::over);
   }
   while (evbuffer_get_length(to) < to_bound) {
     const std::uint8_t* frames = nullptr;
@@ -255,24 +249,24 @@ H2Front::Pumped H2Front::pump(evbuffer* from, evbuffer* to, std::size_t to_bound
     out.progress = true;
   }
   if (nghttp2_session_want_read(session_.get()) == 0 && nghttp2_session_want_write(session_.get()) == 0) {
-    over_ = true;  // GOAWAY both ways, and nothing left to say
+    close(SessionState::over);  // GOAWAY both ways, and nothing left to say
   }
-  if (over_) out.alive = false;
-  out.abandon = abandon_;
+  if (over()) out.alive = false;
+  out.abandon = serving_.state == ExchangeState::abandoned;
   return out;
 }
 
 void H2Front::abandon_current() noexcept {
-  abandon_ = false;
   evbuffer_drain(requests_.get(), evbuffer_get_length(requests_.get()));
   evbuffer_drain(answers_.get(), evbuffer_get_length(answers_.get()));
-  streams_.erase(current_);  // closed already (that is why): nghttp2 holds nothing of it
-  current_ = 0;
+  streams_.erase(serving_.id);  // closed already (that is why): nghttp2 holds nothing of it
+  serving_.id = 0;
+  serving_.state = ExchangeState::going;
 }
 
 void H2Front::go_away() noexcept {
-  if (going_away_ || over_) return;
-  going_away_ = true;
+  if (state_ != SessionState::open) return;
+  close(SessionState::going_away);
   // The last stream named is the last one answered or sent on: those still waiting were never
   // acted on, and the box may send them again on another connection (RFC 9113 §6.8).
   nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE, last_served_, NGHTTP2_NO_ERROR, nullptr, 0);
@@ -282,7 +276,7 @@ bool H2Front::wants_read() const noexcept { return nghttp2_session_want_read(ses
 
 bool H2Front::flushed() const noexcept {
   if (nghttp2_session_want_write(session_.get()) != 0) return false;
-  if (over_) return true;  // no answer will be read any more
+  if (over()) return true;  // no answer will be read any more
   for (const auto& [id, stream] : streams_) {
     if (stream.out && evbuffer_get_length(stream.out.get()) > 0) return false;
   }

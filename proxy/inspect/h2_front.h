@@ -37,6 +37,7 @@
 #include <event2/buffer.h>
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -101,7 +102,7 @@ class H2Front {
   [[nodiscard]] Pumped pump(evbuffer* from, evbuffer* to, std::size_t to_bound);
   // The connection finished the exchange whose request it read last: an answer read to the
   // origin's close (no length, not chunked) ends here.
-  void exchange_ended() noexcept { exchange_ended_ = true; }
+  void exchange_ended() noexcept { serving_.state = std::max(serving_.state, ExchangeState::ended); }
   // Forgets the stream being served (after Pumped::abandon): both HTTP/1.1 buffers are emptied and
   // the next stream waiting is served.
   void abandon_current() noexcept;
@@ -114,13 +115,13 @@ class H2Front {
   // box has reset it meanwhile (it is gone).
   [[nodiscard]] bool resume(std::int32_t id);
   // The stream whose request requests() carries (0: none).
-  [[nodiscard]] std::int32_t current() const noexcept { return current_; }
+  [[nodiscard]] std::int32_t current() const noexcept { return serving_.id; }
   // Whether stream `id` is still open here (not reset by the box, not finished).
   [[nodiscard]] bool holds(std::int32_t id) const noexcept { return streams_.contains(id); }
   // No more streams: GOAWAY naming the last one taken (the connection is closing).
   void go_away() noexcept;
   // Nothing more is served or answered: what the box sends from now on is read and dropped.
-  void stop() noexcept { over_ = true; }
+  void stop() noexcept { close(SessionState::over); }
   // Whether the box's bytes are wanted (nghttp2 wants them; what they would add is bounded).
   [[nodiscard]] bool wants_read() const noexcept;
   // Nothing left to write to the box: no frame queued, no answer byte held.
@@ -136,28 +137,81 @@ class H2Front {
   [[nodiscard]] Held held() const noexcept;
 
  private:
+  // Where a stream's request is, from its first HEADERS to the HTTP/1.1 side; it only moves on.
+  enum class RequestState : std::uint8_t {
+    listing,   // its header list is coming (HEADERS, CONTINUATION)
+    // Never served: answered here (400, 431: refuse_stream), or reset with REFUSED_STREAM because
+    // the heads held would pass their bound (its list, cut short, must never pass as whole).
+    refused,
+    waiting,   // translated: waits its turn (in waiting_, or parked)
+    head_fed,  // its head is in requests(); its body follows
+    fed,       // the whole request (last chunk too) is in requests()
+  };
+  // What is wrong with a list still coming; only worse (too_large wins when its HEADERS end).
+  enum class ListFlaw : std::uint8_t {
+    none,
+    malformed,  // nghttp2 found a field invalid: 400
+    too_large,  // its list passed max_head_bytes: 431, and nothing more of it is kept
+  };
+  // The box's half of the stream, as nghttp2 reports it; only moves on.
+  enum class BoxSide : std::uint8_t {
+    open,    // more may come from the box
+    ended,   // its END_STREAM came: the request is whole on the wire
+    closed,  // nghttp2 closed the stream, after the box's END_STREAM
+    cut,     // nghttp2 closed it before the box's END_STREAM (a reset, either way)
+  };
+  // The answer on the stream.
+  enum class AnswerState : std::uint8_t {
+    none,       // no HEADERS submitted
+    streaming,  // HEADERS submitted; more DATA is to come into `out`
+    whole,      // HEADERS submitted, and every DATA byte is in `out`
+  };
   struct Stream {
     std::vector<H2Field> fields;
-    std::size_t head_bytes = 0;   // of its list (names and values)
-    std::size_t held_bytes = 0;   // of those, held and counted against the connection's bound
-    bool too_large = false;       // its list passed max_head_bytes: 431
-    bool malformed = false;       // nghttp2 found a field invalid: 400
-    bool dropped = false;         // reset (REFUSED_STREAM) while its list came: never served
-    bool head_done = false;       // HEADERS (and CONTINUATION) ended
-    bool end_stream = false;      // the box's side ended (END_STREAM)
-    bool closed = false;          // nghttp2 closed it (either way)
+    std::size_t head_bytes = 0;  // of its list (names and values)
+    std::size_t held_bytes = 0;  // of those, held and counted against the connection's bound
+    RequestState state = RequestState::listing;
+    ListFlaw flaw = ListFlaw::none;
+    BoxSide box = BoxSide::open;
     std::optional<H2Request> request;  // translated, waiting or being served
-    EvBufferPtr body;             // DATA received, not yet passed on
-    std::size_t fed_head = 0;     // 0: the head is not in requests() yet
-    bool body_fed = false;        // the whole request (last chunk too) is in requests()
-    std::uint64_t body_left = 0;  // with a content-length: bytes still to come
+    EvBufferPtr body;                  // DATA received, not yet passed on
+    std::uint64_t body_left = 0;       // with a content-length: bytes still to come
     // The answer.
-    EvBufferPtr out;              // DATA to send
-    bool answered = false;        // HEADERS submitted
-    bool answer_done = false;     // every DATA byte is in `out`
-    std::string method;           // for the answer's framing (HEAD)
+    EvBufferPtr out;  // DATA to send
+    AnswerState answer = AnswerState::none;
+    std::string method;             // for the answer's framing (HEAD)
     std::vector<H2Field> trailers;  // a chunked answer's trailers (filtered), sent as trailing HEADERS
-    EvBufferPtr parked;           // SPEC §20: its request as fed, taken back while it waits for an answer
+    EvBufferPtr parked;             // SPEC §20: its request as fed, taken back while it waits for an answer
+
+    void flag(ListFlaw worse) noexcept { flaw = std::max(flaw, worse); }
+    [[nodiscard]] bool box_ended() const noexcept { return box == BoxSide::ended || box == BoxSide::closed; }
+    [[nodiscard]] bool gone() const noexcept { return box >= BoxSide::closed; }
+  };
+  // What the session can still do; it only ever gets worse (close).
+  enum class SessionState : std::uint8_t {
+    open,        // new streams are taken
+    going_away,  // our GOAWAY is queued: no new stream is taken; those taken are served
+    // The HTTP/1.1 side cannot go on: a stream's body passed or fell short of its length (half a
+    // request went up), or an answer that cannot be read. Only ever seen inside pump, which ends
+    // the session (GOAWAY INTERNAL_ERROR) before it returns.
+    broken,
+    over,  // nothing more is served or answered: only frames already queued still go out
+  };
+  // The exchange being served: the connection's, one at a time.
+  enum class ExchangeState : std::uint8_t {
+    going,  // the connection reads its request and writes its answer
+    ended,  // the connection finished it: an answer read to the origin's close (no length, not chunked) ends here
+    // The box reset the stream before its whole request went on: the connection must abandon the
+    // exchange (Pumped::abandon, abandon_current) before anything else is served.
+    abandoned,
+  };
+  struct Serving {
+    std::int32_t id = 0;  // the stream whose request the connection reads (0: none)
+    ExchangeState state = ExchangeState::going;
+    // Its answer's framing, read from its HTTP/1.1 head.
+    BodyFraming framing;
+    ChunkedDecoder chunks;
+    std::uint64_t left = 0;
   };
   H2Front(std::size_t max_head_bytes, Hooks hooks) noexcept : max_head_bytes_(max_head_bytes), hooks_(hooks) {}
   [[nodiscard]] bool init() noexcept;
@@ -178,7 +232,9 @@ class H2Front {
   void head_ended(std::int32_t id, Stream& stream);
   void refuse_stream(std::int32_t id, Stream& stream, const std::string& method, const std::string& path,
                      Reason refusal);
-  void submit_answer(std::int32_t id, Stream& stream, unsigned status, const std::vector<nghttp2_nv>& headers);
+  void drop_stream(std::int32_t id, Stream& stream) noexcept;
+  void submit_answer(std::int32_t id, Stream& stream, unsigned status, const std::vector<nghttp2_nv>& headers,
+                     bool whole);
   [[nodiscard]] bool serve();
   [[nodiscard]] bool feed_current(Stream& stream);
   [[nodiscard]] bool read_answer_head(Stream& stream);
@@ -186,6 +242,9 @@ class H2Front {
   void finish_current();
   void release_head(Stream& stream) noexcept;
   [[nodiscard]] Stream* find(std::int32_t id) noexcept;
+  void close(SessionState to) noexcept { state_ = std::max(state_, to); }
+  [[nodiscard]] bool broken() const noexcept { return state_ == SessionState::broken; }
+  [[nodiscard]] bool over() const noexcept { return state_ == SessionState::over; }
 
   std::size_t max_head_bytes_;
   Hooks hooks_;
@@ -194,20 +253,10 @@ class H2Front {
   EvBufferPtr answers_;
   std::map<std::int32_t, Stream> streams_;
   std::deque<std::int32_t> waiting_;  // translated streams, in arrival order
-  std::int32_t current_ = 0;          // the stream whose request the connection reads (0: none)
   std::size_t held_head_bytes_ = 0;
-  std::int32_t last_served_ = 0;      // the highest stream answered here or sent on
-  bool exchange_ended_ = false;
-  bool going_away_ = false;
-  // The HTTP/1.1 side cannot go on: a stream reset before its whole request reached the origin
-  // (half a request went up), or an answer that cannot be read. The connection ends.
-  bool broken_ = false;
-  bool over_ = false;
-  bool abandon_ = false;  // the current stream was reset before its request went on whole  // the session is over: only frames already queued still go out
-  // The current answer's framing, read from its HTTP/1.1 head.
-  BodyFraming answer_framing_;
-  ChunkedDecoder answer_chunks_;
-  std::uint64_t answer_left_ = 0;
+  std::int32_t last_served_ = 0;  // the highest stream answered here or sent on
+  SessionState state_ = SessionState::open;
+  Serving serving_;
 };
 
 }  // namespace boxproxy

@@ -61,15 +61,22 @@ void H2Front::release_head(Stream& stream) noexcept {
   stream.fields.shrink_to_fit();
 }
 
+// A stream past the bound on held heads: reset, REFUSED_STREAM (the box may send it again once
+// others are served). It is marked, not just reset: the reset goes out later, and a list cut short
+// must never be served as if whole when its HEADERS end.
+void H2Front::drop_stream(std::int32_t id, Stream& stream) noexcept {
+  nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, id, NGHTTP2_REFUSED_STREAM);
+  stream.state = RequestState::refused;
+  release_head(stream);
+}
+
 void H2Front::head_ended(std::int32_t id, Stream& stream) {
-  stream.head_done = true;
-  if (stream.dropped) return;  // reset already; its bytes are dropped as they come
-  if (stream.too_large) {
+  if (stream.flaw == ListFlaw::too_large) {
     refuse_stream(id, stream, "", "", Reason::head_too_large);
     return;
   }
-  auto translated = translate_h2_request(stream.fields, stream.end_stream, max_head_bytes_);
-  if (stream.malformed) translated = Reason::bad_request;
+  auto translated = translate_h2_request(stream.fields, stream.box_ended(), max_head_bytes_);
+  if (stream.flaw == ListFlaw::malformed) translated = Reason::bad_request;
   if (const auto* refusal = std::get_if<Reason>(&translated)) {
     std::string method, path;
     for (const H2Field& f : stream.fields) {
@@ -85,11 +92,10 @@ void H2Front::head_ended(std::int32_t id, Stream& stream) {
   const std::size_t translated_bytes = std::get<H2Request>(translated).head.size();
   if (held_head_bytes_ - std::min(held_head_bytes_, stream.held_bytes) + translated_bytes >
       kH2HeldHeadFactor * max_head_bytes_) {
-    nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, id, NGHTTP2_REFUSED_STREAM);
-    stream.dropped = true;
-    release_head(stream);
+    drop_stream(id, stream);
     return;
   }
+  stream.state = RequestState::waiting;
   stream.request = std::get<H2Request>(std::move(translated));
   stream.method = stream.request->method;
   stream.body_left = stream.request->length;
@@ -104,30 +110,33 @@ void H2Front::head_ended(std::int32_t id, Stream& stream) {
 // origin; the other streams go on.
 void H2Front::refuse_stream(std::int32_t id, Stream& stream, const std::string& method, const std::string& path,
                             Reason refusal) {
+  stream.state = RequestState::refused;
   release_head(stream);
   const ReasonInfo& row = info(refusal);
   const std::string words = "egress refused: " + std::string(row.log_class) + "\n";
   if (evbuffer_add(stream.out.get(), words.data(), words.size()) == -1) throw std::bad_alloc();
-  stream.answer_done = true;
   const std::string refused_name = "x-egress-refused", type_name = "content-type", length_name = "content-length";
   const std::string refused_value(row.log_class), type_value = "text/plain";
   const std::string length_value = std::to_string(words.size());
   submit_answer(id, stream, row.http_status,
-                {field(refused_name, refused_value), field(type_name, type_value), field(length_name, length_value)});
+                {field(refused_name, refused_value), field(type_name, type_value), field(length_name, length_value)},
+                true);
   hooks_.refused(hooks_.owner, Refused{method, path, refusal});
 }
 
-void H2Front::submit_answer(std::int32_t id, Stream& stream, unsigned status, const std::vector<nghttp2_nv>& headers) {
+// `whole`: every DATA byte of the answer is in the stream's `out` already.
+void H2Front::submit_answer(std::int32_t id, Stream& stream, unsigned status, const std::vector<nghttp2_nv>& headers,
+                            bool whole) {
   const std::string status_name = ":status", status_value = std::to_string(status);
   std::vector<nghttp2_nv> nva;
   nva.reserve(headers.size() + 1);
   nva.push_back(field(status_name, status_value));
   nva.insert(nva.end(), headers.begin(), headers.end());
-  stream.answered = true;
+  stream.answer = whole ? AnswerState::whole : AnswerState::streaming;
   last_served_ = std::max(last_served_, id);
   nghttp2_data_provider provider{};
   provider.read_callback = &read_answer;
-  const bool body = !(stream.answer_done && evbuffer_get_length(stream.out.get()) == 0);
+  const bool body = !(whole && evbuffer_get_length(stream.out.get()) == 0);
   // Fails only when the stream is gone (the box reset it): its answer is then read and dropped.
   nghttp2_submit_response(session_.get(), id, nva.data(), nva.size(), body ? &provider : nullptr);
 }
@@ -135,26 +144,26 @@ void H2Front::submit_answer(std::int32_t id, Stream& stream, unsigned status, co
 bool H2Front::serve() {
   bool progress = false;
   for (;;) {
-    if (abandon_) return progress;
-    if (current_ == 0) {
+    if (serving_.state == ExchangeState::abandoned) return progress;
+    if (serving_.id == 0) {
       if (waiting_.empty()) return progress;
-      current_ = waiting_.front();
+      serving_.id = waiting_.front();
       waiting_.pop_front();
-      last_served_ = std::max(last_served_, current_);
-      exchange_ended_ = false;
-      answer_chunks_ = ChunkedDecoder{};
+      last_served_ = std::max(last_served_, serving_.id);
+      serving_.state = ExchangeState::going;
+      serving_.chunks = ChunkedDecoder{};
       progress = true;
     }
-    Stream* stream = find(current_);
+    Stream* stream = find(serving_.id);
     if (stream == nullptr) {  // cannot happen: the current stream is erased only by finish_current
-      current_ = 0;
+      serving_.id = 0;
       continue;
     }
     bool moved = feed_current(*stream);
-    if (abandon_) return true;  // the connection acts first (abandon_current)
-    moved = (stream->answered ? read_answer_body(*stream) : read_answer_head(*stream)) || moved;
-    if (broken_) return true;
-    if (stream->body_fed && stream->answered && stream->answer_done) {
+    if (serving_.state == ExchangeState::abandoned) return true;  // the connection acts first (abandon_current)
+    moved = (stream->answer != AnswerState::none ? read_answer_body(*stream) : read_answer_head(*stream)) || moved;
+    if (broken()) return true;
+    if (stream->state == RequestState::fed && stream->answer == AnswerState::whole) {
       finish_current();
       progress = true;
       continue;
@@ -171,23 +180,22 @@ bool H2Front::feed_current(Stream& stream) {
     moved = true;
   }
   const H2Request& request = *stream.request;
-  if (stream.fed_head == 0) {
+  if (stream.state == RequestState::waiting) {
     if (evbuffer_add(requests_.get(), request.head.data(), request.head.size()) == -1) throw std::bad_alloc();
-    stream.fed_head = request.head.size();
     release_head(stream);
     stream.request->head.clear();  // written: only its framing is needed from here
     stream.request->head.shrink_to_fit();
-    stream.body_fed = request.body == H2BodyMode::none;
+    stream.state = request.body == H2BodyMode::none ? RequestState::fed : RequestState::head_fed;
     moved = true;
   }
-  if (stream.body_fed) return moved;
+  if (stream.state == RequestState::fed) return moved;
   const std::size_t queued = evbuffer_get_length(requests_.get());
   const std::size_t n = std::min(evbuffer_get_length(stream.body.get()), kFeedBound - std::min(queued, kFeedBound));
   if (n > 0) {
     // More DATA than its content-length: nghttp2 resets such a stream (RFC 9113 §8.1.1), and
     // nothing past the length ever reaches the origin, where it would be the next request.
     if (request.body == H2BodyMode::length && n > stream.body_left) {
-      broken_ = true;
+      close(SessionState::broken);
       return true;
     }
     if (request.body == H2BodyMode::chunked) {
@@ -201,27 +209,27 @@ bool H2Front::feed_current(Stream& stream) {
     }
     if (request.body == H2BodyMode::length) stream.body_left -= n;
     // Its window opens by what went on: the box sends more only as the origin takes it.
-    if (!stream.closed) nghttp2_session_consume_stream(session_.get(), current_, n);
+    if (!stream.gone()) nghttp2_session_consume_stream(session_.get(), serving_.id, n);
     moved = true;
   }
   if (evbuffer_get_length(stream.body.get()) > 0) return moved;
-  if (stream.end_stream) {
+  if (stream.box_ended()) {
     // A body shorter than its content-length cannot be completed: what went up is half a request.
     if (request.body == H2BodyMode::length && stream.body_left != 0) {
-      broken_ = true;
+      close(SessionState::broken);
       return true;
     }
     if (request.body == H2BodyMode::chunked &&
         evbuffer_add(requests_.get(), kH2LastChunk.data(), kH2LastChunk.size()) == -1) {
       throw std::bad_alloc();
     }
-    stream.body_fed = true;
+    stream.state = RequestState::fed;
     return true;
   }
   // Reset before its body ended: the origin may have half a request, which must never be
   // completed with bytes of anyone's choosing. The connection abandons the exchange and drops
   // that origin connection (Pumped::abandon); the other streams go on.
-  if (stream.closed) abandon_ = true;
+  if (stream.box == BoxSide::cut) serving_.state = ExchangeState::abandoned;
   return moved;
 }
 
@@ -237,7 +245,7 @@ bool H2Front::read_answer_head(Stream& stream) {
         parse_response_head({reinterpret_cast<const char*>(data), view}, kMaxAnswerHeadBytes);
     if (parsed.status == ParseResult<ResponseHead>::Status::need_more && length <= kMaxAnswerHeadBytes) return false;
     if (parsed.status != ParseResult<ResponseHead>::Status::complete) {
-      broken_ = true;  // the connection wrote it: cannot happen, and nothing could be answered
+      close(SessionState::broken);  // the connection wrote it: cannot happen, and nothing could be answered
       return true;
     }
     const ResponseHead& head = *parsed.value;
@@ -247,17 +255,17 @@ bool H2Front::read_answer_head(Stream& stream) {
     }
     auto framing = response_framing(stream.method, head);
     if (std::holds_alternative<Reason>(framing)) {
-      broken_ = true;
+      close(SessionState::broken);
       return true;
     }
-    answer_framing_ = std::get<BodyFraming>(framing);
-    answer_left_ = answer_framing_.length;
+    serving_.framing = std::get<BodyFraming>(framing);
+    serving_.left = serving_.framing.length;
     std::vector<std::string> names;
     std::vector<std::string> values;
     names.reserve(head.headers.size());
     values.reserve(head.headers.size());
     for (const HeaderField& f : head.headers) {
-      if (dropped_from_answer(f.name, answer_framing_)) continue;
+      if (dropped_from_answer(f.name, serving_.framing)) continue;
       names.push_back(lowercase(f.name));
       values.emplace_back(f.value);
     }
@@ -266,58 +274,60 @@ bool H2Front::read_answer_head(Stream& stream) {
     for (std::size_t i = 0; i < names.size(); ++i) nva.push_back(field(names[i], values[i]));
     const unsigned status = head.status;
     evbuffer_drain(in, parsed.consumed);  // `head` pointed into it: not used after
-    stream.answer_done = answer_framing_.kind == BodyFraming::Kind::none ||
-                         (answer_framing_.kind == BodyFraming::Kind::length && answer_left_ == 0);
-    submit_answer(current_, stream, status, nva);
+    const bool whole = serving_.framing.kind == BodyFraming::Kind::none ||
+                       (serving_.framing.kind == BodyFraming::Kind::length && serving_.left == 0);
+    submit_answer(serving_.id, stream, status, nva, whole);
     return true;
   }
 }
 
 bool H2Front::read_answer_body(Stream& stream) {
-  if (stream.answer_done) return false;
+  if (stream.answer == AnswerState::whole) return false;
   evbuffer* in = answers_.get();
   evbuffer* out = stream.out.get();
   const std::size_t held = evbuffer_get_length(out);
   if (held >= kH2MaxAnswerHeld) return false;  // the box's window: it reads as it opens
   const std::size_t n = std::min(evbuffer_get_length(in), kH2MaxAnswerHeld - held);
   std::size_t moved = 0;
-  switch (answer_framing_.kind) {
+  bool whole = false;
+  switch (serving_.framing.kind) {
     case BodyFraming::Kind::none:
       break;
     case BodyFraming::Kind::length:
-      moved = static_cast<std::size_t>(std::min<std::uint64_t>(n, answer_left_));
-      answer_left_ -= moved;
-      stream.answer_done = answer_left_ == 0;
+      moved = static_cast<std::size_t>(std::min<std::uint64_t>(n, serving_.left));
+      serving_.left -= moved;
+      whole = serving_.left == 0;
       if (moved > 0 && evbuffer_remove_buffer(in, out, moved) != static_cast<int>(moved)) throw std::bad_alloc();
       break;
     case BodyFraming::Kind::until_close:
       moved = n;
       if (moved > 0 && evbuffer_remove_buffer(in, out, moved) != static_cast<int>(moved)) throw std::bad_alloc();
-      stream.answer_done = exchange_ended_ && evbuffer_get_length(in) == 0;
+      whole = serving_.state == ExchangeState::ended && evbuffer_get_length(in) == 0;
       break;
     case BodyFraming::Kind::chunked: {
       const unsigned char* data = n > 0 ? evbuffer_pullup(in, static_cast<ev_ssize_t>(n)) : nullptr;
       if (n > 0 && data == nullptr) throw std::bad_alloc();
       std::string decoded;
-      moved = answer_chunks_.feed({reinterpret_cast<const char*>(data), n}, decoded);
+      moved = serving_.chunks.feed({reinterpret_cast<const char*>(data), n}, decoded);
       evbuffer_drain(in, moved);
-      if (answer_chunks_.malformed()) broken_ = true;
+      if (serving_.chunks.malformed()) close(SessionState::broken);
       if (!decoded.empty() && evbuffer_add(out, decoded.data(), decoded.size()) == -1) throw std::bad_alloc();
-      stream.answer_done = answer_chunks_.done();
-      if (stream.answer_done) stream.trailers = h2_trailers_from_section(answer_chunks_.trailer_section());
+      whole = serving_.chunks.done();
+      if (whole) stream.trailers = h2_trailers_from_section(serving_.chunks.trailer_section());
       break;
     }
   }
-  if (stream.closed) {
+  if (whole) stream.answer = AnswerState::whole;
+  if (stream.gone()) {
     evbuffer_drain(out, evbuffer_get_length(out));  // the box reset it: read and dropped
-  } else if (moved > 0 || stream.answer_done) {
-    nghttp2_session_resume_data(session_.get(), current_);  // fails harmlessly when not deferred
+  } else if (moved > 0 || whole) {
+    nghttp2_session_resume_data(session_.get(), serving_.id);  // fails harmlessly when not deferred
   }
-  return moved > 0 || stream.answer_done;
+  return moved > 0 || whole;
 }
 
 std::int32_t H2Front::park_current() {
-  Stream* stream = find(current_);
+  Stream* stream = find(serving_.id);
   if (stream == nullptr) return 0;
   if (!stream->parked) {
     stream->parked.reset(evbuffer_new());
@@ -326,7 +336,7 @@ std::int32_t H2Front::park_current() {
   // Bounded: its head (max_head_bytes) and at most kFeedBound of body (feed_current); what more
   // of the body comes stays within its stream window, which opens only as bytes go on.
   if (evbuffer_add_buffer(stream->parked.get(), requests_.get()) == -1) throw std::bad_alloc();
-  const std::int32_t id = std::exchange(current_, 0);
+  const std::int32_t id = std::exchange(serving_.id, 0);
   return id;
 }
 
@@ -337,9 +347,9 @@ bool H2Front::resume(std::int32_t id) {
 }
 
 void H2Front::finish_current() {
-  Stream* stream = find(current_);
-  if (stream != nullptr && stream->closed) streams_.erase(current_);
-  current_ = 0;
+  Stream* stream = find(serving_.id);
+  if (stream != nullptr && stream->gone()) streams_.erase(serving_.id);
+  serving_.id = 0;
 }
 
 }  // namespace boxproxy

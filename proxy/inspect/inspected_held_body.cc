@@ -106,30 +106,40 @@ bool InspectedConnection::hold_body() {
 }
 
 std::optional<std::string> InspectedConnection::held_body_hash() const {
+  // Hashed where it lies, one evbuffer chain at a time, never pulled up: the body may be as long as
+  // --max-held-body (an operator may raise it to 1 GiB), and one contiguous copy of it would double
+  // what is held and spend the loop on the copy besides the hash.
   evbuffer* body = exchange_.held->body.get();
   const std::size_t length = evbuffer_get_length(body);
-  const unsigned char* data = length == 0 ? nullptr : evbuffer_pullup(body, -1);
-  if (length != 0 && data == nullptr) throw std::bad_alloc();
-  const std::string_view bytes(reinterpret_cast<const char*>(data), length);
-  if (exchange_.judged.framing.kind != BodyFraming::Kind::chunked) return sha256_hex(bytes);
+  const bool chunked = exchange_.judged.framing.kind == BodyFraming::Kind::chunked;
   // AWS hashes the payload: a chunked body's data, not its framing. Decoded a slice at a time, so
   // the decoded copy never holds more than one slice's worth beside the held body.
   constexpr std::size_t kSlice = 16 * 1024;
   ChunkedDecoder decoder;
   Sha256Hasher hasher;
   std::string decoded;
-  std::string_view rest = bytes;
-  while (!rest.empty() && !decoder.done() && !decoder.malformed()) {
-    const std::size_t taken = decoder.feed(rest.substr(0, kSlice), decoded);
-    hasher.update(decoded);
-    decoded.clear();
-    if (taken == 0) break;
-    rest.remove_prefix(taken);
+  evbuffer_ptr at{};
+  if (evbuffer_ptr_set(body, &at, 0, EVBUFFER_PTR_SET) != 0) return std::nullopt;
+  std::size_t seen = 0;
+  while (seen < length) {
+    evbuffer_iovec piece{};
+    if (evbuffer_peek(body, -1, &at, &piece, 1) < 1 || piece.iov_len == 0) break;
+    std::string_view rest(static_cast<const char*>(piece.iov_base), piece.iov_len);
+    if (!chunked) hasher.update(rest);
+    while (chunked && !rest.empty() && !decoder.done() && !decoder.malformed()) {
+      const std::size_t taken = decoder.feed(rest.substr(0, kSlice), decoded);
+      hasher.update(decoded);
+      decoded.clear();
+      if (taken == 0) break;
+      rest.remove_prefix(taken);
+    }
+    seen += piece.iov_len;
+    if (evbuffer_ptr_set(body, &at, piece.iov_len, EVBUFFER_PTR_ADD) != 0) break;
   }
-  // A body the decoder did not read to its end would be sent whole with the hash of a part of it:
-  // refused instead (found in review; the framing was checked as it was held, so this fails closed
-  // on what cannot happen).
-  if (!decoder.done()) return std::nullopt;
+  // A body not read to its end (every byte of it, and for a chunked one its last chunk) would be
+  // sent whole with the hash of a part of it: refused instead (found in review; the framing was
+  // checked as it was held, so this fails closed on what cannot happen).
+  if (seen != length || (chunked && !decoder.done())) return std::nullopt;
   return hasher.hex_digest();
 }
 
