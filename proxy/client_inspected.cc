@@ -117,21 +117,18 @@ ClientConnection::Next ClientConnection::hand_over() {
 
 void ClientConnection::inspected_request(ClientConnection* connection, const InspectorRequest& line) noexcept {
   const Target& target = connection->request_.target;
-  const std::optional<Reason> refusal =
-      line.log_class == "ok" ? std::nullopt : reason_from_log_class(line.log_class);
-  RequestEntry entry{connection->id_, target.host, target.port, line.method, line.rule, refusal, line.status,
+  // Every value was checked and typed as the line was read (parse_inspector_report): a class serve
+  // does not know never reaches here, it ended the inspector.
+  RequestEntry entry{connection->id_, target.host, target.port, line.method, line.rule, line.refusal, line.status,
                      line.up, line.down, line.ms, line.report, std::nullopt};
   // A path only with --log-paths (SPEC §18: never a path otherwise, report mode included).
   if (line.path && connection->server_.config().log_paths) entry.path = *line.path;
   if (line.secret) entry.secret = *line.secret;
-  entry.swap = line.swap;
-  entry.inject = line.inject;
+  entry.swap = line.swap.text();
+  entry.inject = line.inject.text();
   entry.sign = line.sign;
   if (line.asked) entry.asked = boxproxy::asked_text(*line.asked);
-  entry.scrub = line.scrub;
-  // A class the inspector should never report is logged as a bad request, not dropped: the line
-  // still shows that something was refused.
-  if (line.log_class != "ok" && !refusal) entry.refusal = Reason::bad_request;
+  entry.scrub = line.scrub.text();
   // A report-mode denial was let through: counted apart ("reported"), never as a refusal.
   if (line.report) {
     ++connection->server_.stats().reported;
@@ -175,24 +172,18 @@ void ClientConnection::inspected_ended(ClientConnection* connection, const Inspe
 // counts.
 void ClientConnection::log_inspected_end(const InspectorEnded& ended) {
   const Target& target = request_.target;
-  if (ended.log_class) {
-    const Reason reason = reason_from_log_class(*ended.log_class).value_or(Reason::bad_request);
-    server_.count_refusal(reason);
-    DecisionEntry line{id_, request_.kind, target.host, target.port, dialer_.address_text(), reason};
+  if (ended.refusal) {
+    server_.count_refusal(*ended.refusal);
+    DecisionEntry line{id_, request_.kind, target.host, target.port, dialer_.address_text(), *ended.refusal};
     line.tls = ended.tls;  // why the origin's handshake failed (upstream tls)
     server_.log().decision(line);
     return;
   }
   server_.stats().up += ended.up;
   server_.stats().down += ended.down;
-  TunnelEnd end = TunnelEnd::error;
-  for (const TunnelEnd each : {TunnelEnd::client_closed, TunnelEnd::upstream_closed, TunnelEnd::idle_timeout,
-                               TunnelEnd::error, TunnelEnd::shutdown}) {
-    if (tunnel_end_name(each) == ended.end) end = each;
-  }
   const auto ms = static_cast<std::uint64_t>(Clock::seconds_since(handed_over_at_) * 1000);
   server_.log().done({id_, request_.kind, target.host, target.port, dialer_.address_text(), ended.up, ended.down, ms,
-                      end, ended.tls});
+                      ended.end, ended.tls});
 }
 
 }  // namespace boxproxy

@@ -133,7 +133,7 @@ void InspectorLink::on_teardown(void* self) noexcept {
   for (const auto& [id, connection] : link->held_) held.push_back(connection);
   link->held_.clear();
   for (ClientConnection* connection : held) {
-    ClientConnection::inspected_ended(connection, InspectorEnded{0, 0, 0, "error", std::nullopt});
+    ClientConnection::inspected_ended(connection, InspectorEnded{0, 0, 0, TunnelEnd::error});
   }
 }
 

@@ -24,9 +24,14 @@
 //     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
 //     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C][,"tls":T]}
 //
+// C is "ok" or a refusal's class (table/reason.h), E an end's word (proxy/tunnel_end.h), T a TLS
+// failure's word (table/tls_failure.h), A an asked= word: each is read into its typed value
+// (proxy/inspector_records.h) and any other word refuses the message.
+//
 // A request line, one for every request inspected, is written and read by hand in exactly the
 // shape above, keys in that order (no JSON document on either side: inspector_messages.cc says
-// what it saved); a "request" of any other shape is refused.
+// what it saved), both driven by one table of its fields; a "request" of any other shape is
+// refused.
 //
 // A secret's value goes as hex (table/secret_value.h's secret_hex): no JSON escape can change it.
 // Its message is written and read by hand, into strings that are scrubbed (SecretText, and
@@ -49,21 +54,14 @@
 #include <variant>
 
 #include "proxy/defaults.h"
+#include "proxy/inspector_records.h"
 #include "proxy/stages/request_context.h"
 #include "table/secret_value.h"
-#include "table/tls_failure.h"
 
 namespace boxproxy {
 
-// Bounds on what the inspector may report (the log's lines stay short whatever it says).
-inline constexpr std::size_t kMaxReportedMethodBytes = 32;
-inline constexpr std::size_t kMaxReportedRuleBytes = 80;
-inline constexpr std::size_t kMaxReportedPathBytes = 2048;
+// The longest CA certificate the ready message may carry.
 inline constexpr std::size_t kMaxCaPemBytes = 8 * 1024;
-// SPEC §20: the longest path an ask carries whole (a request's path is asked about exactly, never
-// cut: `always` for a cut path would cover every path that starts so). A longer one is not asked
-// about: refused with asked=none.
-inline constexpr std::size_t kMaxAskedPathBytes = 8 * 1024;
 
 // ---- inspector -> serve ------------------------------------------------------------------------
 
@@ -71,48 +69,10 @@ struct InspectorReady {
   std::string ca_pem;  // the CA certificate, PEM
 };
 
-struct InspectorRequest {
-  std::uint64_t id = 0;  // the connection's
-  std::string method;
-  std::string rule;        // deny[N] | rules[N] | access | a name | -
-  std::string log_class;   // "ok", or a refusal's class
-  std::uint16_t status = 0;
-  std::uint64_t up = 0;
-  std::uint64_t down = 0;
-  std::uint64_t ms = 0;
-  bool report = false;
-  std::optional<std::string> path;  // with --log-paths, and for a report-mode denial
-  std::optional<std::string> secret;  // secret misdirected: the secret's name (never its value)
-  // SPEC §20's trace, each a list joined by ',', never a value: the swaps (NAME@PLACE), the
-  // injected headers' names, the secrets found in the response and scrubbed (names).
-  std::string swap;
-  std::string inject;
-  std::string sign;  // the signature made: "aws-sigv4" (the only one), or empty
-  std::optional<RequestAsked> asked;  // held for the supervisor: what became of it
-  std::string scrub;
-};
-
-// SPEC §20: a request held for the supervisor's answer.
-struct InspectorAsk {
-  std::uint64_t id = 0;  // the connection's
-  std::uint64_t n = 0;   // the ask's number on that connection (from 1)
-  std::string method;    // as sent (a token, at most kMaxReportedMethodBytes)
-  std::string path;      // as sent, without its query (at most kMaxAskedPathBytes)
-  bool query = false;    // it had one
-  std::string rule;      // the rule= label
-};
+// InspectorRequest, InspectorAsk and InspectorEnded: proxy/inspector_records.h.
 
 struct InspectorDial {
   std::uint64_t id = 0;
-};
-
-struct InspectorEnded {
-  std::uint64_t id = 0;
-  std::uint64_t up = 0;
-  std::uint64_t down = 0;
-  std::string end;                       // client-closed, upstream-closed, idle, error, ...
-  std::optional<std::string> log_class;  // the connection's refusal: not tls, sni mismatch, ...
-  std::optional<TlsFailure> tls = std::nullopt;  // why a handshake failed (table/tls_failure.h's words only)
 };
 
 using InspectorReport = std::variant<InspectorReady, InspectorRequest, InspectorDial, InspectorEnded, InspectorAsk>;
@@ -120,8 +80,10 @@ using InspectorReport = std::variant<InspectorReady, InspectorRequest, Inspector
 // A message from the inspector, checked; or why it is refused (the caller ends the inspector).
 [[nodiscard]] std::variant<InspectorReport, std::string> parse_inspector_report(std::string_view bytes);
 
-// The inspector's side of the same messages.
+// The inspector's side of the same messages; a request's (one for every request) without a copy
+// into a report.
 [[nodiscard]] std::string inspector_message(const InspectorReport& report);
+[[nodiscard]] std::string inspector_message(const InspectorRequest& request);
 
 // ---- serve -> inspector ------------------------------------------------------------------------
 

@@ -3,17 +3,6 @@
 
 namespace boxproxy {
 
-std::string_view tunnel_end_name(TunnelEnd end) noexcept {
-  switch (end) {
-    case TunnelEnd::client_closed: return "client-closed";
-    case TunnelEnd::upstream_closed: return "upstream-closed";
-    case TunnelEnd::idle_timeout: return "idle-timeout";
-    case TunnelEnd::error: return "error";
-    case TunnelEnd::shutdown: return "shutdown";
-  }
-  return "error";
-}
-
 Tunnel::Step Tunnel::start(std::string_view early) {
   last_activity_ = Clock::now();
   resume_reading(client_, pause_no_more_wanted);

@@ -18,20 +18,9 @@
 
 #include "proxy/clock.h"
 #include "proxy/relay.h"
+#include "proxy/tunnel_end.h"
 
 namespace boxproxy {
-
-// Why a tunnel ended (SPEC §12, `end=`).
-enum class TunnelEnd : std::uint8_t {
-  client_closed,    // both sides closed, the client first (or the client only, before any data)
-  upstream_closed,  // both sides closed, the upstream first
-  idle_timeout,     // nothing moved for --idle-timeout
-  error,            // a read or write failed on either side
-  shutdown,         // the process was told to stop (SIGTERM)
-};
-
-// The word for the log line: client-closed, upstream-closed, idle-timeout, error, shutdown.
-[[nodiscard]] std::string_view tunnel_end_name(TunnelEnd end) noexcept;
 
 class Tunnel {
  public:

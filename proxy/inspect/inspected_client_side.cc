@@ -83,10 +83,10 @@ void InspectedConnection::on_h2_refused(void* self, const H2Front::Refused& refu
     return ok ? std::string(text.substr(0, most)) : std::string("-");
   };
   const ReasonInfo& row = info(refused.refusal);
-  RequestRecord record;
+  InspectorRequest record;
+  record.id = c->setup_.id;
   record.method = printable(refused.method, kMaxReportedMethodBytes);
-  record.rule = "-";
-  record.log_class.assign(row.log_class);
+  record.refusal = refused.refusal;
   record.status = row.http_status;
   if (c->setup_.log_paths) {
     record.path = printable(std::string_view(refused.path).substr(0, refused.path.find('?')), kMaxReportedPathBytes);

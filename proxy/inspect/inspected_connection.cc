@@ -243,13 +243,13 @@ void InspectedConnection::deliver_hooks() noexcept {
   bool alive = true;
   alive_ = &alive;
   while (!records_.empty()) {
-    const RequestRecord record = std::move(records_.front());
+    const InspectorRequest record = std::move(records_.front());
     records_.pop_front();
     hooks_.request(hooks_.owner, record);
     if (!alive) return;
   }
   while (!asks_due_.empty()) {
-    const AskRecord ask = std::move(asks_due_.front());
+    const InspectorAsk ask = std::move(asks_due_.front());
     asks_due_.pop_front();
     hooks_.ask(hooks_.owner, ask);
     if (!alive) return;
@@ -261,7 +261,7 @@ void InspectedConnection::deliver_hooks() noexcept {
   }
   alive_ = nullptr;
   if (ended_due_) {
-    const EndRecord record = *ended_due_;
+    const InspectorEnded record = *ended_due_;
     ended_due_.reset();
     hooks_.ended(hooks_.owner, record);  // the last hook: the owner may delete us in it
   }

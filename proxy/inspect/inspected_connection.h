@@ -65,6 +65,7 @@
 #include "proxy/clock.h"
 #include "proxy/event_owners.h"
 #include "proxy/http_exchange.h"
+#include "proxy/inspector_records.h"
 #include "proxy/inspect/h2_back.h"
 #include "proxy/inspect/h2_front.h"
 #include "proxy/inspect/leaf_cert.h"
@@ -124,49 +125,8 @@ struct InspectedSetup {
   LoopPassCloser* closer = nullptr;
 };
 
-// One request, when it ends or is refused.
-struct RequestRecord {
-  std::string method;     // as sent, cut to kMaxReportedMethodBytes; "-" when the head did not parse
-  std::string rule;       // the deciding rule's label, or "-"
-  std::string log_class;  // "ok", or the refusal's class (a report-mode denial: "request denied")
-  std::uint16_t status = 0;  // what the client was answered; 0 when no answer reached it
-  std::uint64_t up = 0;      // bytes of this request sent to the origin (head and body)
-  std::uint64_t down = 0;    // bytes of its answer queued to the client (head and body)
-  std::uint64_t ms = 0;      // from its head's end to its end
-  bool report = false;       // a report-mode denial, let through
-  std::optional<std::string> path;  // with log_paths: the target without its query, cut to kMaxReportedPathBytes
-  std::optional<std::string> secret;  // secret misdirected: the secret's name (never its value)
-  // SPEC §20's trace, never a value: each swap as NAME@PLACE, each injected header's name, and the
-  // secrets found in its response and scrubbed.
-  std::vector<std::string> swap;
-  std::vector<std::string> inject;
-  std::string sign;  // the signature made ("aws-sigv4"); empty: none
-  std::optional<RequestAsked> asked;  // SPEC §20: held for the supervisor, and what it said
-  std::vector<std::string> scrub;
-};
-
-// SPEC §20: a request held for the supervisor's answer (give it with answer_ask).
-struct AskRecord {
-  std::uint64_t n = 0;  // the connection's ask number, from 1
-  std::string method;   // as sent
-  std::string path;     // as sent, without its query
-  bool query = false;   // it had one
-  std::string rule;     // the deciding rule's label
-};
-
-// The connection, when it ends.
-struct EndRecord {
-  std::uint64_t up = 0;    // every byte sent to origins (requests, and a relay's)
-  std::uint64_t down = 0;  // every byte queued to the client (responses, refusals, a relay's)
-  // Why it ended, in the words of a tunnel's done line (SPEC §12): client-closed, upstream-closed
-  // (the origin's response ended it), idle-timeout (the head timeout as much as --idle-timeout: the
-  // box sent nothing in time), error (a side failed, or a refusal closed it), shutdown (its
-  // endpoint was removed).
-  TunnelEnd end = TunnelEnd::error;
-  std::optional<std::string> log_class;  // the connection's own refusal: not tls, sni mismatch, upstream tls
-  // Why a handshake failed (tls=): the origin's for upstream tls, else the box's.
-  std::optional<TlsFailure> tls;
-};
+// What the connection reports (a request, an ask, its end) are the very structs the inspector
+// sends serve: InspectorRequest, InspectorAsk, InspectorEnded (proxy/inspector_records.h).
 
 class InspectedConnection {
  public:
@@ -175,12 +135,12 @@ class InspectedConnection {
   // `ended` is the last one.
   struct Hooks {
     void* owner;
-    void (*request)(void* owner, const RequestRecord& record);
+    void (*request)(void* owner, const InspectorRequest& record);
     void (*need_upstream)(void* owner);  // answer with give_upstream or upstream_failed
-    void (*ended)(void* owner, const EndRecord& record);
+    void (*ended)(void* owner, const InspectorEnded& record);
     // SPEC §20: a request waits for the supervisor; answer with answer_ask. Null: nobody can be
     // asked, and every such request is refused with asked=none.
-    void (*ask)(void* owner, const AskRecord& ask) = nullptr;
+    void (*ask)(void* owner, const InspectorAsk& ask) = nullptr;
   };
 
   // Takes both sockets (connected, non-blocking). Null when it cannot start (allocation, SSL_new,
@@ -255,7 +215,7 @@ class InspectedConnection {
   // The request in progress.
   struct Exchange {
     InspectedRequest judged;
-    RequestRecord record;
+    InspectorRequest record;
     Clock::time_point started{};
     BodyCursor request_body;
     BodyCursor response_body;
@@ -268,7 +228,7 @@ class InspectedConnection {
     bool keep_client = false;        // the client's connection goes on after this exchange
     bool retried = false;            // sent again once on a new origin connection
     bool reused_origin = false;      // its origin connection carried an earlier request
-    bool recorded = false;           // its RequestRecord is queued
+    bool recorded = false;           // its InspectorRequest is queued
     // Its response's stages (SPEC §19a: scrubbing), when the session holds a secret; null: the
     // response passes as it comes.
     std::unique_ptr<ResponseChain> response_stages;
@@ -327,7 +287,7 @@ class InspectedConnection {
   [[nodiscard]] std::optional<AskAnswer> take_answer();
   [[nodiscard]] bool drop_refused_body();
   // ---- a body held to be hashed for signing (inspected_held_body.cc) ----
-  static void note_trace(RequestRecord& record, const std::vector<TraceEntry>& trace);
+  static void note_trace(InspectorRequest& record, const std::vector<TraceEntry>& trace);
   void start_holding(const RequestHead& head, std::string_view head_text);
   [[nodiscard]] bool hold_body();
   [[nodiscard]] std::optional<std::string> held_body_hash() const;
@@ -368,7 +328,7 @@ class InspectedConnection {
   void refuse(Reason refusal, std::optional<TunnelEnd> close_with, std::string_view detail = {});
   void refuse_unparsed(Reason refusal);  // a head that did not parse: answered, then closed
   void refuse_connection(Reason refusal);  // not tls, sni mismatch: closed without a word
-  void record_request(std::string_view log_class, std::uint16_t status);
+  void record_request(std::optional<Reason> refusal, std::uint16_t status);
   void record_exchange();  // the allowed request in progress, as it stands
   void close_after_flush(TunnelEnd end);
   void end_now(TunnelEnd end);
@@ -442,13 +402,13 @@ class InspectedConnection {
   Clock::time_point last_activity_ = Clock::now();
   Clock::time_point head_wait_started_{};  // while TimerRole::head
   std::optional<Reason> connection_refusal_;
-  // Why the box's handshake, and the origin's, failed (EndRecord::tls): the first word of each.
+  // Why the box's handshake, and the origin's, failed (InspectorEnded::tls): the first word of each.
   std::optional<TlsFailure> client_tls_failure_;
   std::optional<TlsFailure> origin_tls_failure_;
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
-  std::deque<RequestRecord> records_;
-  std::deque<AskRecord> asks_due_;
+  std::deque<InspectorRequest> records_;
+  std::deque<InspectorAsk> asks_due_;
   std::uint64_t last_ask_ = 0;                // the number of the last ask made (0: none yet)
   std::optional<RequestAsked> ask_answer_;    // while asking: the answer to ask last_ask_, once come
   Clock::time_point held_since_{};            // while asking: when the held head ended (its line's ms counts the wait)
@@ -462,7 +422,7 @@ class InspectedConnection {
   std::map<std::uint64_t, Parked> parked_;
   std::map<std::int32_t, AskAnswer> resumed_;
   bool need_upstream_due_ = false;
-  std::optional<EndRecord> ended_due_;
+  std::optional<InspectorEnded> ended_due_;
   bool* alive_ = nullptr;  // while hooks run: set false if the owner deletes this in one
 };
 

@@ -9,7 +9,7 @@ namespace boxproxy {
 void InspectedConnection::refuse(Reason refusal, std::optional<TunnelEnd> close_with, std::string_view detail) {
   const ReasonInfo& row = info(refusal);
   queue_to_client(inspect_refusal_response(refusal, close_with.has_value(), detail));
-  record_request(row.log_class, row.http_status);
+  record_request(refusal, row.http_status);
   if (close_with) {
     close_after_flush(*close_with);
     return;
@@ -33,11 +33,12 @@ void InspectedConnection::refuse_connection(Reason refusal) {
   end_now(TunnelEnd::error);
 }
 
-void InspectedConnection::record_request(std::string_view log_class, std::uint16_t status) {
+void InspectedConnection::record_request(std::optional<Reason> refusal, std::uint16_t status) {
   if (exchange_.recorded) return;  // one line per request, however it ends
   exchange_.recorded = true;
-  RequestRecord record = exchange_.record;
-  record.log_class.assign(log_class);
+  InspectorRequest record = exchange_.record;
+  record.id = setup_.id;
+  record.refusal = refusal;
   record.status = status;
   record.ms = static_cast<std::uint64_t>(Clock::seconds_since(exchange_.started) * 1000.0);
   records_.push_back(std::move(record));
@@ -50,7 +51,7 @@ void InspectedConnection::record_exchange() {
     }
   }
   // A report-mode denial keeps its class on the line (SPEC §18: class request denied, report=1).
-  record_request(exchange_.judged.report ? verdict_class(RequestVerdict::request_denied) : "ok",
+  record_request(exchange_.judged.report ? std::optional(Reason::request_denied) : std::nullopt,
                  exchange_.record.status);
 }
 
@@ -77,11 +78,12 @@ void InspectedConnection::end_now(TunnelEnd end) {
   if (setup_.closer != nullptr) setup_.closer->close_after_loop_pass(std::move(client_fd_));  // its sniff event's delete lands first
   client_fd_.reset();
   drop_origin();
-  EndRecord record;
+  InspectorEnded record;
+  record.id = setup_.id;
   record.up = up_;
   record.down = down_;
   record.end = end;
-  if (connection_refusal_) record.log_class.emplace(log_class(*connection_refusal_));
+  record.refusal = connection_refusal_;
   record.tls = connection_refusal_ == Reason::upstream_tls ? origin_tls_failure_ : client_tls_failure_;
   ended_due_ = record;
 }

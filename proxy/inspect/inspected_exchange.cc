@@ -83,7 +83,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   exchange_ = Exchange{};
   exchange_.started = answer ? answer->since : Clock::now();  // a held request's time counts its wait
   exchange_.method.assign(head.method);
-  RequestRecord& record = exchange_.record;
+  InspectorRequest& record = exchange_.record;
   record.method = reported(head.method, kMaxReportedMethodBytes);
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
   exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
@@ -124,8 +124,9 @@ void InspectedConnection::hold_for_ask(const RequestHead& head) {
   phase_ = Phase::asking;
   held_since_ = exchange_.started;
   arm(TimerRole::none);  // serve answers within --ask-timeout, with `timeout` when nobody did
-  AskRecord ask{++last_ask_, std::string(head.method), std::string(head.target.substr(0, head.target.find('?'))),
-                head.target.find('?') != std::string_view::npos, exchange_.judged.rule};
+  InspectorAsk ask{setup_.id, ++last_ask_, std::string(head.method),
+                   std::string(head.target.substr(0, head.target.find('?'))),
+                   head.target.find('?') != std::string_view::npos, exchange_.judged.rule};
   // What serve takes (inspector_messages.h): a method or path it would have to cut is never asked
   // about (an `always` for a cut path would cover every path that starts so), and neither is one
   // with a byte the supervisor's line must not carry. Refused: asked=none.

@@ -21,7 +21,7 @@
 
 namespace boxproxy {
 
-void InspectedConnection::note_trace(RequestRecord& record, const std::vector<TraceEntry>& trace) {
+void InspectedConnection::note_trace(InspectorRequest& record, const std::vector<TraceEntry>& trace) {
   for (const TraceEntry& entry : trace) {
     if (entry.stage == "swap") record.swap.push_back(entry.what);
     if (entry.stage == "inject") record.inject.push_back(entry.what);
@@ -151,7 +151,7 @@ void InspectedConnection::sign_held() {
     refuse_held(Reason::request_denied, TunnelEnd::error);  // OpenSSL failed: never sent unsigned
     return;
   }
-  RequestRecord& record = exchange_.record;
+  InspectorRequest& record = exchange_.record;
   // Judged again as it was, with the supervisor's answer when it was asked about (the ask stage,
   // before the sign stage, must not ask twice), and now the body's hash.
   const std::optional<RequestAsked> asked = exchange_.judged.asked;

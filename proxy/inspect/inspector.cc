@@ -76,16 +76,6 @@ SessionCa operators_ca(int cert_fd, int key_fd) {
   }
 }
 
-// A trace field's items (SPEC §20), as the request message carries them: "a,b".
-std::string join_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) {
-    if (!out.empty()) out += ',';
-    out += name;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::vector<std::shared_ptr<const InspectEndpoint>> read_endpoints(const std::string& json_text) {
@@ -144,9 +134,13 @@ Inspector::~Inspector() = default;
 
 bool Inspector::send_ready() { return channel_.send(inspector_message(InspectorReady{setup_.ca.certificate_pem()})); }
 
-void Inspector::report(const InspectorReport& report) {
+void Inspector::report(const InspectorReport& report) { send(inspector_message(report)); }
+
+void Inspector::report(const InspectorRequest& request) { send(inspector_message(request)); }
+
+void Inspector::send(std::string_view message) {
   // A channel serve cannot drain is a serve that stopped reading: nothing here can go on.
-  if (!channel_.send(inspector_message(report))) finished_ = true;
+  if (!channel_.send(message)) finished_ = true;
 }
 
 void Inspector::on_message(void* self, ChannelMessage message) noexcept {
@@ -220,16 +214,14 @@ std::shared_ptr<const InspectEndpoint> Inspector::endpoint_for(const std::string
 }
 
 void Inspector::start_connection(const InspectorConnection& what, ChannelMessage& message) {
-  const auto refuse = [&](std::string_view log_class) {
-    report(InspectorEnded{what.id, 0, 0, "error", std::string(log_class)});
-  };
-  if (message.fds.size() != 2 || held_.contains(what.id)) return refuse("bad request");
+  const auto refuse = [&](Reason refusal) { report(InspectorEnded{what.id, 0, 0, TunnelEnd::error, refusal}); };
+  if (message.fds.size() != 2 || held_.contains(what.id)) return refuse(Reason::bad_request);
   std::shared_ptr<const InspectEndpoint> endpoint = endpoint_for(what.endpoint);
-  if (!endpoint) return refuse("request denied");  // removed meanwhile: nothing of it goes through
+  if (!endpoint) return refuse(Reason::request_denied);  // removed meanwhile: nothing of it goes through
   LeafOrError leaf = leaves_.leaf_for(what.host, now());
   if (!leaf.leaf) {
     say_leaf_failure(leaf.error);
-    return refuse("upstream tls");
+    return refuse(Reason::upstream_tls);
   }
   auto held = std::make_unique<Held>();
   held->inspector = this;
@@ -257,7 +249,7 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended, &on_ask};
   held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
                                                 std::move(setup), hooks);
-  if (!held->connection) return refuse("bad request");
+  if (!held->connection) return refuse(Reason::bad_request);
   held_.emplace(what.id, std::move(held));
 }
 
@@ -268,19 +260,13 @@ void Inspector::endpoints_changed(const std::string& json_text) {
   for (auto& [id, held] : held_) held->connection->set_endpoint(endpoint_for(held->entry));
 }
 
-void Inspector::on_request(void* context, const RequestRecord& record) {
-  auto* held = static_cast<Held*>(context);
-  held->inspector->report(InspectorRequest{held->id, record.method, record.rule, record.log_class, record.status,
-                                           record.up, record.down, record.ms, record.report, record.path,
-                                           record.secret, join_names(record.swap), join_names(record.inject),
-                                           record.sign, record.asked, join_names(record.scrub)});
+// The connection's records are the messages themselves (proxy/inspector_records.h): sent as they are.
+void Inspector::on_request(void* context, const InspectorRequest& record) {
+  static_cast<Held*>(context)->inspector->report(record);
 }
 
 // SPEC §20: serve holds the control channel, so it asks the supervisor (or answers at once).
-void Inspector::on_ask(void* context, const AskRecord& ask) {
-  auto* held = static_cast<Held*>(context);
-  held->inspector->report(InspectorAsk{held->id, ask.n, ask.method, ask.path, ask.query, ask.rule});
-}
+void Inspector::on_ask(void* context, const InspectorAsk& ask) { static_cast<Held*>(context)->inspector->report(ask); }
 
 void Inspector::on_need_upstream(void* context) {
   auto* held = static_cast<Held*>(context);
@@ -288,12 +274,11 @@ void Inspector::on_need_upstream(void* context) {
 }
 
 // The last word of a connection: reported, then the connection (and its Held) deleted.
-void Inspector::on_ended(void* context, const EndRecord& record) {
+void Inspector::on_ended(void* context, const InspectorEnded& record) {
   auto* held = static_cast<Held*>(context);
   Inspector* inspector = held->inspector;
   const std::uint64_t id = held->id;
-  inspector->report(InspectorEnded{id, record.up, record.down, std::string(tunnel_end_name(record.end)),
-                                   record.log_class, record.tls});
+  inspector->report(record);
   inspector->held_.erase(id);
 }
 

@@ -68,10 +68,10 @@ class Inspector {
 
   static void on_message(void* self, ChannelMessage message) noexcept;
   static void on_closed(void* self) noexcept;
-  static void on_request(void* held, const RequestRecord& record);
+  static void on_request(void* held, const InspectorRequest& record);
   static void on_need_upstream(void* held);
-  static void on_ended(void* held, const EndRecord& record);
-  static void on_ask(void* held, const AskRecord& ask);
+  static void on_ended(void* held, const InspectorEnded& record);
+  static void on_ask(void* held, const InspectorAsk& ask);
 
   void order(ChannelMessage message);
   void start_connection(const InspectorConnection& what, ChannelMessage& message);
@@ -80,6 +80,8 @@ class Inspector {
   void placeholder_made(const InspectorPlaceholder& placeholder);
   [[nodiscard]] std::shared_ptr<const InspectEndpoint> endpoint_for(const std::string& entry) const;
   void report(const InspectorReport& report);
+  void report(const InspectorRequest& request);  // one a request: written as it is, not copied into a report
+  void send(std::string_view message);
   void say_leaf_failure(const std::string& error);
 
   event_base* base_;

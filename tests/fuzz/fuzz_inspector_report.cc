@@ -5,8 +5,8 @@
 // them. Invariants:
 //   - a message is refused or read, never more (no crash, no leak, nothing undefined);
 //   - what is read holds what serve's log lines may carry: a request's method, rule, path and
-//     secret name are printable ASCII with no space, its class printable ASCII with spaces only
-//     inside, each within its bound, its status at most 999;
+//     secret name are printable ASCII with no space, each within its bound, its status at most
+//     999; its class, and an end's, a typed value of the vocabulary (Reason, TunnelEnd), never text;
 //   - what is read, written again (inspector_message) and read back is the same report, and
 //     writing that again gives the same bytes: the writer and the reader agree on every accepted
 //     message, the hand-written request line's included.
@@ -32,7 +32,6 @@ bool printable(std::string_view s, bool spaces) {
 void check_request(const InspectorRequest& r) {
   FUZZ_CHECK(printable(r.method, false) && r.method.size() <= kMaxReportedMethodBytes);
   FUZZ_CHECK(printable(r.rule, false) && r.rule.size() <= kMaxReportedRuleBytes);
-  FUZZ_CHECK(printable(r.log_class, true) && r.log_class.size() <= 32);
   FUZZ_CHECK(r.status <= 999);
   FUZZ_CHECK(!r.path || (printable(*r.path, false) && r.path->size() <= kMaxReportedPathBytes));
   FUZZ_CHECK(!r.secret || (printable(*r.secret, false) && r.secret->size() <= 32));
@@ -42,13 +41,15 @@ bool same(const InspectorReport& a, const InspectorReport& b) {
   if (a.index() != b.index()) return false;
   if (const auto* x = std::get_if<InspectorRequest>(&a)) {
     const auto& y = std::get<InspectorRequest>(b);
-    return x->id == y.id && x->method == y.method && x->rule == y.rule && x->log_class == y.log_class &&
+    return x->id == y.id && x->method == y.method && x->rule == y.rule && x->refusal == y.refusal &&
            x->status == y.status && x->up == y.up && x->down == y.down && x->ms == y.ms &&
-           x->report == y.report && x->path == y.path && x->secret == y.secret && x->asked == y.asked;
+           x->report == y.report && x->path == y.path && x->secret == y.secret && x->swap == y.swap &&
+           x->inject == y.inject && x->sign == y.sign && x->asked == y.asked && x->scrub == y.scrub;
   }
   if (const auto* x = std::get_if<InspectorEnded>(&a)) {
     const auto& y = std::get<InspectorEnded>(b);
-    return x->id == y.id && x->up == y.up && x->down == y.down && x->end == y.end && x->log_class == y.log_class;
+    return x->id == y.id && x->up == y.up && x->down == y.down && x->end == y.end && x->refusal == y.refusal &&
+           x->tls == y.tls;
   }
   if (const auto* x = std::get_if<InspectorDial>(&a)) return x->id == std::get<InspectorDial>(b).id;
   if (const auto* x = std::get_if<InspectorAsk>(&a)) {

@@ -67,10 +67,10 @@ TEST_CASE("an allowed GET reaches the origin and its response comes back inside 
     CHECK(SSL_get_verify_result(rig.tls_client().ssl()) == X509_V_OK);
 
     REQUIRE(rig.records.size() == 1);
-    const RequestRecord& r = rig.records[0];
+    const InspectorRequest& r = rig.records[0];
     CHECK(r.method == "GET");
     CHECK(r.rule == "rules[0]");
-    CHECK(r.log_class == "ok");
+    CHECK_FALSE(r.refusal);
     CHECK(r.status == 200);
     CHECK(r.up == rig.origin.seen[0].head.size());
     CHECK(r.down > 2);
@@ -81,7 +81,7 @@ TEST_CASE("an allowed GET reaches the origin and its response comes back inside 
     rig.tls_client().close();
     REQUIRE(rig.run_until([&] { return rig.ended(); }));
     CHECK(rig.end_record().end == TunnelEnd::client_closed);
-    CHECK_FALSE(rig.end_record().log_class);
+    CHECK_FALSE(rig.end_record().refusal);
     CHECK(rig.end_record().down == r.down);
     CHECK(rig.end_record().up == r.up);
     CHECK(rig.upstream_asks == 0);
@@ -107,14 +107,14 @@ TEST_CASE("a denied request gets 403 with x-egress-refused, never reaches the or
   CHECK(next.status == 200);
   CHECK(rig.origin.seen.size() == 1);
   REQUIRE(rig.records.size() == 4);
-  CHECK(rig.records[0].log_class == "request denied");
+  CHECK(rig.records[0].refusal == Reason::request_denied);
   CHECK(rig.records[0].method == "DELETE");
   CHECK(rig.records[0].rule == "-");
   CHECK(rig.records[0].status == 403);
   CHECK(rig.records[0].up == 0);
   CHECK(rig.records[1].rule == "no-secrets");
   CHECK_FALSE(rig.records[0].path);  // only with log_paths
-  CHECK(rig.records[3].log_class == "ok");
+  CHECK_FALSE(rig.records[3].refusal);
 }
 
 TEST_CASE("a refused request's body is read and dropped, and the next request is read after it") {
@@ -149,7 +149,7 @@ TEST_CASE("report mode lets a denied request through, recorded with report=1 and
   REQUIRE(rig.origin.seen.size() == 1);
   REQUIRE(rig.records.size() == 1);
   CHECK(rig.records[0].report);
-  CHECK(rig.records[0].log_class == "request denied");
+  CHECK(rig.records[0].refusal == Reason::request_denied);
   CHECK(rig.records[0].rule == "no-secrets");
   CHECK(rig.records[0].status == 200);
   // No path without log_paths (SPEC §18), report mode included.
@@ -179,9 +179,9 @@ TEST_CASE("bad paths (%2F, .., //, absolute-form) get 400 bad path; Host mismatc
   CHECK(rig.origin.seen.empty());
   m = rig.exchange("GET /repos/acme/x HTTP/1.1\r\nHost: API.test:443\r\n\r\n");
   CHECK(m.status == 200);
-  CHECK(rig.records.back().log_class == "ok");
-  CHECK(rig.records[0].log_class == "bad path");
-  CHECK(rig.records[5].log_class == "host mismatch");
+  CHECK_FALSE(rig.records.back().refusal);
+  CHECK(rig.records[0].refusal == Reason::bad_path);
+  CHECK(rig.records[5].refusal == Reason::host_mismatch);
 }
 
 TEST_CASE("a POST body goes up exactly as framed: content-length and chunked") {
@@ -282,7 +282,7 @@ TEST_CASE("the origin closing: the next request asks for a new connection, and g
     const Message failed = rig.exchange(get("/repos/acme/2"));
     CHECK(failed.status == 502);
     CHECK(has_header(failed, "x-egress-refused: dial failed"));
-    CHECK(rig.records.back().log_class == "dial failed");
+    CHECK(rig.records.back().refusal == Reason::dial_failed);
     CHECK(rig.exchange(get("/repos/other/3")).status == 403);
   }
 }
@@ -379,7 +379,7 @@ TEST_CASE("a client whose first byte is not a TLS record is closed: not tls") {
     const std::string plain = get("/repos/acme/x");
     REQUIRE(::send(rig.box_fd(), plain.data(), plain.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(plain.size()));
     REQUIRE(rig.run_until([&] { return rig.ended(); }));
-    CHECK(rig.end_record().log_class == std::optional<std::string>("not tls"));
+    CHECK(rig.end_record().refusal == Reason::not_tls);
     CHECK(rig.records.empty());
     // Closed, not a byte answered (a Unix socket closed with bytes unread reads as a reset).
     char byte = 0;
@@ -398,7 +398,7 @@ TEST_CASE("a ClientHello naming another host is closed: sni mismatch; none, or t
     TlsPeer& client = rig.tls_client();
     REQUIRE(rig.run_until([&] { return rig.ended() && (client.failed() || client.eof()); }));
     CHECK_FALSE(client.handshake_done());
-    CHECK(rig.end_record().log_class == std::optional<std::string>("sni mismatch"));
+    CHECK(rig.end_record().refusal == Reason::sni_mismatch);
   }
   SUBCASE("another host, over TLS 1.2") {
     Options o = options();
@@ -407,7 +407,7 @@ TEST_CASE("a ClientHello naming another host is closed: sni mismatch; none, or t
     Rig rig(o);
     TlsPeer& client = rig.tls_client();
     REQUIRE(rig.run_until([&] { return rig.ended() && (client.failed() || client.eof()); }));
-    CHECK(rig.end_record().log_class == std::optional<std::string>("sni mismatch"));
+    CHECK(rig.end_record().refusal == Reason::sni_mismatch);
   }
   SUBCASE("the right host, over TLS 1.2") {
     Options o = options();
@@ -441,10 +441,10 @@ TEST_CASE("an origin whose certificate the store does not trust: 502 upstream tl
     CHECK(has_header(m, "x-egress-refused: upstream tls"));
     CHECK(has_header(m, "connection: close"));
     REQUIRE(rig.run_until([&] { return rig.ended() && rig.tls_client().eof(); }));
-    CHECK(rig.end_record().log_class == std::optional<std::string>("upstream tls"));
+    CHECK(rig.end_record().refusal == Reason::upstream_tls);
     CHECK(rig.origin.seen.empty());
     REQUIRE(rig.records.size() == 1);
-    CHECK(rig.records[0].log_class == "upstream tls");
+    CHECK(rig.records[0].refusal == Reason::upstream_tls);
     CHECK(rig.records[0].status == 502);
   }
   CHECK(open_descriptors() == descriptors);
@@ -507,7 +507,7 @@ TEST_CASE("a websocket upgrade is judged, and after the origin's 101 bytes are r
   CHECK(rig.end_record().end == TunnelEnd::client_closed);
   REQUIRE(rig.records.size() == 2);
   CHECK(rig.records[1].status == 101);
-  CHECK(rig.records[1].log_class == "ok");
+  CHECK_FALSE(rig.records[1].refusal);
   CHECK(rig.records[1].down >= switched.head.size() + std::string("echo:again").size());
 }
 
@@ -522,7 +522,7 @@ TEST_CASE("a head past max_head_bytes gets 431 head too large, then the connecti
   REQUIRE(rig.run_until([&] { return rig.ended(); }));
   REQUIRE(rig.records.size() == 1);
   CHECK(rig.records[0].method == "-");
-  CHECK(rig.records[0].log_class == "head too large");
+  CHECK(rig.records[0].refusal == Reason::head_too_large);
   CHECK(rig.origin.seen.empty());
 }
 
@@ -585,7 +585,7 @@ TEST_CASE("the head timeout covers the TLS handshake and each head") {
     REQUIRE(::send(rig.box_fd(), "\x16\x03\x01", 3, MSG_NOSIGNAL) == 3);
     REQUIRE(rig.run_until([&] { return rig.ended(); }));
     CHECK(rig.end_record().end == TunnelEnd::idle_timeout);
-    CHECK_FALSE(rig.end_record().log_class);
+    CHECK_FALSE(rig.end_record().refusal);
   }
   SUBCASE("a head that never ends") {
     Options o = options();
@@ -681,8 +681,8 @@ TEST_CASE("start refuses a setup it cannot serve, and closes both sockets") {
     REQUIRE(base);
     SslCtxPtr client_ctx = make_client_facing_context();
     SslCtxPtr origin_ctx = make_origin_context(store_of(certificates().origin.certificate()));
-    const auto hooks = InspectedConnection::Hooks{nullptr, [](void*, const RequestRecord&) {}, [](void*) {},
-                                                  [](void*, const EndRecord&) {}};
+    const auto hooks = InspectedConnection::Hooks{nullptr, [](void*, const InspectorRequest&) {}, [](void*) {},
+                                                  [](void*, const InspectorEnded&) {}};
     const auto setup = [&] {
       InspectedSetup s;
       s.host = kHost;

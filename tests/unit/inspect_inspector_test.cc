@@ -249,11 +249,11 @@ TEST_CASE("ready carries the CA; a connection is inspected, its requests and its
   CHECK(request.id == 11);
   CHECK(request.method == "GET");
   CHECK(request.status == 200);
-  CHECK(request.log_class == "ok");
+  CHECK_FALSE(request.refusal);
   client.close_when_sent();
   const auto ended = serve.next<InspectorEnded>();
   CHECK(ended.id == 11);
-  CHECK(ended.end == "client-closed");
+  CHECK(ended.end == TunnelEnd::client_closed);
   // Its id is free again: a new connection under it is served, not refused as a duplicate.
   TlsPeer& again = serve.connect(11);
   CHECK(serve.get(again, "/two").status == 200);
@@ -268,14 +268,14 @@ TEST_CASE("a connection the inspector cannot take is ended at once, with its cla
     send_order(serve.channel(), InspectorConnection{5, kHost, 443, serve.entry}, {inspector_side.get()});
     const auto ended = serve.next<InspectorEnded>();
     CHECK(ended.id == 5);
-    CHECK(ended.end == "error");
-    CHECK(ended.log_class == "bad request");
+    CHECK(ended.end == TunnelEnd::error);
+    CHECK(ended.refusal == Reason::bad_request);
   }
   SUBCASE("an endpoint it does not have (removed meanwhile): nothing of it goes through") {
     (void)serve.connect(6, "other.test");
     const auto ended = serve.next<InspectorEnded>();
     CHECK(ended.id == 6);
-    CHECK(ended.log_class == "request denied");
+    CHECK(ended.refusal == Reason::request_denied);
     CHECK(serve.origin.seen.empty());
   }
   SUBCASE("an id already in use") {
@@ -283,7 +283,7 @@ TEST_CASE("a connection the inspector cannot take is ended at once, with its cla
     (void)serve.connect(7);
     const auto ended = serve.next<InspectorEnded>();
     CHECK(ended.id == 7);
-    CHECK(ended.log_class == "bad request");
+    CHECK(ended.refusal == Reason::bad_request);
   }
   CHECK_FALSE(serve.inspector->finished());
 }
@@ -297,7 +297,7 @@ TEST_CASE("endpoints: a live change applies to the next request and the next con
   send_order(serve.channel(), InspectorEndpoints{endpoints_json(R"(,"rules":[{"method":"GET","path":"/allowed/**"}])")});
   CHECK(serve.get(client, "/before").status == 403);
   const auto denied = serve.next<InspectorRequest>();
-  CHECK(denied.log_class == "request denied");
+  CHECK(denied.refusal == Reason::request_denied);
   CHECK(serve.get(client, "/allowed/x").status == 200);
   CHECK(serve.next<InspectorRequest>().rule == "rules[0]");
   CHECK(serve.origin.seen.size() == 2);
@@ -306,7 +306,7 @@ TEST_CASE("endpoints: a live change applies to the next request and the next con
   (void)serve.connect(2);
   const auto ended = serve.next<InspectorEnded>();
   CHECK(ended.id == 2);
-  CHECK(ended.log_class == "request denied");
+  CHECK(ended.refusal == Reason::request_denied);
   client.send("GET /allowed/x HTTP/1.1\r\nHost: api.test\r\n\r\n");
   const auto closed = serve.next<InspectorEnded>();
   CHECK(closed.id == 1);
@@ -320,12 +320,12 @@ TEST_CASE("secret: set, it is injected into the next request; revoked, it is not
   CHECK(serve.get(client, "/a").status == 200);
   REQUIRE(serve.origin.seen.size() == 1);
   CHECK(serve.origin.seen[0].head.find("x-key: " + kSecretValue + "\r\n") != std::string::npos);
-  CHECK(serve.next<InspectorRequest>().inject == "x-key");
+  CHECK(serve.next<InspectorRequest>().inject.text() == "x-key");
   send_order(serve.channel(), InspectorSecret{"api", std::nullopt});
   (void)serve.get(client, "/b");
   const auto after = serve.next<InspectorRequest>();
   CHECK(after.inject.empty());
-  CHECK(after.log_class == "secret missing");  // never sent without the credential it was to carry
+  CHECK(after.refusal == Reason::secret_missing);  // never sent without the credential it was to carry
   CHECK(serve.origin.seen.size() == 1);
 }
 
@@ -341,7 +341,7 @@ TEST_CASE("placeholder: the box's stand-in is swapped for the secret, and the sw
   REQUIRE(serve.origin.seen.size() == 1);
   CHECK(serve.origin.seen[0].head.find("Bearer " + kSecretValue + "\r\n") != std::string::npos);
   CHECK(serve.origin.seen[0].head.find(placeholder) == std::string::npos);
-  CHECK(serve.next<InspectorRequest>().swap.starts_with("api@"));
+  CHECK(serve.next<InspectorRequest>().swap.text().starts_with("api@"));
 }
 
 TEST_CASE("dial and dialled: an origin gone between requests is dialled again by serve") {

@@ -441,13 +441,13 @@ class Rig {
   }
 
   [[nodiscard]] bool ended() const { return ended_.has_value(); }
-  [[nodiscard]] const EndRecord& end_record() const {
+  [[nodiscard]] const InspectorEnded& end_record() const {
     REQUIRE(ended_);
     return *ended_;
   }
 
  private:
-  static void on_request(void* self, const RequestRecord& record) {
+  static void on_request(void* self, const InspectorRequest& record) {
     auto* rig = static_cast<Rig*>(self);
     rig->records.push_back(record);
     if (rig->options_.delete_on_request) rig->connection.reset();
@@ -458,7 +458,7 @@ class Rig {
     rig->upstream_asked_ = true;
     if (rig->options_.upstream == Options::Upstream::in_hook) rig->connection->give_upstream(rig->origin.connect());
   }
-  static void on_ended(void* self, const EndRecord& record) {
+  static void on_ended(void* self, const InspectorEnded& record) {
     auto* rig = static_cast<Rig*>(self);
     rig->ended_ = record;
     rig->connection.reset();  // the owner deletes it inside the hook, as serve's inspector will
@@ -471,13 +471,13 @@ class Rig {
   UniqueFd box_fd_;
   std::unique_ptr<TlsPeer> client_;
   bool upstream_asked_ = false;
-  std::optional<EndRecord> ended_;
+  std::optional<InspectorEnded> ended_;
   int warnings_before_ = libevent_warnings;
 
  public:
   // Declared last: the connection goes first, before the origin and the loop it uses.
   TestOrigin origin;
-  std::vector<RequestRecord> records;
+  std::vector<InspectorRequest> records;
   int upstream_asks = 0;
   std::unique_ptr<InspectedConnection> connection;
 };

@@ -48,25 +48,26 @@ std::string start_with(std::string_view fields) {
 TEST_CASE("the inspector's reports read back as written") {
   const std::string pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
   CHECK(report_back<InspectorReady>(InspectorReady{pem}).ca_pem == pem);
-  InspectorRequest request{7, "DELETE", "deny[0]", "request denied", 403, 120, 80, 3, false, "/repos/acme"};
+  InspectorRequest request{7, "DELETE", "deny[0]", Reason::request_denied, 403, 120, 80, 3, false, "/repos/acme"};
   const auto back = report_back<InspectorRequest>(request);
   CHECK(back.id == 7);
   CHECK(back.method == "DELETE");
   CHECK(back.rule == "deny[0]");
-  CHECK(back.log_class == "request denied");
+  CHECK(back.refusal == Reason::request_denied);
   CHECK(back.status == 403);
   CHECK((back.up == 120 && back.down == 80 && back.ms == 3));
   CHECK(back.path == std::optional<std::string>("/repos/acme"));
   request.path.reset();
   CHECK_FALSE(report_back<InspectorRequest>(request).path);
   CHECK(report_back<InspectorDial>(InspectorDial{9}).id == 9);
-  const auto ended = report_back<InspectorEnded>(InspectorEnded{4, 1, 2, "client-closed", "sni mismatch"});
-  CHECK((ended.id == 4 && ended.up == 1 && ended.down == 2 && ended.end == "client-closed"));
-  CHECK(ended.log_class == std::optional<std::string>("sni mismatch"));
+  const auto ended =
+      report_back<InspectorEnded>(InspectorEnded{4, 1, 2, TunnelEnd::client_closed, Reason::sni_mismatch});
+  CHECK((ended.id == 4 && ended.up == 1 && ended.down == 2 && ended.end == TunnelEnd::client_closed));
+  CHECK(ended.refusal == Reason::sni_mismatch);
   CHECK_FALSE(ended.tls);
   // Why a handshake failed goes as its word and comes back as the same typed value.
   const auto failed = report_back<InspectorEnded>(
-      InspectorEnded{5, 0, 0, "error", std::nullopt, TlsFailure::unknown_ca});
+      InspectorEnded{5, 0, 0, TunnelEnd::error, std::nullopt, TlsFailure::unknown_ca});
   CHECK(failed.tls == std::optional<TlsFailure>(TlsFailure::unknown_ca));
 }
 
@@ -81,7 +82,7 @@ TEST_CASE("SPEC §20: an ask, its answer, and a request line's asked= read back;
   const auto answer = order_back<InspectorAnswer>(InspectorAnswer{7, 2, RequestAsked::always});
   CHECK((answer.id == 7 && answer.n == 2 && answer.asked == RequestAsked::always));
   CHECK(order_refusal(R"({"op":"answer","id":7,"n":2,"asked":"maybe"})") == R"(bad "asked")");
-  InspectorRequest request{7, "GET", "rules[0]", "request denied", 403, 0, 80, 3, false};
+  InspectorRequest request{7, "GET", "rules[0]", Reason::request_denied, 403, 0, 80, 3, false};
   request.asked = RequestAsked::timeout;
   const std::string line = inspector_message(request);
   CHECK(line.ends_with(R"(,"asked":"timeout"})"));
@@ -138,14 +139,14 @@ TEST_CASE("serve refuses what an inspector should never say") {
   CHECK(refusal(request_with(R"("GET")", R"("ok")", "0200")) == "bad \"status\"");
   CHECK(refusal(request_with(R"("GET")", R"("ok")", "-1")) == "bad \"status\"");
   CHECK(refusal(request_with(R"("GET")", R"("ok")", "2e2")) == "bad \"up\"");  // 2, then "e2" where ,"up": is
-  CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"x","class":"a\u0000b"})") == "bad \"class\"");
+  CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"error","class":"a\u0000b"})") == "bad \"class\"");
   // Only a word of the vocabulary: anything else the inspector says is refused, never logged.
   CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"error","tls":"made-up"})") == "bad \"tls\"");
   CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"error","tls":7})") == "bad \"tls\"");
 }
 
 TEST_CASE("a request line is read in its one shape only, each field checked as the general path checks it") {
-  InspectorRequest request{18446744073709551615ULL, "GET", "rules[3]", "ok", 200, 1, 2, 3, true,
+  InspectorRequest request{18446744073709551615ULL, "GET", "rules[3]", std::nullopt, 200, 1, 2, 3, true,
                            R"(/a"quoted\path)"};
   const std::string written = inspector_message(request);
   CHECK(written == R"({"op":"request","id":18446744073709551615,"method":"GET","rule":"rules[3]","class":"ok",)"
@@ -251,27 +252,118 @@ TEST_CASE("a placeholder's message, and a request line's secret name, read back;
   CHECK_FALSE(order_refusal(R"({"op":"placeholder","name":"API","value":"bxp_x"})").empty());
   CHECK_FALSE(order_refusal(R"({"op":"placeholder","name":"api","value":"not-one"})").empty());
 
-  InspectorRequest request{7, "GET", "-", "secret misdirected", 403, 0, 158, 1, false, std::nullopt, "api"};
+  InspectorRequest request{7, "GET", "-", Reason::secret_misdirected, 403, 0, 158, 1, false, std::nullopt, "api"};
   CHECK(report_back<InspectorRequest>(request).secret == std::optional<std::string>("api"));
   request.secret = "api secret=x";
   CHECK_FALSE(refusal(inspector_message(request)).empty());
 }
 
 TEST_CASE("a request line's sign= (SPEC §20): aws-sigv4 read back, anything else refused") {
-  InspectorRequest request{7, "PUT", "-", "ok", 200, 10, 20, 1, false};
-  request.inject = "x-extra";
+  InspectorRequest request{7, "PUT", "-", std::nullopt, 200, 10, 20, 1, false};
+  request.inject.push_back("x-extra");
   request.sign = "aws-sigv4";
-  request.scrub = "aws_key";
+  request.scrub.push_back("aws_key");
   const auto back = report_back<InspectorRequest>(request);
   CHECK(back.sign == "aws-sigv4");
-  CHECK(back.inject == "x-extra");
-  CHECK(back.scrub == "aws_key");
+  CHECK(back.inject.text() == "x-extra");
+  CHECK(back.scrub.text() == "aws_key");
   request.sign.clear();
   CHECK(report_back<InspectorRequest>(request).sign.empty());
   request.sign = "aws-sigv4 secret=x";
   CHECK_FALSE(refusal(inspector_message(request)).empty());
   const auto held = order_back<InspectorStart>(InspectorStart{"s3", false, "[]", 1.5, 600, 1024, 4096});
   CHECK(held.max_held_body == 4096);
+}
+
+}  // namespace boxproxy
+
+namespace boxproxy {
+
+// One vocabulary across the boundary (issue 34): a class is a Reason or "ok", an end a TunnelEnd,
+// each typed once as the message is read; a word of neither is refused, never logged as another.
+TEST_CASE("every class and every end reads back as the same typed value; any other word is refused") {
+  InspectorRequest request{3, "GET", "rules[0]", std::nullopt, 200, 1, 2, 3, false};
+  CHECK(inspector_message(request).find(R"("class":"ok")") != std::string::npos);
+  CHECK_FALSE(report_back<InspectorRequest>(request).refusal);
+  for (const ReasonInfo& row : reason_table()) {
+    CAPTURE(row.log_class);
+    request.refusal = row.reason;
+    const std::string line = inspector_message(request);
+    CHECK(line.find(R"("class":")" + std::string(row.log_class) + "\"") != std::string::npos);
+    CHECK(report_back<InspectorRequest>(request).refusal == row.reason);
+    const auto ended = report_back<InspectorEnded>(InspectorEnded{3, 0, 0, TunnelEnd::error, row.reason});
+    CHECK(ended.refusal == row.reason);
+  }
+  for (std::size_t at = 0; at < kTunnelEndNames.size(); ++at) {
+    const auto end = static_cast<TunnelEnd>(at);
+    CAPTURE(tunnel_end_name(end));
+    const std::string line = inspector_message(InspectorEnded{3, 5, 6, end});
+    CHECK(line.find(R"("end":")" + std::string(tunnel_end_name(end)) + "\"") != std::string::npos);
+    const auto back = report_back<InspectorEnded>(InspectorEnded{3, 5, 6, end});
+    CHECK(back.end == end);
+    CHECK_FALSE(back.refusal);
+  }
+
+  const auto request_class = [](std::string_view klass) {
+    return std::string(R"({"op":"request","id":1,"method":"GET","rule":"-","class":)") + std::string(klass) +
+           R"(,"status":200,"up":0,"down":0,"ms":0,"report":false})";
+  };
+  for (const char* unknown : {R"("made up")", R"("OK")", R"("Request denied")", R"("request  denied")",
+                              R"("request denied ")", R"("request\"denied")", R"("")", R"(ok)", "1"}) {
+    CAPTURE(unknown);
+    CHECK(refusal(request_class(unknown)) == "bad \"class\"");
+  }
+  const auto ended_with = [](std::string_view fields) {
+    return std::string(R"({"op":"ended","id":1,"up":0,"down":0,)") + std::string(fields) + "}";
+  };
+  for (const char* unknown : {R"("made up")", R"("ok")", R"("Loopback")", R"("")", "7", "null"}) {
+    CAPTURE(unknown);
+    CHECK(refusal(ended_with(std::string(R"("end":"error","class":)") + unknown)) == "bad \"class\"");
+  }
+  for (const char* unknown : {R"("closed")", R"("Error")", R"("client_closed")", R"("error ")", R"("")", "0"}) {
+    CAPTURE(unknown);
+    CHECK(refusal(ended_with(std::string(R"("end":)") + unknown)) == "bad \"end\"");
+  }
+  CHECK(refusal(ended_with(R"("class":"not tls")")) == "no \"end\"");
+}
+
+TEST_CASE("a request line with every field is written in the documented shape and reads back whole") {
+  InspectorRequest request{42, "POST", "rules[1]", Reason::request_denied, 403, 10, 20, 30, true, "/p"};
+  request.secret = "api";
+  request.swap.push_back("api@header:authorization");
+  request.swap.push_back("npm_token@query");
+  request.inject.push_back("x-key");
+  request.inject.push_back("authorization");
+  request.sign = "aws-sigv4";
+  request.asked = RequestAsked::once;
+  request.scrub.push_back("api");
+  const std::string line = inspector_message(request);
+  CHECK(line == R"({"op":"request","id":42,"method":"POST","rule":"rules[1]","class":"request denied",)"
+                R"("status":403,"up":10,"down":20,"ms":30,"report":true,"path":"/p","secret":"api",)"
+                R"("swap":"api@header:authorization,npm_token@query","inject":"x-key,authorization",)"
+                R"("sign":"aws-sigv4","asked":"once","scrub":"api"})");
+  const auto back = report_back<InspectorRequest>(request);
+  CHECK((back.id == 42 && back.method == "POST" && back.rule == "rules[1]" && back.refusal == Reason::request_denied));
+  CHECK((back.status == 403 && back.up == 10 && back.down == 20 && back.ms == 30 && back.report));
+  CHECK((back.path == std::optional<std::string>("/p") && back.secret == std::optional<std::string>("api")));
+  CHECK(back.swap == request.swap);
+  CHECK(back.inject == request.inject);
+  CHECK((back.sign == "aws-sigv4" && back.asked == RequestAsked::once && back.scrub == request.scrub));
+  CHECK(inspector_message(back) == line);
+  // A field out of the table's order is not read (the shape is the table's).
+  const std::string_view sign = R"(,"sign":"aws-sigv4")";
+  std::string swapped = line;
+  swapped.erase(swapped.find(sign), sign.size());
+  swapped.insert(swapped.find(R"(,"swap":)"), sign);
+  CHECK_FALSE(refusal(swapped).empty());
+  // Every item of a list is checked: a value, a space or an empty item is refused.
+  for (const char* list : {R"("swap":"api")", R"("swap":"api@x,")", R"("swap":"api@a b")", R"("inject":"x key")",
+                           R"("inject":"x,,y")", R"("scrub":"API")", R"("scrub":"a,b@c")"}) {
+    CAPTURE(list);
+    const std::string forged = std::string(R"({"op":"request","id":1,"method":"GET","rule":"-","class":"ok",)") +
+                               R"("status":200,"up":0,"down":0,"ms":0,"report":false,)" + list + "}";
+    CHECK_FALSE(refusal(forged).empty());
+  }
 }
 
 }  // namespace boxproxy
