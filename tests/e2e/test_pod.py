@@ -114,6 +114,44 @@ class SidecarCommandTest(unittest.TestCase):
                 pass
             self.assertEqual(self.sidecar("--probe", "--ready-file", ready, "--probe-timeout", "5").returncode, 0)
 
+    def test_idle_each_process_costs_what_a_session_does(self):
+        # The sidecar, serve and the bridge idle: each one process of the same binary, whose own
+        # memory after start is the relocated tables, .data, .bss, a stack and a small heap
+        # (bench/README.md, bench/density). A table made at start for what the bridge might hold
+        # later is more than that: the names' index table, made whole at start, was 128 KiB.
+        # The bound: serve's own figure (a session's) plus 32 KiB, a quarter of that table.
+        from fault_support import memory_compared
+        from harness import free_port, wait_until
+        import tempfile
+        if not memory_compared("an idle sidecar's processes"):
+            return
+        with tempfile.TemporaryDirectory(prefix="boxproxy-sidecar-") as directory:
+            ready = os.path.join(directory, "ready")
+            ports = [str(free_port("127.0.0.1")) for _ in range(3)]
+            if len(set(ports)) < 3:
+                self.skipTest("no three free ports on 127.0.0.1")
+            sidecar = subprocess.Popen([binary(), "sidecar", "--socket", os.path.join(directory, "s.sock"),
+                                        "--ready-file", ready, "--port", ports[0], "--dns-port", ports[1],
+                                        "--listen-port", ports[2]],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            try:
+                self.assertTrue(wait_until(lambda: os.path.exists(ready), 30, 0.05), sidecar.stderr)
+                with open(f"/proc/{sidecar.pid}/task/{sidecar.pid}/children", encoding="ascii") as f:
+                    serve, bridge = (int(pid) for pid in f.read().split())
+                own = {name: anonymous_kib(pid) for name, pid in
+                       (("sidecar", sidecar.pid), ("serve", serve), ("bridge", bridge))}
+            finally:
+                sidecar.terminate()
+                sidecar.communicate(timeout=30)
+        self.assertLessEqual(own["bridge"], own["serve"] + 32, own)
+        self.assertLessEqual(own["sidecar"], own["serve"] + 32, own)
+
+
+def anonymous_kib(pid):
+    """A process's anonymous memory (its own: heap, stack, relocated and written data), KiB."""
+    with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Anonymous:"))
+
 
 class CaptureInANamespaceTest(unittest.TestCase):
 
