@@ -10,7 +10,8 @@
 //       512-byte body and closes. One epoll thread. Prints {"event":"ready"} when all four listen.
 //   boxbench tunnels --via V --proto P --target A:P [--conc 32] [--seconds S] [--warmup S]
 //       each of --conc clients loops: connect, handshake, 64-byte echo, close. Reports tunnels/s and the setup
-//       latency (connect() to the echo's last byte) p50/p99.
+//       latency (connect() to the echo's last byte) p50/p99. With --keepalive 1 each client keeps its tunnel and
+//       loops 64-byte echoes on it (a request on a held connection): echoes/s and each one's round trip.
 //   boxbench http    --via V --url-host A --url-port P [--form absolute|origin] [--conc 32] [--seconds S]
 //                    [--warmup S]
 //       each client loops: connect, one GET (absolute form through a proxy, origin form direct or with --form
@@ -460,6 +461,7 @@ int cmd_load(const Args& a, bool http) {
   Endpoint ep_to = endpoint_of(via, target_s);
   int conc = int(a.num("conc", 32));
   double seconds = a.num("seconds", 3), warmup = a.num("warmup", 0.3);
+  const bool keepalive = !http && a.num("keepalive", 0) != 0;
   std::string get_req;
   if (http) {
     std::string hp = target_s;
@@ -489,6 +491,12 @@ int cmd_load(const Args& a, bool http) {
     if (counting) {
       ++res.ops;
       if (res.lat_us.size() < res.lat_us.capacity()) res.lat_us.push_back(uint32_t((now_ns() - c.t0) / 1000));
+    }
+    if (keepalive) {  // the next echo on the same tunnel
+      c.t0 = now_ns();
+      c.have = 0;
+      if (write(c.fd, kPayload, 64) != 64) fail(c, "write payload");
+      return;
     }
     close(c.fd);
     c.fd = -1;

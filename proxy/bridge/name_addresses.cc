@@ -16,7 +16,10 @@ constexpr std::array<std::uint8_t, 12> kV6Prefix = {0xfd, 0x62, 0x6f, 0x78, 0x70
 
 NameAddresses::NameAddresses(std::size_t max_names)
     : max_names_(max_names < 1 ? 1 : (max_names > kV4Size - 1 ? kV4Size - 1 : max_names)) {
-  by_index_.assign(max_names_ + 1, order_.end());
+  // Index 0 is never given out. The table grows as indices are (they are handed out in order), not
+  // at start: all of it at once was 128 KiB of the bridge's private memory in every box and pod,
+  // most of which never hold more than a few names.
+  by_index_.push_back(order_.end());
 }
 
 IpAddress NameAddresses::address_of(std::uint32_t index, IpAddress::Family family) {
@@ -56,6 +59,7 @@ IpAddress NameAddresses::address_for(std::string_view name, IpAddress::Family fa
   std::uint32_t index = 0;
   if (next_index_ <= max_names_) {
     index = next_index_++;
+    by_index_.push_back(order_.end());  // by_index_.size() == next_index_
   } else {
     // Full: the least recently used name gives up its address.
     const auto oldest = std::prev(order_.end());

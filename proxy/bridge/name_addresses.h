@@ -64,7 +64,7 @@ class NameAddresses {
   std::size_t max_names_;
   Order order_;
   std::unordered_map<std::string, Order::iterator> by_name_;
-  std::vector<Order::iterator> by_index_;  // index -> entry; end() when free
+  std::vector<Order::iterator> by_index_;  // index -> entry, for indices below next_index_; end() when free
   std::uint32_t next_index_ = 1;           // 0 (198.18.0.0, a network address) is never given out
 };
 

@@ -114,6 +114,44 @@ class SidecarCommandTest(unittest.TestCase):
                 pass
             self.assertEqual(self.sidecar("--probe", "--ready-file", ready, "--probe-timeout", "5").returncode, 0)
 
+    def test_idle_each_process_costs_what_a_session_does(self):
+        # The sidecar, serve and the bridge idle: each one process of the same binary, whose own
+        # memory after start is the relocated tables, .data, .bss, a stack and a small heap
+        # (bench/README.md, bench/density). A table made at start for what the bridge might hold
+        # later is more than that: the names' index table, made whole at start, was 128 KiB.
+        # The bound: serve's own figure (a session's) plus 32 KiB, a quarter of that table.
+        from fault_support import memory_compared
+        from harness import free_port, wait_until
+        import tempfile
+        if not memory_compared("an idle sidecar's processes"):
+            return
+        with tempfile.TemporaryDirectory(prefix="boxproxy-sidecar-") as directory:
+            ready = os.path.join(directory, "ready")
+            ports = [str(free_port("127.0.0.1")) for _ in range(3)]
+            if len(set(ports)) < 3:
+                self.skipTest("no three free ports on 127.0.0.1")
+            sidecar = subprocess.Popen([binary(), "sidecar", "--socket", os.path.join(directory, "s.sock"),
+                                        "--ready-file", ready, "--port", ports[0], "--dns-port", ports[1],
+                                        "--listen-port", ports[2]],
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            try:
+                self.assertTrue(wait_until(lambda: os.path.exists(ready), 30, 0.05), sidecar.stderr)
+                with open(f"/proc/{sidecar.pid}/task/{sidecar.pid}/children", encoding="ascii") as f:
+                    serve, bridge = (int(pid) for pid in f.read().split())
+                own = {name: anonymous_kib(pid) for name, pid in
+                       (("sidecar", sidecar.pid), ("serve", serve), ("bridge", bridge))}
+            finally:
+                sidecar.terminate()
+                sidecar.communicate(timeout=30)
+        self.assertLessEqual(own["bridge"], own["serve"] + 32, own)
+        self.assertLessEqual(own["sidecar"], own["serve"] + 32, own)
+
+
+def anonymous_kib(pid):
+    """A process's anonymous memory (its own: heap, stack, relocated and written data), KiB."""
+    with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Anonymous:"))
+
 
 class CaptureInANamespaceTest(unittest.TestCase):
 
@@ -188,89 +226,26 @@ TLS_PORT = 8443  # the same origin behind TLS: the inspected endpoint
 # as base64, then mounts the text as written): the file holds one of the two, whichever it is.
 SECRET = "c2stcG9kLXRlc3QtNGYxYw=="
 SECRET_DECODED = "sk-pod-test-4f1c"
-POD_TIMEOUT = 240  # podman kube play, from nothing to running
 EXAMPLES = os.path.join(ROOT, "examples", "kubernetes")
 
 
-def podman(*args, timeout=120, env=None):
-    from test_container import podman_env
-    return subprocess.run(["podman", "--runtime", "runc", *args], capture_output=True, text=True, timeout=timeout,
-                          env=env or podman_env(), stdin=subprocess.DEVNULL)
-
-
-def copy_with_libraries(root, program):
-    """`program` and every library ldd names for it, at the same paths under `root`; the loader
-    also beside libc, where a static binary's dlopen looks for it (libc names it as a library)."""
-    paths = [w for w in subprocess.run(["ldd", program], capture_output=True, text=True, timeout=30,
-                                       check=True).stdout.split() if w.startswith("/")]
-    libc = next(p for p in paths if os.path.basename(p) == "libc.so.6")
-    loaders = [os.path.join(os.path.dirname(libc), os.path.basename(p)) for p in paths
-               if os.path.basename(p).startswith("ld-linux")]
-    for path, where in [(p, p) for p in [program] + paths] + [(loader, loader) for loader in loaders]:
-        target = os.path.join(root, where.lstrip("/"))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copy(path, target)
-
-
 class PodTest(unittest.TestCase):
-    """examples/kubernetes/pod.yaml through `podman kube play --network none`."""
+    """examples/kubernetes/pod.yaml through `podman kube play --network none` (pod_support.PodPlay)."""
 
     @classmethod
     def setUpClass(cls):
-        import yaml  # python3-yaml (scripts/install-deps)
-        from test_container import BUILD_IMAGE, client_rootfs, ulimit_flags, podman_env
-        if shutil.which("podman") is None:
-            raise unittest.SkipTest("podman is not installed (scripts/install-deps)")
-        if shutil.which("catatonit") is None and not os.path.exists("/usr/libexec/podman/catatonit"):
-            raise unittest.SkipTest("a pod's infra container needs catatonit (scripts/install-deps)")
-        if os.geteuid() != 0:
-            raise unittest.SkipTest("the capture container needs NET_ADMIN in the pod: rootful podman here")
-        headers = subprocess.run(["readelf", "-lW", binary()], capture_output=True, text=True, timeout=30).stdout
-        if "program interpreter" in headers:
-            raise unittest.SkipTest("this build's boxproxy is linked dynamically: the images need the static one")
-        libnftables = "/usr/lib/x86_64-linux-gnu/libnftables.so.1"
-        if not os.path.exists(libnftables):
-            raise unittest.SkipTest(f"{libnftables} is missing (libnftables1)")
-        import tempfile
-        import uuid
-        tmp = tempfile.TemporaryDirectory(prefix="boxproxy-pod-")
-        cls.addClassCleanup(tmp.cleanup)
-        cls.dir = tmp.name
-        cls.unique = f"bxp-pod-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        # Ulimits runc can set without CAP_SYS_RESOURCE (as test_container's): kube play has no
-        # --ulimit, so through a containers.conf of the test's own.
-        flags = ulimit_flags()
-        conf = os.path.join(cls.dir, "containers.conf")
-        with open(conf, "w") as f:
-            f.write("[containers]\ndefault_ulimits = [%s]\n" % ", ".join(
-                f'"{flags[i + 1]}"' for i in range(0, len(flags), 2)))
-        cls.env = dict(podman_env(), CONTAINERS_CONF=conf)
-
-        cls.images = {name: f"localhost/{cls.unique}-{name}:latest" for name in ("boxproxy", "capture", "agent")}
-        for image in cls.images.values():
-            cls.addClassCleanup(podman, "rmi", "--force", "--ignore", image)
-        built = subprocess.run([BUILD_IMAGE, "--binary", binary(), "--tag", cls.images["boxproxy"]],
-                               capture_output=True, text=True, timeout=300, env=cls.env)
-        if built.returncode != 0:
-            raise AssertionError(f"scripts/build-image: {built.stderr}")
-        # The capture image as Containerfile.capture makes it, offline: the binary, libnftables
-        # and what it links, from this host.
-        capture = os.path.join(cls.dir, "capture")
-        copy_with_libraries(os.path.join(capture, "rootfs"), libnftables)
-        os.makedirs(os.path.join(capture, "rootfs", "tmp"))
-        cls.build(capture, f"FROM scratch\nCOPY rootfs/ /\nCOPY --from={cls.images['boxproxy']} /usr/bin/boxproxy "
-                  "/usr/bin/boxproxy\nENTRYPOINT [\"/usr/bin/boxproxy\"]\n", cls.images["capture"])
-        # The agent: busybox and curl (test_container's client image).
-        agent = os.path.join(cls.dir, "agent")
-        from box_support import make_certificate
-        cls.certificate, cls.key = make_certificate(cls.dir, "origin.test")
-        why = client_rootfs(os.path.join(agent, "rootfs"), cls.certificate)
+        from pod_support import PodPlay, why_not
+        why = why_not(binary())
         if why:
             raise unittest.SkipTest(why)
-        for applet in ("ls", "cat", "test", "tftp", "timeout", "grep", "id"):
-            os.symlink("busybox", os.path.join(agent, "rootfs", "bin", applet))
-        cls.build(agent, "FROM scratch\nCOPY rootfs/ /\n", cls.images["agent"])
-
+        play = PodPlay(binary(), "pod")
+        cls.addClassCleanup(play.close)
+        cls.play, cls.dir, cls.env, cls.pod = play, play.dir, play.env, play.unique
+        from box_support import make_certificate
+        cls.certificate, cls.key = make_certificate(cls.dir, "origin.test")
+        why = play.build_images(cls.certificate)
+        if why:
+            raise unittest.SkipTest(why)
         # The origin container's user (2000) reads its script through a hostPath.
         cls.probe_dir = os.path.join(cls.dir, "probe")
         os.mkdir(cls.probe_dir)
@@ -281,91 +256,37 @@ class PodTest(unittest.TestCase):
         shutil.copy(cls.key, os.path.join(cls.probe_dir, "origin.key"))  # a test key, for the origin
         for name in ("pod_origin.py", "origin.pem", "origin.key"):
             os.chmod(os.path.join(cls.probe_dir, name), 0o644)
-        cls.manifest = os.path.join(cls.dir, "pod.yaml")
-        with open(cls.manifest, "w") as f:
-            yaml.safe_dump_all(cls.localised(yaml), f)
-        cls.pod = cls.unique
-        cls.addClassCleanup(podman, "secret", "rm", f"{cls.unique}-secrets", env=cls.env)
-        cls.addClassCleanup(podman, "pod", "rm", "--force", "--ignore", "--time", "0", cls.pod, env=cls.env)
-        played = podman("kube", "play", "--network", "none", cls.manifest, timeout=POD_TIMEOUT, env=cls.env)
-        if played.returncode != 0:
-            raise AssertionError(f"podman kube play: {played.stdout}{played.stderr}")
-        ready = podman("exec", f"{cls.pod}-egress", "/usr/bin/boxproxy", "sidecar", "--probe",
-                       "--ready-file=/run/egress/ready", "--probe-timeout=60", timeout=90, env=cls.env)
-        if ready.returncode != 0:
-            raise AssertionError(f"the sidecar is not ready: {ready.stderr}\n{cls.logs('egress')}")
+        play.play(cls.localised(), extra_volumes=[{"name": "host-usr", "hostPath": {"path": "/usr"}},
+                                                  {"name": "probe", "hostPath": {"path": cls.probe_dir}}])
         from harness import wait_until
         if not wait_until(lambda: '"ready"' in cls.logs("origin"), 30, 0.2):
             raise AssertionError(f"the origin container did not start: {cls.logs('origin')}")
 
     @classmethod
-    def build(cls, context, containerfile, tag):
-        with open(os.path.join(context, "Containerfile"), "w") as f:
-            f.write(containerfile)
-        done = podman("build", "--quiet", "--pull=false", "--tag", tag, context, timeout=300, env=cls.env)
-        if done.returncode != 0:
-            raise AssertionError(f"podman build {tag}: {done.stderr}")
-
-    @classmethod
-    def localised(cls, yaml):
-        """pod.yaml and policy.yaml as written, but for: the images, the pod's name, the policy
-        (the test's origin), a restart policy podman 4.3 needs, and an origin container."""
-        docs = []
-        for name in ("policy.yaml", "pod.yaml"):
-            with open(os.path.join(EXAMPLES, name), encoding="utf-8") as f:
-                docs += [d for d in yaml.safe_load_all(f) if d]
-        by_kind = {d["kind"]: d for d in docs}
-        # The policy: the origin's plain port, and its TLS port inspected, with a rule and the
-        # secret injected (the origin's CA for the inspector beside it, in the ConfigMap).
+    def localised(cls):
+        """The policy: the origin's plain port, and its TLS port inspected, with a rule and the
+        secret injected (the origin's CA for the inspector beside it, in the ConfigMap); an origin
+        container of the test's own."""
         with open(cls.certificate, encoding="ascii") as f:
-            by_kind["ConfigMap"]["data"]["origin-ca.pem"] = f.read()
-        by_kind["ConfigMap"]["data"]["config.json"] = json.dumps({
+            origin_ca = f.read()
+        config = {
             "allow": [f"origin.test:{ORIGIN_PORT}", f"origin.test:{TLS_PORT}"], "permit": ["127.0.0.2/32"],
             "resolve": ["origin.test=127.0.0.2"], "log": "json", "upstream-ca": "/etc/boxproxy/origin-ca.pem",
             "inspect": [{"host": f"origin.test:{TLS_PORT}", "rules": [{"method": "GET", "path": "/allowed/**"}],
-                         "inject": {"authorization": "Bearer {llm}"}}]})
-        # podman 4.3 reads a Secret's data only (not stringData, as Kubernetes does).
-        by_kind["Secret"].pop("stringData")
-        by_kind["Secret"]["data"] = {"llm": SECRET}
-        pod = by_kind["Pod"]
-        pod["metadata"]["name"] = cls.unique
-        # Names of the test's own: kube play keeps a Secret as a podman secret (removed after).
-        by_kind["ConfigMap"]["metadata"]["name"] = f"{cls.unique}-policy"
-        by_kind["Secret"]["metadata"]["name"] = f"{cls.unique}-secrets"
-        spec = pod["spec"]
-        spec["restartPolicy"] = "OnFailure"  # podman 4.3 restarts an init container under Always
-        containers = {c["name"]: c for c in spec["initContainers"] + spec["containers"]}
-        containers["capture"]["image"] = cls.images["capture"]
-        containers["egress"]["image"] = cls.images["boxproxy"]
-        containers["agent"]["image"] = cls.images["agent"]
-        spec["containers"].append({
-            "name": "origin", "image": cls.images["agent"],
-            "command": ["/usr/bin/python3", "-u", "/probe/pod_origin.py"],
+                         "inject": {"authorization": "Bearer {llm}"}}]}
+        origin = {
+            "name": "origin", "command": ["/usr/bin/python3", "-u", "/probe/pod_origin.py"],
             "securityContext": {"runAsUser": 2000, "runAsGroup": 2000, "capabilities": {"drop": ["ALL"]}},
             "volumeMounts": [{"name": "host-usr", "mountPath": "/usr", "readOnly": True},
-                             {"name": "probe", "mountPath": "/probe", "readOnly": True}]})
-        volumes = {v["name"]: v for v in spec["volumes"]}
-        volumes["policy"]["configMap"]["name"] = f"{cls.unique}-policy"
-        volumes["secrets"]["secret"]["secretName"] = f"{cls.unique}-secrets"
-        # podman 4.3 gives an emptyDir to the user of whichever container mounts it first (the
-        # agent's, at times: the sidecar could not write the CA); Kubernetes makes it writable by
-        # all. A directory of the test's own, as Kubernetes would make it, instead.
-        trust = os.path.join(cls.dir, "trust")
-        os.mkdir(trust)
-        os.chmod(trust, 0o777)
-        volumes["trust"].pop("emptyDir")
-        volumes["trust"]["hostPath"] = {"path": trust}
-        spec["volumes"] += [{"name": "host-usr", "hostPath": {"path": "/usr"}},
-                            {"name": "probe", "hostPath": {"path": cls.probe_dir}}]
-        return [by_kind["ConfigMap"], by_kind["Secret"], pod]
+                             {"name": "probe", "mountPath": "/probe", "readOnly": True}]}
+        return list(cls.play.localised(config, SECRET, origin, {"origin-ca.pem": origin_ca}))
 
     @classmethod
     def logs(cls, container):
-        got = podman("logs", f"{cls.pod}-{container}", env=cls.env)
-        return got.stdout + got.stderr
+        return cls.play.logs(container)
 
     def agent(self, *command, timeout=60):
-        return podman("exec", f"{self.pod}-agent", *command, timeout=timeout, env=self.env)
+        return self.play.exec("agent", *command, timeout=timeout)
 
     def curl(self, *args):
         return self.agent("curl", "-sS", "--max-time", "10", *args)
@@ -399,8 +320,8 @@ class PodTest(unittest.TestCase):
             self.assertNotEqual(self.agent("test", "-e", path).returncode, 0, path)
         self.assertEqual(self.agent("test", "-S", "/run/egress/egress.sock").returncode, 1)
         # The sidecar's container does hold it (the test above could see it).
-        held = podman("exec", f"{self.pod}-egress", "/usr/bin/boxproxy", "sidecar", "--probe",
-                      "--ready-file=/run/egress/egress.sock", env=self.env)
+        held = self.play.exec("egress", "/usr/bin/boxproxy", "sidecar", "--probe",
+                              "--ready-file=/run/egress/egress.sock")
         self.assertEqual(held.returncode, 0, held.stderr)
 
     def test_an_allowed_name_is_reached_by_capture_and_by_http_proxy(self):
