@@ -224,9 +224,12 @@ void worker() {
     ok.fetch_add(1);
     if (opt.close) {
       // The server closes after the answer; read its close_notify so that the session (a TLS 1.3 ticket comes
-      // after the handshake) is complete before it is kept.
+      // after the handshake) is complete before it is kept. The connection then counts as shut down both ways
+      // (OpenSSL marks the session of a connection freed without that as not resumable), without writing a
+      // close_notify to a peer that has closed.
       char c;
       SSL_read(ssl, &c, 1);
+      SSL_set_shutdown(ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
       drop();
     }
   }
