@@ -13,7 +13,7 @@
 // the TLS session its last connection got (what curl does within one process, and browsers do): the proxy may then
 // resume instead of making a full handshake. Every response must be 200 with the Content-Length's body.
 //
-// Why not curl: through a TLS-inspecting proxy curl spends 65-80 µs of CPU a request (bench/README.md), as much as
+// Why not curl: through a TLS-inspecting proxy curl spends 59-92 µs of CPU a request (bench/README.md), as much as
 // the cheapest proxy, on the same two cores; this client about a third of that, so what the proxy costs decides
 // more of what a run measures. Prints one JSON line: {"requests":N,"ok":K,"seconds":S,"errors":E,"resumed":R,"first_error":".."}
 // (R: the connections whose session the proxy resumed).
