@@ -43,6 +43,7 @@ SslSessionPtr OriginSessions::take(const std::string& key) {
   if (at == entries_.end()) return nullptr;
   SslSessionPtr session = std::move(at->sessions.back());
   at->sessions.pop_back();
+  --total_;
   if (at->sessions.empty()) entries_.erase(at);
   return session;
 }
@@ -52,19 +53,30 @@ void OriginSessions::put(const std::string& key, SslSessionPtr session) {
   if (at == entries_.end()) {
     entries_.push_front(Entry{key, {}});
     at = entries_.begin();
-    if (entries_.size() > kMaxOriginSessionKeys) entries_.pop_back();
+    if (entries_.size() > kMaxOriginSessionKeys) {
+      total_ -= entries_.back().sessions.size();
+      entries_.pop_back();
+    }
   } else {
     entries_.splice(entries_.begin(), entries_, at);
   }
   at->sessions.push_back(std::move(session));
-  if (at->sessions.size() > kMaxSessionsPerKey) at->sessions.pop_front();
+  ++total_;
+  if (at->sessions.size() > kMaxSessionsPerKey) {
+    at->sessions.pop_front();
+    --total_;
+  }
+  // Past the total: the oldest sessions of the least recently given hosts go (never the one just
+  // put: a host holds at most kMaxSessionsPerKey, fewer than the total).
+  while (total_ > kMaxOriginSessions && entries_.size() > 1) {
+    Entry& oldest = entries_.back();
+    oldest.sessions.pop_front();
+    --total_;
+    if (oldest.sessions.empty()) entries_.pop_back();
+  }
 }
 
-std::size_t OriginSessions::size() const noexcept {
-  std::size_t n = 0;
-  for (const Entry& e : entries_) n += e.sessions.size();
-  return n;
-}
+std::size_t OriginSessions::size() const noexcept { return total_; }
 
 bool keep_origin_sessions(SSL_CTX* ctx) noexcept {
   if (slot_index() < 0) return false;

@@ -11,10 +11,17 @@
 // store); an origin that cannot resume it makes a full, verified handshake. A session is used once
 // (taken out when offered: a TLS 1.3 ticket should not be shown twice, RFC 8446 §C.4).
 //
-// Bounds: at most kMaxOriginSessionKeys hosts, each at most kMaxSessionsPerKey sessions, the least
-// recently given dropped first. A session holds the origin's certificate chain (OpenSSL reads at
-// most 100 KiB of one), so a hostile origin holds at most 64 x 4 x ~100 KiB: in practice a few KiB
-// each.
+// Bounds: at most kMaxOriginSessions in all, over at most kMaxOriginSessionKeys hosts, each at most
+// kMaxSessionsPerKey, the least recently given host's oldest dropped first. A session holds the
+// origin's certificate chain (OpenSSL reads at most 100 KiB of one), so hostile origins hold at
+// most 256 x ~100 KiB: in practice a few KiB each (the sessions of one full handshake share its
+// chain).
+//
+// Why 32 a host (4 before): a session is used once, and a box that opens connections to a host
+// several at a time (16 at once in bench/inspect) took the few kept faster than the origin handed
+// them back, so half its new connections made a full handshake (ECDSA verifications of the
+// chain and of the handshake, the certificate decoded: about a quarter of the inspector's CPU for
+// a new connection). The total, not the count a host, is what bounds the memory.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -29,8 +36,9 @@
 
 namespace boxproxy {
 
+inline constexpr std::size_t kMaxOriginSessions = 256;
 inline constexpr std::size_t kMaxOriginSessionKeys = 64;
-inline constexpr std::size_t kMaxSessionsPerKey = 4;
+inline constexpr std::size_t kMaxSessionsPerKey = 32;
 
 using SslSessionPtr = std::unique_ptr<SSL_SESSION, OpensslDeleter<SSL_SESSION_free>>;
 
@@ -51,6 +59,7 @@ class OriginSessions {
     std::deque<SslSessionPtr> sessions;  // back: the newest
   };
   std::list<Entry> entries_;  // front: the most recently given
+  std::size_t total_ = 0;     // sessions held, over all the entries
 };
 
 // What an origin connection's SSL carries for the new-session callback: where to keep what the

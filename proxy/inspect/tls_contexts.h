@@ -3,7 +3,8 @@
 // every inspected connection: the box-facing one (the proxy as a TLS server, presenting a leaf of
 // the session's CA) and the origin-facing one (the proxy as a TLS client, verifying the origin).
 //
-// Both: TLS 1.2 and up, ALPN "h2" or "http/1.1" each way
+// Both: TLS 1.2 and up, TLS 1.3's AES-128-GCM-SHA256 suite first (tls_contexts.cc says why), ALPN
+// "h2" or "http/1.1" each way
 // (SPEC §19), no renegotiation, buffers released while idle (SSL_MODE_RELEASE_BUFFERS: an idle
 // connection holds no record buffers). A connection's own settings (its leaf, the name it checks)
 // are made on its SSL object (proxy/inspect/inspected_client_side.cc, inspected_origin_side.cc),

@@ -898,6 +898,8 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
             "body": body,
             # Behind TLS: whether this connection resumed an earlier TLS session (else None).
             "tls_resumed": getattr(self.connection, "session_reused", None),
+            # Behind TLS: the suite this connection agreed on (else None).
+            "tls_cipher": self.connection.cipher()[0] if hasattr(self.connection, "cipher") else None,
         })
 
     def _send(self, status, body, headers=()):

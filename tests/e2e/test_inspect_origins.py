@@ -18,11 +18,20 @@ import tempfile
 import unittest
 
 from box_support import TlsOrigin
-from harness import ProxyTestCase, read_http_response
+from harness import HttpOrigin, ProxyTestCase, read_http_response
 from inspect_support import (INSPECTOR, CutOrigin, InspectRig, connect_tls, curl, der_of, issuer_cn,
                              make_signed_certificate, make_test_ca)
 
 CURL = shutil.which("curl")
+
+
+def origin_context(cert, key):
+    """A TLS origin's context that picks the suite by the client's order (Python's server context
+    picks by its own, OP_CIPHER_SERVER_PREFERENCE; nginx's default is the client's)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.options &= ~ssl.OP_CIPHER_SERVER_PREFERENCE
+    return context
 
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
@@ -40,6 +49,49 @@ class OriginSessionTest(InspectRig, ProxyTestCase):
             tls.close()
         resumed = [(r["path"], r["tls_resumed"]) for r in self.origin.requests]
         self.assertEqual(resumed, [("/first", False), ("/second", True), ("/third", True)])
+
+    def test_a_host_keeps_more_sessions_than_a_few(self):
+        # proxy/inspect/origin_sessions.h: a session is used once, so a box that opens several
+        # connections at once needs several kept; a host keeps up to 32 (4 before, when 16 new
+        # connections at a time resumed on about half). Here the origin hands out 8 tickets on the
+        # first handshake and none after: each of the next 8 connections resumes only if all 8
+        # were kept.
+        self.origin.close()
+        context = origin_context(self.cert, self.key)
+        context.num_tickets = 8
+        self.origin = HttpOrigin(tls_context=context)
+        self.addCleanup(self.origin.close)
+        p = self.start_inspecting()
+
+        def one(path):
+            with connect_tls(p, f"origin.test:{self.origin.port}", self.ca) as tls:
+                tls.sendall(f"GET {path} HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n"
+                            "Connection: close\r\n\r\n".encode())
+                self.assertEqual(read_http_response(tls).status, 200)
+
+        one("/first")
+        context.num_tickets = 0  # from here on, nothing new to keep
+        for i in range(8):
+            one(f"/next{i}")
+        resumed = [r["tls_resumed"] for r in self.origin.requests]
+        self.assertEqual(resumed, [False] + [True] * 8)
+
+    def test_both_sides_agree_on_aes_128_gcm_with_sha_256_when_the_peer_offers_it(self):
+        # proxy/inspect/tls_contexts.cc: the key schedule's hash is SHA-256 (the processor's SHA
+        # instructions), not OpenSSL's first choice SHA-384, on both sides. Python's client offers
+        # TLS_AES_256_GCM_SHA384 first: the box side picks by its own order; the origin (picking
+        # by the client's order, as nginx does by default) gets the proxy's offer.
+        self.origin.close()
+        self.origin = HttpOrigin(tls_context=origin_context(self.cert, self.key))
+        self.addCleanup(self.origin.close)
+        p = self.start_inspecting()
+        tls = connect_tls(p, f"origin.test:{self.origin.port}", self.ca)
+        self.addCleanup(tls.close)
+        self.assertEqual(ssl.create_default_context().get_ciphers()[0]["name"], "TLS_AES_256_GCM_SHA384")
+        self.assertEqual(tls.cipher()[0], "TLS_AES_128_GCM_SHA256")
+        tls.sendall(f"GET /suite HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())
+        self.assertEqual(read_http_response(tls).status, 200)
+        self.assertEqual([r["tls_cipher"] for r in self.origin.requests], ["TLS_AES_128_GCM_SHA256"])
 
 
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")

@@ -62,3 +62,31 @@ TEST_CASE("at most kMaxSessionsPerKey a host and kMaxOriginSessionKeys hosts, th
   CHECK(sessions.take(OriginSessions::key_of("host0.test", 443)));
   CHECK_FALSE(sessions.take(OriginSessions::key_of("host1.test", 443)));
 }
+
+TEST_CASE("at most kMaxOriginSessions in all: past it the least recently given host's oldest go first") {
+  OriginSessions sessions;
+  constexpr std::size_t hosts = kMaxOriginSessions / kMaxSessionsPerKey;  // each full: the total reached
+  const auto key = [](std::size_t i) { return OriginSessions::key_of("host" + std::to_string(i) + ".test", 443); };
+  SSL_SESSION* oldest = nullptr;
+  for (std::size_t i = 0; i < hosts; ++i) {
+    for (std::size_t j = 0; j < kMaxSessionsPerKey; ++j) {
+      SslSessionPtr session = new_session();
+      if (i == 0 && j == 0) oldest = session.get();
+      sessions.put(key(i), std::move(session));
+    }
+  }
+  CHECK(sessions.size() == kMaxOriginSessions);
+  // One more anywhere: host0 (given least recently) loses its oldest, and only that one.
+  sessions.put(OriginSessions::key_of("late.test", 443), new_session());
+  CHECK(sessions.size() == kMaxOriginSessions);
+  std::size_t left = 0;
+  bool oldest_left = false;
+  while (SslSessionPtr session = sessions.take(key(0))) {
+    ++left;
+    oldest_left = oldest_left || session.get() == oldest;
+  }
+  CHECK(left == kMaxSessionsPerKey - 1);
+  CHECK_FALSE(oldest_left);
+  CHECK(sessions.size() == kMaxOriginSessions - (kMaxSessionsPerKey - 1));
+  CHECK(sessions.take(OriginSessions::key_of("late.test", 443)));
+}
