@@ -288,7 +288,7 @@ void InspectedConnection::timer_fired() {
       // No head in time, or the box idle as long as a tunnel may be: either ends the connection,
       // so that an inspected tunnel is held no longer than an opaque one would be.
       const double left = head_wait_left();
-      if (!parked_.empty()) {
+      if (asks_.any_parked()) {
         arm(TimerRole::head);  // streams wait for the supervisor: --ask-timeout bounds that wait
       } else if (left > 0) {
         timer_.arm(std::max(left, kSoonestSeconds));
@@ -401,7 +401,7 @@ void InspectedConnection::abandon_h2_exchange() {
   if (exchange_open()) record_exchange();  // its line, as it stands (status 0 when no answer began)
   // An answer to the stream's ask that came before the box reset it is the stream's alone: left,
   // it would be taken for the next stream's (found in review).
-  ask_answer_.reset();
+  asks_.forget_answer();
   h2_->abandon_current();
   if (phase_ == Phase::exchanging || phase_ == Phase::waiting_upstream || phase_ == Phase::refusing ||
       phase_ == Phase::holding_body) {
@@ -432,7 +432,7 @@ bool InspectedConnection::step_phase() {
     case Phase::holding_body:
       return hold_body();
     case Phase::asking:
-      return ask_answer_ && read_head();  // the held head, judged again with its answer
+      return asks_.answered() && read_head();  // the held head, judged again with its answer
     case Phase::waiting_upstream:
       return wait_for_origin();
     case Phase::exchanging:

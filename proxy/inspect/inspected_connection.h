@@ -67,6 +67,7 @@
 #include "proxy/http_exchange.h"
 #include "proxy/inspect/h2_back.h"
 #include "proxy/inspect/h2_front.h"
+#include "proxy/inspect/inspected_asks.h"
 #include "proxy/inspect/leaf_cert.h"
 #include "proxy/inspect/openssl_owners.h"
 #include "proxy/inspect/origin_sessions.h"
@@ -89,11 +90,6 @@ class ScrubStage;  // proxy/stages/scrub_stage.h
 inline constexpr std::size_t kMaxQueued = 64 * 1024;
 // The longest response head an origin may send (as the plain path's, proxy/http_exchange.cc).
 inline constexpr std::size_t kMaxResponseHeadBytes = 64 * 1024;
-// SPEC §20: the most streams of one HTTP/2 connection held for the supervisor at once; one more is
-// refused (asked=none). Each holds its head (max_head_bytes) and at most 64 KiB of body it had
-// fed (its stream window is the front's bound already): 8 x (32 + 64) KiB = 768 KiB with the
-// defaults, on top of h2_front.h's.
-inline constexpr std::size_t kMaxParkedStreams = 8;
 
 struct InspectedSetup {
   std::uint64_t id = 0;  // the connection's, for the owner's records
@@ -318,13 +314,6 @@ class InspectedConnection {
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
   void hold_for_ask(const RequestHead& head);  // the ask stage waits: the owner is asked
-  // The answer for the request about to be judged, and when that request was first held:
-  // HTTP/1.1's held one, or the current stream's.
-  struct AskAnswer {
-    RequestAsked asked = RequestAsked::none;
-    Clock::time_point since{};
-  };
-  [[nodiscard]] std::optional<AskAnswer> take_answer();
   [[nodiscard]] bool drop_refused_body();
   // ---- a body held to be hashed for signing (inspected_held_body.cc) ----
   static void note_trace(RequestRecord& record, const std::vector<TraceEntry>& trace);
@@ -449,18 +438,7 @@ class InspectedConnection {
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
   std::deque<RequestRecord> records_;
   std::deque<AskRecord> asks_due_;
-  std::uint64_t last_ask_ = 0;                // the number of the last ask made (0: none yet)
-  std::optional<RequestAsked> ask_answer_;    // while asking: the answer to ask last_ask_, once come
-  Clock::time_point held_since_{};            // while asking: when the held head ended (its line's ms counts the wait)
-  // HTTP/2: the streams parked while they wait (ask number -> stream), and the answers of those
-  // resumed, read when their request comes round again (stream -> answer). At most
-  // kMaxParkedStreams wait at once.
-  struct Parked {
-    std::int32_t stream = 0;
-    Clock::time_point since{};
-  };
-  std::map<std::uint64_t, Parked> parked_;
-  std::map<std::int32_t, AskAnswer> resumed_;
+  InspectedAsks asks_;  // SPEC §20: the asks made and their answers (inspected_asks.h)
   bool need_upstream_due_ = false;
   std::optional<EndRecord> ended_due_;
   bool* alive_ = nullptr;  // while hooks run: set false if the owner deletes this in one

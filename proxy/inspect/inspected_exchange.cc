@@ -79,7 +79,7 @@ bool InspectedConnection::read_head() {
 
 void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
   scrub(exchange_.judged.upstream_head);  // the last request's injected credential (SPEC §19)
-  const std::optional<AskAnswer> answer = take_answer();
+  const std::optional<InspectedAsks::Answer> answer = asks_.take(h2_.get());
   exchange_ = Exchange{};
   exchange_.started = answer ? answer->since : Clock::now();  // a held request's time counts its wait
   exchange_.method.assign(head.method);
@@ -122,9 +122,9 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
 
 void InspectedConnection::hold_for_ask(const RequestHead& head) {
   phase_ = Phase::asking;
-  held_since_ = exchange_.started;
   arm(TimerRole::none);  // serve answers within --ask-timeout, with `timeout` when nobody did
-  AskRecord ask{++last_ask_, std::string(head.method), std::string(head.target.substr(0, head.target.find('?'))),
+  const std::uint64_t n = asks_.begin(exchange_.started);
+  AskRecord ask{n, std::string(head.method), std::string(head.target.substr(0, head.target.find('?'))),
                 head.target.find('?') != std::string_view::npos, exchange_.judged.rule};
   // What serve takes (inspector_messages.h): a method or path it would have to cut is never asked
   // about (an `always` for a cut path would cover every path that starts so), and neither is one
@@ -135,47 +135,25 @@ void InspectedConnection::hold_for_ask(const RequestHead& head) {
   // Over HTTP/2 a held stream holds no other up: at most kMaxParkedStreams wait at once.
   if (hooks_.ask == nullptr || ask.method.size() > kMaxReportedMethodBytes || ask.path.size() > kMaxAskedPathBytes ||
       !printable(ask.method) || !printable(ask.path) || !ask.path.starts_with('/') ||
-      (h2_ && parked_.size() >= kMaxParkedStreams)) {
-    ask_answer_ = RequestAsked::none;  // the next step judges it again, with this answer
+      (h2_ && asks_.parking_full())) {
+    asks_.answer_now(RequestAsked::none);  // the next step judges it again, with this answer
     return;
   }
   if (h2_) {
     // The stream steps aside with what of it the front had fed; the next one is served.
-    parked_.emplace(ask.n, Parked{h2_->park_current(), exchange_.started});
+    asks_.park(ask.n, *h2_, exchange_.started);
     phase_ = Phase::reading_head;
     arm(TimerRole::head);
   }
   asks_due_.push_back(std::move(ask));
 }
 
-std::optional<InspectedConnection::AskAnswer> InspectedConnection::take_answer() {
-  if (ask_answer_) return AskAnswer{*std::exchange(ask_answer_, std::nullopt), held_since_};
-  if (!h2_ || resumed_.empty()) return std::nullopt;
-  const auto it = resumed_.find(h2_->current());
-  if (it == resumed_.end()) return std::nullopt;
-  const AskAnswer answer = it->second;
-  resumed_.erase(it);
-  return answer;
-}
-
 void InspectedConnection::answer_ask(std::uint64_t n, RequestAsked asked) {
   if (h2_) {
-    const auto it = parked_.find(n);
-    if (it == parked_.end()) return;
-    const Parked parked = it->second;
-    parked_.erase(it);
-    // Answers of streams the box reset before they came round again go: a box that resets and
-    // reopens streams never grows this.
-    std::erase_if(resumed_, [this](const auto& entry) { return !h2_->holds(entry.first); });
-    // Served again before the streams that wait; gone when the box reset it meanwhile.
-    if (phase_ != Phase::ended && phase_ != Phase::closing && h2_->resume(parked.stream)) {
-      resumed_[parked.stream] = AskAnswer{asked, parked.since};
-    }
-    kick();
+    if (asks_.resume(n, asked, *h2_, phase_ == Phase::ended || phase_ == Phase::closing)) kick();
     return;
   }
-  if (phase_ != Phase::asking || n != last_ask_ || ask_answer_) return;
-  ask_answer_ = asked;
+  if (phase_ != Phase::asking || !asks_.answer(n, asked)) return;
   kick();
 }
 
