@@ -83,8 +83,6 @@
 
 namespace boxproxy {
 
-class ScrubStage;  // proxy/stages/scrub_stage.h
-
 // What an output may hold before the side that feeds it stops being read: four TLS records, so a
 // fast reader is never starved while a slow one holds little.
 inline constexpr std::size_t kMaxQueued = 64 * 1024;
@@ -164,6 +162,13 @@ struct EndRecord {
   std::optional<TlsFailure> tls;
 };
 
+}  // namespace boxproxy
+
+// The request in progress; after the records above, which it carries.
+#include "proxy/inspect/inspected_exchange_state.h"  // IWYU pragma: export
+
+namespace boxproxy {
+
 class InspectedConnection {
  public:
   // Called from the loop, never from inside a call of the owner's (start, give_upstream,
@@ -240,38 +245,6 @@ class InspectedConnection {
     linger,    // HTTP/2, closing, everything sent: kH2LingerSeconds for the box to close first
   };
 
-  // A request held for its body's hash (SPEC §20, inspected_held_body.cc): its head, copied (the
-  // box's input it came in moves on), the endpoint that judged it, and its body as framed.
-  struct HeldRequest {
-    std::string head;
-    std::shared_ptr<const InspectEndpoint> endpoint;
-    H2Front::EvBufferPtr body;
-  };
-
-  // The request in progress.
-  struct Exchange {
-    InspectedRequest judged;
-    RequestRecord record;
-    Clock::time_point started{};
-    BodyCursor request_body;
-    BodyCursor response_body;
-    std::string method;  // as sent (response framing depends on it: HEAD)
-    bool request_done = false;
-    bool response_head_done = false;
-    bool response_done = false;
-    bool response_started = false;   // a byte of the response (an interim one too) reached the client's output
-    bool origin_reusable = false;    // the origin allows another request on its connection
-    bool keep_client = false;        // the client's connection goes on after this exchange
-    bool retried = false;            // sent again once on a new origin connection
-    bool reused_origin = false;      // its origin connection carried an earlier request
-    bool recorded = false;           // its RequestRecord is queued
-    // Its response's stages (SPEC §19a: scrubbing), when the session holds a secret; null: the
-    // response passes as it comes.
-    std::unique_ptr<ResponseChain> response_stages;
-    ScrubStage* scrub = nullptr;  // the scrubbing stage of response_stages (which owns it), if any
-    std::unique_ptr<HeldRequest> held;  // set while (and after) its body is held for signing
-  };
-
   InspectedConnection(event_base* base, UniqueFd client, InspectedSetup setup, Hooks hooks);
 
   // ---- set-up ----
@@ -319,7 +292,6 @@ class InspectedConnection {
   static void note_trace(RequestRecord& record, const std::vector<TraceEntry>& trace);
   void start_holding(const RequestHead& head, std::string_view head_text);
   [[nodiscard]] bool hold_body();
-  [[nodiscard]] std::optional<std::string> held_body_hash() const;
   void sign_held();
   void send_held_body();  // after its head, once an origin connection is ready
   void refuse_held(Reason refusal, std::optional<TunnelEnd> close_with);  // with the held head's detail
@@ -335,13 +307,9 @@ class InspectedConnection {
   [[nodiscard]] bool relay();
   [[nodiscard]] bool close_when_flushed();
   // ---- the response's stages (inspected_response_stages.cc) ----
-  void start_response_stages();
-  // Before more of the response goes through the stages: a secret set, replaced or revoked since
-  // they were made applies to what comes next (SPEC §19a: every value in force).
+  // Before more of the response goes through the stages: InspectedExchange::renew_response_stages,
+  // what the old patterns held queued to the box.
   void renew_response_stages();
-  // A head about to go to the box, through the stages; false when it must not go: grown past
-  // kMaxResponseHeadBytes by scrubbing.
-  [[nodiscard]] bool stage_head(std::string& text);
   // SPEC §19a: on an endpoint that carries a credential, a response in a coding the stages cannot
   // read (Content-Encoding, grpc-encoding other than identity) does not reach the box.
   [[nodiscard]] bool coding_unreadable(const ResponseHead& head) const;
@@ -423,7 +391,7 @@ class InspectedConnection {
   bool origin_eof_ = false;   // the current origin connection closed its side (or failed)
   bool origin_error_ = false;  // ... by failing: what it sent last may have been cut short
   bool abort_client_ = false;  // end without close_notify: the client must see the end as cut short
-  Exchange exchange_;
+  InspectedExchange exchange_;  // the request in progress (inspected_exchange_state.h)
   std::optional<TunnelEnd> closing_end_;  // while closing: the end to report
 
   std::uint64_t up_ = 0;

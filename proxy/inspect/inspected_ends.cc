@@ -20,7 +20,7 @@ void InspectedConnection::refuse(Reason refusal, std::optional<TunnelEnd> close_
 }
 
 void InspectedConnection::refuse_unparsed(Reason refusal) {
-  exchange_ = Exchange{};
+  exchange_ = InspectedExchange{};
   exchange_.started = Clock::now();
   exchange_.record.method = "-";
   exchange_.record.rule = "-";

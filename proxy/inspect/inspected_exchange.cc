@@ -80,7 +80,7 @@ bool InspectedConnection::read_head() {
 void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
   scrub(exchange_.judged.upstream_head);  // the last request's injected credential (SPEC §19)
   const std::optional<InspectedAsks::Answer> answer = asks_.take(h2_.get());
-  exchange_ = Exchange{};
+  exchange_ = InspectedExchange{};
   exchange_.started = answer ? answer->since : Clock::now();  // a held request's time counts its wait
   exchange_.method.assign(head.method);
   RequestRecord& record = exchange_.record;
@@ -115,7 +115,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
     refuse(*judged.refusal, close_with, detail);
     return;
   }
-  start_response_stages();
+  exchange_.start_response_stages(setup_.scrub);
   phase_ = Phase::waiting_upstream;
   arm(TimerRole::upstream);
 }
@@ -182,13 +182,13 @@ bool InspectedConnection::exchange() {
   bool progress = false;
   if (!exchange_.request_done) progress = pass_request_body();
   if (phase_ != Phase::exchanging) return true;
-  if (!exchange_.response_head_done) {
+  if (exchange_.awaiting_head()) {
     progress = read_response_head() || progress;
-  } else if (!exchange_.response_done) {
+  } else if (exchange_.response != InspectedExchange::Response::done) {
     progress = pass_response_body() || progress;
   }
   if (phase_ != Phase::exchanging) return true;
-  if (exchange_.response_done) {
+  if (exchange_.response == InspectedExchange::Response::done) {
     finish_exchange();
     return true;
   }
@@ -202,7 +202,7 @@ bool InspectedConnection::pass_request_body() {
     // 400 unless the response has begun to reach it.
     drop_origin();
     origin_state_ = Origin::gone;
-    if (!exchange_.response_started) {
+    if (!exchange_.response_started()) {
       refuse(Reason::bad_framing, TunnelEnd::error);
     } else {
       abort_client_ = true;
@@ -245,10 +245,10 @@ bool InspectedConnection::read_response_head() {
       std::string answer;
       if (!exchange_.judged.client_http10) answer = rewrite_response_head(head, exchange_.judged.client_keep_alive);
       evbuffer_drain(in, parsed.consumed);
-      if (!stage_head(answer)) return origin_broke();
+      if (!exchange_.stage_head(answer, kMaxResponseHeadBytes)) return origin_broke();
       if (!answer.empty()) {
         queue_to_client(answer);
-        exchange_.response_started = true;
+        exchange_.response = InspectedExchange::Response::interim;
       }
       progress = true;
       continue;
@@ -271,13 +271,12 @@ bool InspectedConnection::read_response_head() {
     std::string answer = rewrite_response_head(head, exchange_.keep_client);
     exchange_.record.status = static_cast<std::uint16_t>(head.status);
     evbuffer_drain(in, parsed.consumed);
-    if (!stage_head(answer)) return origin_broke();
+    if (!exchange_.stage_head(answer, kMaxResponseHeadBytes)) return origin_broke();
     queue_to_client(answer);
-    exchange_.response_started = true;
-    exchange_.response_head_done = true;
     // Its trailers pass, filtered (ChunkedScanner::Trailers): gRPC's status travels in them (SPEC §19).
     exchange_.response_body = BodyCursor(body, ChunkedScanner::Trailers::filtered);
-    exchange_.response_done = body_done_at_start(body);
+    using Response = InspectedExchange::Response;
+    exchange_.response = body_done_at_start(body) ? Response::done : Response::body;
     return true;
   }
 }
@@ -286,7 +285,7 @@ bool InspectedConnection::pass_response_body() {
   const Moved moved = move_toward(Toward::client, exchange_.response_body);
   if (moved.malformed) return origin_broke();
   if (moved.done) {
-    exchange_.response_done = true;
+    exchange_.response = InspectedExchange::Response::done;
     return true;
   }
   if (origin_over() && evbuffer_get_length(origin_in()) == 0) {
@@ -295,7 +294,7 @@ bool InspectedConnection::pass_response_body() {
       // the client then sees its own connection end the same way, never a clean end.
       if (h2_back_ || origin_error_ || !origin_side_->received_close_notify()) abort_client_ = true;
       release_held_response();
-      exchange_.response_done = true;
+      exchange_.response = InspectedExchange::Response::done;
       return true;
     }
     drop_origin();

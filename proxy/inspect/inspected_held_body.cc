@@ -51,7 +51,7 @@ void InspectedConnection::start_holding(const RequestHead& head, std::string_vie
            refusal_detail(*setup_.endpoint, head.method, head.target, Reason::body_too_large));
     return;
   }
-  auto held = std::make_unique<HeldRequest>();
+  auto held = std::make_unique<InspectedExchange::HeldRequest>();
   held->head.assign(head_text);
   held->endpoint = setup_.endpoint;  // the endpoint it was judged by, even if it changes meanwhile
   held->body.reset(evbuffer_new());
@@ -65,7 +65,7 @@ void InspectedConnection::start_holding(const RequestHead& head, std::string_vie
 }
 
 bool InspectedConnection::hold_body() {
-  HeldRequest& held = *exchange_.held;
+  InspectedExchange::HeldRequest& held = *exchange_.held;
   bool progress = false;
   while (!exchange_.request_done) {
     evbuffer_iovec piece{};
@@ -105,37 +105,9 @@ bool InspectedConnection::hold_body() {
   return progress;
 }
 
-std::optional<std::string> InspectedConnection::held_body_hash() const {
-  evbuffer* body = exchange_.held->body.get();
-  const std::size_t length = evbuffer_get_length(body);
-  const unsigned char* data = length == 0 ? nullptr : evbuffer_pullup(body, -1);
-  if (length != 0 && data == nullptr) throw std::bad_alloc();
-  const std::string_view bytes(reinterpret_cast<const char*>(data), length);
-  if (exchange_.judged.framing.kind != BodyFraming::Kind::chunked) return sha256_hex(bytes);
-  // AWS hashes the payload: a chunked body's data, not its framing. Decoded a slice at a time, so
-  // the decoded copy never holds more than one slice's worth beside the held body.
-  constexpr std::size_t kSlice = 16 * 1024;
-  ChunkedDecoder decoder;
-  Sha256Hasher hasher;
-  std::string decoded;
-  std::string_view rest = bytes;
-  while (!rest.empty() && !decoder.done() && !decoder.malformed()) {
-    const std::size_t taken = decoder.feed(rest.substr(0, kSlice), decoded);
-    hasher.update(decoded);
-    decoded.clear();
-    if (taken == 0) break;
-    rest.remove_prefix(taken);
-  }
-  // A body the decoder did not read to its end would be sent whole with the hash of a part of it:
-  // refused instead (found in review; the framing was checked as it was held, so this fails closed
-  // on what cannot happen).
-  if (!decoder.done()) return std::nullopt;
-  return hasher.hex_digest();
-}
-
 void InspectedConnection::sign_held() {
-  HeldRequest& held = *exchange_.held;
-  const auto hash = held_body_hash();
+  InspectedExchange::HeldRequest& held = *exchange_.held;
+  const auto hash = exchange_.held_body_hash();
   const auto parsed = parse_request_head(held.head, held.head.size());
   if (!hash || parsed.status != ParseResult<RequestHead>::Status::complete) {
     refuse_held(Reason::request_denied, TunnelEnd::error);  // OpenSSL failed: never sent unsigned
@@ -160,13 +132,13 @@ void InspectedConnection::sign_held() {
                 judged.client_keep_alive ? std::nullopt : std::optional<TunnelEnd>(TunnelEnd::client_closed));
     return;
   }
-  start_response_stages();
+  exchange_.start_response_stages(setup_.scrub);
   phase_ = Phase::waiting_upstream;
   arm(TimerRole::upstream);
 }
 
 void InspectedConnection::refuse_held(Reason refusal, std::optional<TunnelEnd> close_with) {
-  const HeldRequest& held = *exchange_.held;
+  const InspectedExchange::HeldRequest& held = *exchange_.held;
   const auto parsed = parse_request_head(held.head, held.head.size());
   std::string detail;  // what the refusal's body names (the held head parses: it did when it came)
   if (parsed.status == ParseResult<RequestHead>::Status::complete) {

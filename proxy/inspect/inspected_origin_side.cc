@@ -154,7 +154,7 @@ bool InspectedConnection::origin_ended_early() {
   // last-stream-id) may be sent again whatever its method (RFC 9113 §8.7).
   const bool not_processed = h2_back_ && h2_back_->not_processed();
   const bool repeatable = (not_processed || (exchange_.reused_origin && safe_to_repeat(exchange_.method))) &&
-                          !exchange_.response_started && !exchange_.retried &&
+                          !exchange_.response_started() && !exchange_.retried &&
                           exchange_.judged.framing.kind == BodyFraming::Kind::none;
   if (repeatable) {
     exchange_.retried = true;
@@ -162,7 +162,7 @@ bool InspectedConnection::origin_ended_early() {
     arm(TimerRole::upstream);
     return true;
   }
-  if (exchange_.response_started) abort_client_ = true;
+  if (exchange_.response_started()) abort_client_ = true;
   end_now(TunnelEnd::upstream_closed);
   return true;
 }

@@ -14,9 +14,9 @@ bool InspectedConnection::switch_to_relay(const ResponseHead& head, std::size_t 
   if (!exchange_.judged.websocket || !switches_to_websocket(head)) return origin_broke();
   std::string answer = rewrite_switching_head(head);
   evbuffer_drain(origin_side_->input(), head_bytes);  // `head` points into what this drops: not used after
-  if (!stage_head(answer)) return origin_broke();
+  if (!exchange_.stage_head(answer, kMaxResponseHeadBytes)) return origin_broke();
   queue_to_client(answer);
-  exchange_.response_started = true;
+  exchange_.response = InspectedExchange::Response::body;  // the 101's: the relay carries the rest
   exchange_.record.status = 101;
   exchange_.request_body = BodyCursor(BodyFraming{BodyFraming::Kind::until_close, 0});
   exchange_.response_body = BodyCursor(BodyFraming{BodyFraming::Kind::until_close, 0});
