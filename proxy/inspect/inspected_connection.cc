@@ -56,17 +56,15 @@ InspectedConnection::InspectedConnection(event_base* base, UniqueFd client, Insp
       hooks_(hooks),
       client_fd_(std::move(client)),
       timer_(base, &on_timer, this),
-      quiet_origin_(base, &on_quiet_origin, this) {
+      link_(base, &on_quiet_origin, this) {
   sni_check_.host = setup_.host;
 }
 
 bool InspectedConnection::init(UniqueFd upstream) {
-  TargetResult decided = parse_host(setup_.host, setup_.port);
-  if (!std::holds_alternative<Target>(decided)) return false;
-  origin_ = DecidedOrigin{std::get<Target>(std::move(decided)), kInspectDefaultPort};
+  if (!link_.decide(setup_.host, setup_.port)) return false;
   sniff_event_ = make_event(base_, client_fd_.get(), EV_READ | EV_PERSIST, &on_sniff, this);
   kick_event_ = make_event(base_, -1, 0, &on_kick, this);
-  if (!sniff_event_ || !kick_event_ || !timer_.valid() || !quiet_origin_.valid()) return false;
+  if (!sniff_event_ || !kick_event_ || !timer_.valid() || !link_.valid()) return false;
   if (event_add(sniff_event_.get(), nullptr) == -1) return false;
   // The origin's handshake goes on while the box's first byte is awaited: the first request does
   // not wait for it more than it must.
@@ -86,17 +84,14 @@ InspectedConnection::~InspectedConnection() {
 
 void InspectedConnection::give_upstream(UniqueFd fd) {
   // Not asked for (an origin connection is open, or the connection is ending): `fd` closes here.
-  if (phase_ == Phase::ended || phase_ == Phase::closing || origin_side_) return;
-  if (!open_origin_tls(std::move(fd))) {
-    origin_state_ = Origin::tls_failed;
-    origin_tls_failure_ = TlsFailure::error;
-  }
+  if (phase_ == Phase::ended || phase_ == Phase::closing || link_.stream() != nullptr) return;
+  if (!open_origin_tls(std::move(fd))) link_.fail_tls(TlsFailure::error);
   kick();
 }
 
 void InspectedConnection::upstream_failed() {
-  if (origin_state_ != Origin::asked) return;
-  origin_state_ = Origin::dial_failed;
+  if (link_.state() != InspectedOriginLink::State::asked) return;
+  link_.set_state(InspectedOriginLink::State::dial_failed);
   kick();
 }
 
@@ -145,15 +140,15 @@ void InspectedConnection::on_client_event(bufferevent*, short what, void* self) 
 
 void InspectedConnection::on_origin_io(bufferevent* bev, void* self) noexcept {
   auto* c = static_cast<InspectedConnection*>(self);
-  if (!c->origin_side_ || !c->origin_side_->is(bev)) return;  // a side dropped since
+  if (!c->link_.is(bev)) return;  // a side dropped since
   c->last_activity_ = Clock::now();
   c->settle();
 }
 
 void InspectedConnection::on_origin_event(bufferevent* bev, short what, void* self) noexcept {
   auto* c = static_cast<InspectedConnection*>(self);
-  if (!c->origin_side_ || !c->origin_side_->is(bev)) return;
-  c->act_then_settle([c, what] { c->origin_event(what); });
+  if (!c->link_.is(bev)) return;
+  c->act_then_settle([c, what] { c->link_.event(what); });
 }
 
 void InspectedConnection::on_quiet_origin(void* self) noexcept {
@@ -162,7 +157,7 @@ void InspectedConnection::on_quiet_origin(void* self) noexcept {
     // Only a quiet origin releases the hold: bytes of its waiting here mean the box is the one not
     // reading, and a release then would let the box choose where a value is cut (found in review).
     if (c->phase_ != Phase::exchanging && c->phase_ != Phase::relaying) return;
-    if (c->origin_side_ && evbuffer_get_length(c->origin_in()) > 0) return;
+    if (c->link_.has_unread()) return;
     c->release_held_response();
   });
 }
@@ -176,7 +171,7 @@ void InspectedConnection::settle() noexcept {
   // What this turn queues to a side goes out as one TLS record and one write when it can
   // (TlsStream::hold_writes): a small response's head and body, a request's head and body.
   if (client_) client_->hold_writes();
-  if (origin_side_) origin_side_->hold_writes();
+  link_.hold_writes();
   try {
     advance();
   } catch (...) {  // std::bad_alloc: this connection ends, the process goes on
@@ -184,7 +179,7 @@ void InspectedConnection::settle() noexcept {
     end_now(TunnelEnd::error);
   }
   if (client_) client_->release_writes();
-  if (origin_side_) origin_side_->release_writes();
+  link_.release_writes();
   update_reading();
   deliver_hooks();
 }
@@ -195,7 +190,7 @@ void InspectedConnection::settle() noexcept {
 void InspectedConnection::update_reading() noexcept {
   if (phase_ == Phase::ended) return;
   const auto room = [](const std::unique_ptr<TlsStream>& side) { return side && side->output_length() < kMaxQueued; };
-  const bool origin_room = origin_side_ && room(origin_side_) && evbuffer_get_length(origin_out()) < kMaxQueued;
+  const bool origin_room = link_.has_room();
   const bool client_room = client_ && evbuffer_get_length(client_out()) < kMaxQueued;
   if (client_ && h2_) {
     // Over HTTP/2 the front takes every byte read at once; what they may add is bounded by the
@@ -225,17 +220,11 @@ void InspectedConnection::update_reading() noexcept {
     }
     client_->set_reading(want);
   }
-  if (origin_side_) {
-    bool want = origin_side_->input_length() <= kMaxResponseHeadBytes;
-    // Over HTTP/2 the back takes every byte read at once; DATA is bounded by its window, and
-    // nothing is read while the responses it wrote wait or its frames to the origin have no room.
-    if (h2_back_) {
-      want = origin_side_->output_length() < kMaxQueued && evbuffer_get_length(origin_in()) < kMaxQueued &&
-             h2_back_->wants_read();
-    }
+  if (link_.stream() != nullptr) {
+    bool want = link_.may_read();
     if (phase_ == Phase::exchanging || phase_ == Phase::relaying) want = want && client_room;
     if (phase_ == Phase::closing) want = false;
-    origin_side_->set_reading(want);  // between requests it reads, to see the origin close
+    link_.set_reading(want);  // between requests it reads, to see the origin close
   }
 }
 
@@ -302,12 +291,10 @@ void InspectedConnection::timer_fired() {
     case TimerRole::upstream:
       // No origin connection in time: a handshake that never ends is `upstream tls`; serve's dial
       // never answered is `dial failed` (the request gets its 502 either way).
-      if (origin_state_ == Origin::handshaking) {
-        origin_tls_failure_ = TlsFailure::timeout;
-        drop_origin();
-        origin_state_ = Origin::tls_failed;
-      } else if (origin_state_ == Origin::asked) {
-        origin_state_ = Origin::dial_failed;
+      if (link_.state() == InspectedOriginLink::State::handshaking) {
+        link_.fail_tls(TlsFailure::timeout);
+      } else if (link_.state() == InspectedOriginLink::State::asked) {
+        link_.set_state(InspectedOriginLink::State::dial_failed);
       }
       return;
     case TimerRole::drain:
@@ -366,7 +353,7 @@ bool InspectedConnection::step() {
   if (phase_ == Phase::ended) return false;
   const bool pumped = h2_ && pump_h2();
   if (phase_ == Phase::ended) return false;
-  const bool pumped_back = h2_back_ && pump_h2_back();
+  const bool pumped_back = link_.pump();
   return step_phase() || pumped || pumped_back;
 }
 
@@ -386,18 +373,10 @@ bool InspectedConnection::pump_h2() {
   return pumped.progress;
 }
 
-bool InspectedConnection::pump_h2_back() {
-  if (!origin_side_) return false;
-  return h2_back_->pump(origin_side_->input(), origin_side_->output(), kMaxQueued);
-}
-
 void InspectedConnection::abandon_h2_exchange() {
   // Its request may have gone up in part: that origin connection is never used again (the next
   // request asks for another), so no byte of a later stream can complete it.
-  if (phase_ == Phase::exchanging) {
-    drop_origin();
-    origin_state_ = Origin::gone;
-  }
+  if (phase_ == Phase::exchanging) link_.drop_as(InspectedOriginLink::State::gone);
   if (exchange_open()) record_exchange();  // its line, as it stands (status 0 when no answer began)
   // An answer to the stream's ask that came before the box reset it is the stream's alone: left,
   // it would be taken for the next stream's (found in review).
@@ -414,10 +393,9 @@ bool InspectedConnection::step_phase() {
   // An origin connection that closed between requests is dropped, and so is one that speaks out of
   // turn (what it sends unasked must never be taken for the next answer); the next request asks
   // for another.
-  if (origin_state_ == Origin::ready && phase_ != Phase::exchanging && phase_ != Phase::relaying &&
-      (origin_eof_ || evbuffer_get_length(origin_in()) > 0 || (h2_back_ && !h2_back_->reusable()))) {
-    drop_origin();
-    origin_state_ = Origin::gone;
+  if (link_.state() == InspectedOriginLink::State::ready && phase_ != Phase::exchanging &&
+      phase_ != Phase::relaying && link_.stale()) {
+    link_.drop_as(InspectedOriginLink::State::gone);
     return true;
   }
   switch (phase_) {

@@ -68,6 +68,7 @@
 #include "proxy/inspect/h2_back.h"
 #include "proxy/inspect/h2_front.h"
 #include "proxy/inspect/inspected_asks.h"
+#include "proxy/inspect/inspected_origin_link.h"
 #include "proxy/inspect/leaf_cert.h"
 #include "proxy/inspect/openssl_owners.h"
 #include "proxy/inspect/origin_sessions.h"
@@ -223,15 +224,6 @@ class InspectedConnection {
     closing,           // the last bytes go out, then both sides are closed
     ended,             // everything is closed; `ended` is (or has been) reported
   };
-  // Where the origin-facing side stands.
-  enum class Origin : std::uint8_t {
-    handshaking,  // its TLS handshake is under way
-    ready,        // open: idle, or carrying the current exchange
-    gone,         // none (closed, or not reusable): the next allowed request asks for one
-    asked,        // need_upstream is (to be) called; waiting for give_upstream or upstream_failed
-    dial_failed,  // upstream_failed came: the waiting request gets 502 dial failed
-    tls_failed,   // its handshake or certificate failed: 502 upstream tls, and the connection ends
-  };
   // What the one timer measures now.
   enum class TimerRole : std::uint8_t {
     none,
@@ -250,7 +242,7 @@ class InspectedConnection {
   // ---- set-up ----
   [[nodiscard]] bool init(UniqueFd upstream);
   [[nodiscard]] bool open_client_tls();
-  [[nodiscard]] bool open_origin_tls(UniqueFd fd);
+  [[nodiscard]] bool open_origin_tls(UniqueFd fd);  // link_.open with this connection's callbacks
   [[nodiscard]] bool start_h2_if_chosen();  // the box chose "h2" by ALPN: the front takes its stream
 
   // ---- libevent's callbacks: each acts, then advances, then delivers the hooks ----
@@ -274,7 +266,6 @@ class InspectedConnection {
 
   void sniff();
   void client_event(short what);
-  void origin_event(short what);
   void timer_fired();
 
   // ---- the state machine: advance() runs steps until none makes progress ----
@@ -282,7 +273,6 @@ class InspectedConnection {
   [[nodiscard]] bool step();
   [[nodiscard]] bool step_phase();
   [[nodiscard]] bool pump_h2();  // the box's frames in, streams served, frames out
-  [[nodiscard]] bool pump_h2_back();  // the origin's frames in, the request out as a stream
   void abandon_h2_exchange();    // the box reset the stream whose request was going up
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
@@ -329,7 +319,6 @@ class InspectedConnection {
   void record_exchange();  // the allowed request in progress, as it stands
   void close_after_flush(TunnelEnd end);
   void end_now(TunnelEnd end);
-  void drop_origin();
   void arm(TimerRole role);
   [[nodiscard]] double head_wait_left() const noexcept;  // seconds, for TimerRole::head
 
@@ -353,12 +342,6 @@ class InspectedConnection {
   [[nodiscard]] evbuffer* client_in() const noexcept { return h2_ ? h2_->requests() : client_->input(); }
   [[nodiscard]] evbuffer* client_out() const noexcept { return h2_ ? h2_->answers() : client_->output(); }
 
-  // The origin-facing plaintext: the TLS stream's, or over HTTP/2 the back's HTTP/1.1 side.
-  [[nodiscard]] evbuffer* origin_in() const noexcept { return h2_back_ ? h2_back_->responses() : origin_side_->input(); }
-  [[nodiscard]] evbuffer* origin_out() const noexcept { return h2_back_ ? h2_back_->requests() : origin_side_->output(); }
-  // Nothing more of the current response will come: the origin closed (or over HTTP/2, its stream
-  // ended short).
-  [[nodiscard]] bool origin_over() const noexcept { return origin_eof_ || (h2_back_ && h2_back_->ended()); }
 
   [[nodiscard]] bool exchange_open() const noexcept {
     return phase_ == Phase::holding_body || phase_ == Phase::waiting_upstream || phase_ == Phase::exchanging ||
@@ -367,41 +350,31 @@ class InspectedConnection {
 
   event_base* base_;
   InspectedSetup setup_;
-  DecidedOrigin origin_;
   Hooks hooks_;
   ServerNameCheck sni_check_;
-  OriginSessionSlot session_slot_;  // what each origin SSL of this connection carries; outlives them
 
   // Owners in dependency order: the events and the streams go before the socket the sniff watches.
   UniqueFd client_fd_;  // until the sniff passes it to client_
   EventPtr sniff_event_;
   EventPtr kick_event_;
   Timer timer_;
-  Timer quiet_origin_;  // the origin sent nothing for a while: the stages' hold goes out (SPEC §19a)
   std::unique_ptr<TlsStream> client_;
-  std::unique_ptr<TlsStream> origin_side_;
   std::unique_ptr<H2Front> h2_;  // set once the box chose "h2"
-  std::unique_ptr<H2Back> h2_back_;  // set while the origin connection speaks "h2"
+  InspectedOriginLink link_;  // the origin: its TLS connection, its HTTP/2 session, redials (inspected_origin_link.h)
 
   Phase phase_ = Phase::sniffing;
-  Origin origin_state_ = Origin::handshaking;
   TimerRole timer_role_ = TimerRole::none;
-  bool origin_used_ = false;  // the current origin connection carried a request already
   bool client_eof_ = false;   // the box closed its side (what it sent before is still served)
-  bool origin_eof_ = false;   // the current origin connection closed its side (or failed)
-  bool origin_error_ = false;  // ... by failing: what it sent last may have been cut short
   bool abort_client_ = false;  // end without close_notify: the client must see the end as cut short
   InspectedExchange exchange_;  // the request in progress (inspected_exchange_state.h)
   std::optional<TunnelEnd> closing_end_;  // while closing: the end to report
 
-  std::uint64_t up_ = 0;
   std::uint64_t down_ = 0;
   Clock::time_point last_activity_ = Clock::now();
   Clock::time_point head_wait_started_{};  // while TimerRole::head
   std::optional<Reason> connection_refusal_;
-  // Why the box's handshake, and the origin's, failed (EndRecord::tls): the first word of each.
+  // Why the box's handshake failed (EndRecord::tls): the first word.
   std::optional<TlsFailure> client_tls_failure_;
-  std::optional<TlsFailure> origin_tls_failure_;
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
   std::deque<RequestRecord> records_;

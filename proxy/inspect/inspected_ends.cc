@@ -76,20 +76,20 @@ void InspectedConnection::end_now(TunnelEnd end) {
   }
   if (setup_.closer != nullptr) setup_.closer->close_after_loop_pass(std::move(client_fd_));  // its sniff event's delete lands first
   client_fd_.reset();
-  drop_origin();
+  link_.drop();
   EndRecord record;
-  record.up = up_;
+  record.up = link_.sent();
   record.down = down_;
   record.end = end;
   if (connection_refusal_) record.log_class.emplace(log_class(*connection_refusal_));
-  record.tls = connection_refusal_ == Reason::upstream_tls ? origin_tls_failure_ : client_tls_failure_;
+  record.tls = connection_refusal_ == Reason::upstream_tls ? link_.tls_failure() : client_tls_failure_;
   ended_due_ = record;
 }
 
 bool InspectedConnection::close_when_flushed() {
   // A side that has closed takes nothing more: its output is not waited for.
   const bool client_flushed = !client_ || (client_->output_length() == 0 && (!h2_ || h2_->flushed()));
-  const bool origin_flushed = !origin_side_ || origin_eof_ || origin_side_->output_length() == 0;
+  const bool origin_flushed = link_.flushed();
   if (!client_flushed || !origin_flushed) return false;
   if (h2_ && client_ && !client_eof_ && timer_role_ != TimerRole::linger) {
     // HTTP/2: the box may be sending frames (acknowledgements, window updates) as the last answer

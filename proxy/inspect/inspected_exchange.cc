@@ -86,7 +86,7 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   RequestRecord& record = exchange_.record;
   record.method = reported(head.method, kMaxReportedMethodBytes);
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
-  exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
+  exchange_.judged = judge_inspected_request(head, *setup_.endpoint, link_.decided(),
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
                                              setup_.placeholders, setup_.max_head_bytes,
                                              answer ? std::optional(answer->asked) : std::nullopt,
@@ -200,8 +200,7 @@ bool InspectedConnection::pass_request_body() {
   if (moved.malformed) {
     // Half a request went to the origin: its connection is never used again. The client gets its
     // 400 unless the response has begun to reach it.
-    drop_origin();
-    origin_state_ = Origin::gone;
+    link_.drop_as(InspectedOriginLink::State::gone);
     if (!exchange_.response_started()) {
       refuse(Reason::bad_framing, TunnelEnd::error);
     } else {
@@ -222,19 +221,19 @@ bool InspectedConnection::pass_request_body() {
 }
 
 bool InspectedConnection::read_response_head() {
-  evbuffer* in = origin_in();
+  evbuffer* in = link_.in();
   bool progress = false;
   for (;;) {
     // Interim responses are passed one at a time, each once the client has room: an origin sending
     // them without end never makes the client's output grow past its bound.
     if (evbuffer_get_length(client_out()) >= kMaxQueued) return progress;
     const std::size_t length = evbuffer_get_length(in);
-    if (length == 0) return origin_over() ? origin_ended_early() : progress;
+    if (length == 0) return link_.over() ? origin_ended_early() : progress;
     const auto parsed = parse_response_head(front_of(in, std::min(length, kMaxResponseHeadBytes + 1)),
                                             kMaxResponseHeadBytes);
     if (parsed.status == ParseResult<ResponseHead>::Status::need_more) {
       if (length > kMaxResponseHeadBytes) return origin_broke();
-      return origin_over() ? origin_ended_early() : progress;
+      return link_.over() ? origin_ended_early() : progress;
     }
     if (parsed.status == ParseResult<ResponseHead>::Status::refused) return origin_broke();
     const ResponseHead& head = *parsed.value;
@@ -288,17 +287,16 @@ bool InspectedConnection::pass_response_body() {
     exchange_.response = InspectedExchange::Response::done;
     return true;
   }
-  if (origin_over() && evbuffer_get_length(origin_in()) == 0) {
+  if (link_.over() && evbuffer_get_length(link_.in()) == 0) {
     if (exchange_.response_body.framing().kind == BodyFraming::Kind::until_close) {
       // The close ends the body. One without close_notify may have been cut by anyone on the path:
       // the client then sees its own connection end the same way, never a clean end.
-      if (h2_back_ || origin_error_ || !origin_side_->received_close_notify()) abort_client_ = true;
+      if (!link_.closed_cleanly()) abort_client_ = true;
       release_held_response();
       exchange_.response = InspectedExchange::Response::done;
       return true;
     }
-    drop_origin();
-    origin_state_ = Origin::gone;
+    link_.drop_as(InspectedOriginLink::State::gone);
     abort_client_ = true;  // a body cut short: the client must not take it for whole
     end_now(TunnelEnd::upstream_closed);
     return true;
@@ -314,19 +312,13 @@ void InspectedConnection::finish_exchange() {
   // complete, so the stream is never ended: what came of it is passed on, then the connection goes
   // the same unclean way (abort_client_: no close_notify).
   if (h2_ && abort_client_) {
-    drop_origin();
-    origin_state_ = Origin::gone;
+    link_.drop_as(InspectedOriginLink::State::gone);
     close_after_flush(TunnelEnd::upstream_closed);
     return;
   }
   if (h2_) h2_->exchange_ended();
-  const bool reusable = exchange_.origin_reusable && exchange_.request_done && origin_side_ && !origin_over() &&
-                        evbuffer_get_length(origin_in()) == 0 &&  // bytes past the response: never a next answer
-                        (!h2_back_ || h2_back_->reusable());
-  if (!reusable) {
-    drop_origin();
-    origin_state_ = Origin::gone;
-  }
+  const bool reusable = exchange_.origin_reusable && exchange_.request_done && link_.reusable();
+  if (!reusable) link_.drop_as(InspectedOriginLink::State::gone);
   if (exchange_.keep_client && exchange_.request_done && !client_eof_) {
     phase_ = Phase::reading_head;
     arm(TimerRole::head);

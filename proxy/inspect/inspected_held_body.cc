@@ -117,7 +117,7 @@ void InspectedConnection::sign_held() {
   // Judged again as it was, with the supervisor's answer when it was asked about (the ask stage,
   // before the sign stage, must not ask twice), and now the body's hash.
   const std::optional<RequestAsked> asked = exchange_.judged.asked;
-  exchange_.judged = judge_inspected_request(*parsed.value, *held.endpoint, origin_,
+  exchange_.judged = judge_inspected_request(*parsed.value, *held.endpoint, link_.decided(),
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
                                              setup_.placeholders, setup_.max_head_bytes, asked,
                                              &sigv4_request_signer(), *hash);
@@ -150,8 +150,8 @@ void InspectedConnection::refuse_held(Reason refusal, std::optional<TunnelEnd> c
 void InspectedConnection::send_held_body() {
   evbuffer* body = exchange_.held->body.get();
   const std::size_t length = evbuffer_get_length(body);
-  if (evbuffer_add_buffer(origin_out(), body) != 0) throw std::bad_alloc();
-  up_ += length;
+  if (evbuffer_add_buffer(link_.out(), body) != 0) throw std::bad_alloc();
+  link_.count_sent(length);
   exchange_.record.up += length;
 }
 

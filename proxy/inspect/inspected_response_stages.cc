@@ -6,18 +6,9 @@
 #include "proxy/inspect/inspected_connection.h"
 
 #include "proxy/stages/coding_stage.h"
-#include "proxy/stages/scrub_stage.h"
 #include "table/ascii.h"
 
 namespace boxproxy {
-namespace {
-
-// How long the origin may be quiet before what the stages hold goes to the box anyway (SPEC §19a:
-// 50 ms): a stream (server-sent events, a streamed completion, a WebSocket) never stalls on a
-// hold; a value split across a longer pause is not caught, and the manual says so.
-constexpr double kQuietOriginSeconds = 0.05;
-
-}  // namespace
 
 void InspectedConnection::renew_response_stages() {
   std::string out;
@@ -35,7 +26,7 @@ bool InspectedConnection::coding_unreadable(const ResponseHead& head) const {
 }
 
 void InspectedConnection::release_held_response() {
-  quiet_origin_.disarm();
+  link_.watch_quiet(false);
   std::string out;
   exchange_.flush_response_stages(out);
   queue_to_client(out);
@@ -43,11 +34,7 @@ void InspectedConnection::release_held_response() {
 
 void InspectedConnection::watch_quiet_origin() {
   const ResponseChain* stages = exchange_.response_stages.get();
-  if (stages != nullptr && stages->held() > 0) {
-    quiet_origin_.arm(kQuietOriginSeconds);  // again from now: the origin just sent something
-  } else {
-    quiet_origin_.disarm();
-  }
+  link_.watch_quiet(stages != nullptr && stages->held() > 0);
 }
 
 }  // namespace boxproxy
