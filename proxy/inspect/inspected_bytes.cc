@@ -106,7 +106,7 @@ InspectedConnection::Moved InspectedConnection::move_toward(Toward toward, BodyC
   if (up) {
     link_.count_sent(count);
   } else {
-    down_ += count;
+    box_.count_queued(count);
   }
   (up ? exchange_.record.up : exchange_.record.down) += count;
   return moved;
@@ -114,7 +114,7 @@ InspectedConnection::Moved InspectedConnection::move_toward(Toward toward, BodyC
 
 void InspectedConnection::queue_to_client(std::string_view bytes) {
   add_or_throw(client_out(), bytes);
-  down_ += bytes.size();
+  box_.count_queued(bytes.size());
   exchange_.record.down += bytes.size();
 }
 

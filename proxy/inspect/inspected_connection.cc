@@ -54,18 +54,15 @@ InspectedConnection::InspectedConnection(event_base* base, UniqueFd client, Insp
     : base_(base),
       setup_(std::move(setup)),
       hooks_(hooks),
-      client_fd_(std::move(client)),
       timer_(base, &on_timer, this),
-      link_(base, &on_quiet_origin, this) {
-  sni_check_.host = setup_.host;
-}
+      box_(std::move(client), setup_.host),
+      link_(base, &on_quiet_origin, this) {}
 
 bool InspectedConnection::init(UniqueFd upstream) {
   if (!link_.decide(setup_.host, setup_.port)) return false;
-  sniff_event_ = make_event(base_, client_fd_.get(), EV_READ | EV_PERSIST, &on_sniff, this);
   kick_event_ = make_event(base_, -1, 0, &on_kick, this);
-  if (!sniff_event_ || !kick_event_ || !timer_.valid() || !link_.valid()) return false;
-  if (event_add(sniff_event_.get(), nullptr) == -1) return false;
+  if (!kick_event_ || !timer_.valid() || !link_.valid()) return false;
+  if (!box_.watch(base_, &on_sniff, this)) return false;
   // The origin's handshake goes on while the box's first byte is awaited: the first request does
   // not wait for it more than it must.
   if (!open_origin_tls(std::move(upstream))) return false;
@@ -170,15 +167,15 @@ void InspectedConnection::on_timer(void* self) noexcept {
 void InspectedConnection::settle() noexcept {
   // What this turn queues to a side goes out as one TLS record and one write when it can
   // (TlsStream::hold_writes): a small response's head and body, a request's head and body.
-  if (client_) client_->hold_writes();
+  if (box_.stream()) box_.stream()->hold_writes();
   link_.hold_writes();
   try {
     advance();
   } catch (...) {  // std::bad_alloc: this connection ends, the process goes on
-    abort_client_ = true;
+    box_.abort();
     end_now(TunnelEnd::error);
   }
-  if (client_) client_->release_writes();
+  if (box_.stream()) box_.stream()->release_writes();
   link_.release_writes();
   update_reading();
   deliver_hooks();
@@ -189,21 +186,20 @@ void InspectedConnection::settle() noexcept {
 // whatever either side does. Asked after every step, as anything may have drained or filled.
 void InspectedConnection::update_reading() noexcept {
   if (phase_ == Phase::ended) return;
-  const auto room = [](const std::unique_ptr<TlsStream>& side) { return side && side->output_length() < kMaxQueued; };
   const bool origin_room = link_.has_room();
-  const bool client_room = client_ && evbuffer_get_length(client_out()) < kMaxQueued;
-  if (client_ && h2_) {
+  const bool client_room = box_.stream() && evbuffer_get_length(client_out()) < kMaxQueued;
+  if (box_.stream() && h2()) {
     // Over HTTP/2 the front takes every byte read at once; what they may add is bounded by the
     // front (streams, windows, held heads), and nothing is read while the frames it must write
     // back have no room.
     // Closing, it reads (and the front drops) what the box still sends, so that the close is not
     // a reset that could cost the box the answers it has not read yet.
-    client_->set_reading(client_->output_length() < kMaxQueued && (h2_->wants_read() || phase_ == Phase::closing));
-  } else if (client_) {
-    bool want = client_->input_length() < std::max(setup_.max_head_bytes + 1, kMinClientInputBound);
+    box_.stream()->set_reading(box_.stream()->output_length() < kMaxQueued && (h2()->wants_read() || phase_ == Phase::closing));
+  } else if (box_.stream()) {
+    bool want = box_.stream()->input_length() < std::max(setup_.max_head_bytes + 1, kMinClientInputBound);
     switch (phase_) {
       case Phase::reading_head:
-        want = want && room(client_);  // its answers go out before another head is read
+        want = want && box_.stream()->output_length() < kMaxQueued;  // its answers go out before another head is read
         break;
       case Phase::exchanging:
         want = want && (exchange_.request_done || origin_room);
@@ -218,7 +214,7 @@ void InspectedConnection::update_reading() noexcept {
       default:
         break;
     }
-    client_->set_reading(want);
+    box_.stream()->set_reading(want);
   }
   if (link_.stream() != nullptr) {
     bool want = link_.may_read();
@@ -270,7 +266,7 @@ void InspectedConnection::timer_fired() {
     case TimerRole::none:
       return;
     case TimerRole::handshake:
-      if (phase_ == Phase::handshaking) client_tls_failure_ = TlsFailure::timeout;
+      if (phase_ == Phase::handshaking) box_.note_tls_failure(TlsFailure::timeout);
       end_now(TunnelEnd::idle_timeout);  // the box did not finish its handshake in time
       return;
     case TimerRole::head: {
@@ -281,7 +277,7 @@ void InspectedConnection::timer_fired() {
         arm(TimerRole::head);  // streams wait for the supervisor: --ask-timeout bounds that wait
       } else if (left > 0) {
         timer_.arm(std::max(left, kSoonestSeconds));
-      } else if (h2_) {
+      } else if (h2()) {
         close_after_flush(TunnelEnd::idle_timeout);  // GOAWAY first: a box reusing it learns it is gone
       } else {
         end_now(TunnelEnd::idle_timeout);
@@ -351,15 +347,15 @@ void InspectedConnection::advance() {
 
 bool InspectedConnection::step() {
   if (phase_ == Phase::ended) return false;
-  const bool pumped = h2_ && pump_h2();
+  const bool pumped = h2() && pump_h2();
   if (phase_ == Phase::ended) return false;
   const bool pumped_back = link_.pump();
   return step_phase() || pumped || pumped_back;
 }
 
 bool InspectedConnection::pump_h2() {
-  if (!client_) return false;
-  const H2Front::Pumped pumped = h2_->pump(client_->input(), client_->output(), kMaxQueued);
+  if (!box_.stream()) return false;
+  const H2Front::Pumped pumped = h2()->pump(box_.stream()->input(), box_.stream()->output(), kMaxQueued);
   // The session is over (the box broke the protocol, the front cannot go on, or both sides said
   // GOAWAY): what is queued goes out, then the connection ends.
   if (!pumped.alive && phase_ != Phase::closing) {
@@ -381,7 +377,7 @@ void InspectedConnection::abandon_h2_exchange() {
   // An answer to the stream's ask that came before the box reset it is the stream's alone: left,
   // it would be taken for the next stream's (found in review).
   asks_.forget_answer();
-  h2_->abandon_current();
+  h2()->abandon_current();
   if (phase_ == Phase::exchanging || phase_ == Phase::waiting_upstream || phase_ == Phase::refusing ||
       phase_ == Phase::holding_body) {
     phase_ = Phase::reading_head;

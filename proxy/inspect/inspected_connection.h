@@ -68,6 +68,7 @@
 #include "proxy/inspect/h2_back.h"
 #include "proxy/inspect/h2_front.h"
 #include "proxy/inspect/inspected_asks.h"
+#include "proxy/inspect/inspected_box_side.h"
 #include "proxy/inspect/inspected_origin_link.h"
 #include "proxy/inspect/leaf_cert.h"
 #include "proxy/inspect/openssl_owners.h"
@@ -241,9 +242,8 @@ class InspectedConnection {
 
   // ---- set-up ----
   [[nodiscard]] bool init(UniqueFd upstream);
-  [[nodiscard]] bool open_client_tls();
+  [[nodiscard]] bool open_client_tls();  // box_.open_tls with the leaf and this connection's callbacks
   [[nodiscard]] bool open_origin_tls(UniqueFd fd);  // link_.open with this connection's callbacks
-  [[nodiscard]] bool start_h2_if_chosen();  // the box chose "h2" by ALPN: the front takes its stream
 
   // ---- libevent's callbacks: each acts, then advances, then delivers the hooks ----
   static void on_sniff(evutil_socket_t, short, void* self) noexcept;
@@ -337,11 +337,11 @@ class InspectedConnection {
   void queue_to_client(std::string_view bytes);
   void queue_to_origin(std::string_view bytes);
 
-  // The box-facing plaintext the state machine reads and writes: the TLS stream's, or over HTTP/2
-  // the front's HTTP/1.1 side.
-  [[nodiscard]] evbuffer* client_in() const noexcept { return h2_ ? h2_->requests() : client_->input(); }
-  [[nodiscard]] evbuffer* client_out() const noexcept { return h2_ ? h2_->answers() : client_->output(); }
-
+  // The box-facing plaintext the state machine reads and writes (InspectedBoxSide::in, out).
+  [[nodiscard]] evbuffer* client_in() const noexcept { return box_.in(); }
+  [[nodiscard]] evbuffer* client_out() const noexcept { return box_.out(); }
+  // The box's HTTP/2 session, once it chose "h2"; null over HTTP/1.1.
+  [[nodiscard]] H2Front* h2() const noexcept { return box_.h2(); }
 
   [[nodiscard]] bool exchange_open() const noexcept {
     return phase_ == Phase::holding_body || phase_ == Phase::waiting_upstream || phase_ == Phase::exchanging ||
@@ -351,30 +351,21 @@ class InspectedConnection {
   event_base* base_;
   InspectedSetup setup_;
   Hooks hooks_;
-  ServerNameCheck sni_check_;
 
-  // Owners in dependency order: the events and the streams go before the socket the sniff watches.
-  UniqueFd client_fd_;  // until the sniff passes it to client_
-  EventPtr sniff_event_;
+  // Owners in dependency order: the sides go before the events and the timer.
   EventPtr kick_event_;
   Timer timer_;
-  std::unique_ptr<TlsStream> client_;
-  std::unique_ptr<H2Front> h2_;  // set once the box chose "h2"
+  InspectedBoxSide box_;  // the box: its socket, TLS, HTTP/2 session (inspected_box_side.h)
   InspectedOriginLink link_;  // the origin: its TLS connection, its HTTP/2 session, redials (inspected_origin_link.h)
 
   Phase phase_ = Phase::sniffing;
   TimerRole timer_role_ = TimerRole::none;
-  bool client_eof_ = false;   // the box closed its side (what it sent before is still served)
-  bool abort_client_ = false;  // end without close_notify: the client must see the end as cut short
   InspectedExchange exchange_;  // the request in progress (inspected_exchange_state.h)
   std::optional<TunnelEnd> closing_end_;  // while closing: the end to report
 
-  std::uint64_t down_ = 0;
   Clock::time_point last_activity_ = Clock::now();
   Clock::time_point head_wait_started_{};  // while TimerRole::head
   std::optional<Reason> connection_refusal_;
-  // Why the box's handshake failed (EndRecord::tls): the first word.
-  std::optional<TlsFailure> client_tls_failure_;
 
   // Hooks queued by the steps, delivered by settle() once the state is consistent.
   std::deque<RequestRecord> records_;

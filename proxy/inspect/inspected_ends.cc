@@ -29,7 +29,7 @@ void InspectedConnection::refuse_unparsed(Reason refusal) {
 
 void InspectedConnection::refuse_connection(Reason refusal) {
   connection_refusal_ = refusal;
-  abort_client_ = true;  // no answer at all: not even a close_notify
+  box_.abort();  // no answer at all: not even a close_notify
   end_now(TunnelEnd::error);
 }
 
@@ -56,7 +56,7 @@ void InspectedConnection::record_exchange() {
 
 void InspectedConnection::close_after_flush(TunnelEnd end) {
   if (exchange_open()) record_exchange();
-  if (h2_) h2_->go_away();  // the box learns which streams were taken; no new one is
+  if (h2()) h2()->go_away();  // the box learns which streams were taken; no new one is
   closing_end_ = end;
   phase_ = Phase::closing;
   arm(TimerRole::drain);  // reading stops (update_reading): only what is queued still goes out
@@ -68,40 +68,34 @@ void InspectedConnection::end_now(TunnelEnd end) {
   phase_ = Phase::ended;
   timer_.disarm();
   timer_role_ = TimerRole::none;
-  if (sniff_event_) event_del(sniff_event_.get());
   need_upstream_due_ = false;
-  if (client_) {
-    if (!abort_client_ && end != TunnelEnd::error) client_->send_close_notify();
-    client_.reset();
-  }
-  if (setup_.closer != nullptr) setup_.closer->close_after_loop_pass(std::move(client_fd_));  // its sniff event's delete lands first
-  client_fd_.reset();
+  box_.close(end != TunnelEnd::error, setup_.closer);
   link_.drop();
   EndRecord record;
   record.up = link_.sent();
-  record.down = down_;
+  record.down = box_.queued();
   record.end = end;
   if (connection_refusal_) record.log_class.emplace(log_class(*connection_refusal_));
-  record.tls = connection_refusal_ == Reason::upstream_tls ? link_.tls_failure() : client_tls_failure_;
+  record.tls = connection_refusal_ == Reason::upstream_tls ? link_.tls_failure() : box_.tls_failure();
   ended_due_ = record;
 }
 
 bool InspectedConnection::close_when_flushed() {
   // A side that has closed takes nothing more: its output is not waited for.
-  const bool client_flushed = !client_ || (client_->output_length() == 0 && (!h2_ || h2_->flushed()));
+  const bool client_flushed = !box_.stream() || (box_.stream()->output_length() == 0 && (!h2() || h2()->flushed()));
   const bool origin_flushed = link_.flushed();
   if (!client_flushed || !origin_flushed) return false;
-  if (h2_ && client_ && !client_eof_ && timer_role_ != TimerRole::linger) {
+  if (h2() && box_.stream() && !box_.eof() && timer_role_ != TimerRole::linger) {
     // HTTP/2: the box may be sending frames (acknowledgements, window updates) as the last answer
     // goes, and closing with them unread resets the connection, which can cost the box answers it
     // has not read. GOAWAY is out: the box is given kH2LingerSeconds to close first, its bytes
     // dropped (H2Front::stop) so that nothing it sends keeps the connection.
-    h2_->stop();
-    client_->send_close_notify();
+    h2()->stop();
+    box_.stream()->send_close_notify();
     arm(TimerRole::linger);
     return false;
   }
-  if (timer_role_ == TimerRole::linger && !client_eof_) return false;
+  if (timer_role_ == TimerRole::linger && !box_.eof()) return false;
   end_now(closing_end_.value_or(TunnelEnd::error));
   return true;
 }

@@ -51,7 +51,7 @@ bool InspectedConnection::read_head() {
   evbuffer* in = client_in();
   const std::size_t length = evbuffer_get_length(in);
   if (length == 0) {
-    if (!client_eof_) return false;
+    if (!box_.eof()) return false;
     close_after_flush(TunnelEnd::client_closed);  // a client that shut down its writing still gets every byte
     return true;
   }
@@ -63,7 +63,7 @@ bool InspectedConnection::read_head() {
         refuse_unparsed(Reason::head_too_large);
         return true;
       }
-      if (!client_eof_) return false;
+      if (!box_.eof()) return false;
       close_after_flush(TunnelEnd::client_closed);  // it left in the middle of a head
       return true;
     case ParseResult<RequestHead>::Status::refused:
@@ -79,7 +79,7 @@ bool InspectedConnection::read_head() {
 
 void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
   scrub(exchange_.judged.upstream_head);  // the last request's injected credential (SPEC §19)
-  const std::optional<InspectedAsks::Answer> answer = asks_.take(h2_.get());
+  const std::optional<InspectedAsks::Answer> answer = asks_.take(h2());
   exchange_ = InspectedExchange{};
   exchange_.started = answer ? answer->since : Clock::now();  // a held request's time counts its wait
   exchange_.method.assign(head.method);
@@ -135,13 +135,13 @@ void InspectedConnection::hold_for_ask(const RequestHead& head) {
   // Over HTTP/2 a held stream holds no other up: at most kMaxParkedStreams wait at once.
   if (hooks_.ask == nullptr || ask.method.size() > kMaxReportedMethodBytes || ask.path.size() > kMaxAskedPathBytes ||
       !printable(ask.method) || !printable(ask.path) || !ask.path.starts_with('/') ||
-      (h2_ && asks_.parking_full())) {
+      (h2() && asks_.parking_full())) {
     asks_.answer_now(RequestAsked::none);  // the next step judges it again, with this answer
     return;
   }
-  if (h2_) {
+  if (h2()) {
     // The stream steps aside with what of it the front had fed; the next one is served.
-    asks_.park(ask.n, *h2_, exchange_.started);
+    asks_.park(ask.n, *h2(), exchange_.started);
     phase_ = Phase::reading_head;
     arm(TimerRole::head);
   }
@@ -149,8 +149,8 @@ void InspectedConnection::hold_for_ask(const RequestHead& head) {
 }
 
 void InspectedConnection::answer_ask(std::uint64_t n, RequestAsked asked) {
-  if (h2_) {
-    if (asks_.resume(n, asked, *h2_, phase_ == Phase::ended || phase_ == Phase::closing)) kick();
+  if (h2()) {
+    if (asks_.resume(n, asked, *h2(), phase_ == Phase::ended || phase_ == Phase::closing)) kick();
     return;
   }
   if (phase_ != Phase::asking || !asks_.answer(n, asked)) return;
@@ -168,7 +168,7 @@ bool InspectedConnection::drop_refused_body() {
     if (moved.done) exchange_.request_done = true;
     if (!moved.done) {
       if (moved.moved) return true;
-      if (!client_eof_) return false;
+      if (!box_.eof()) return false;
       close_after_flush(TunnelEnd::client_closed);
       return true;
     }
@@ -204,7 +204,7 @@ bool InspectedConnection::pass_request_body() {
     if (!exchange_.response_started()) {
       refuse(Reason::bad_framing, TunnelEnd::error);
     } else {
-      abort_client_ = true;
+      box_.abort();
       end_now(TunnelEnd::error);
     }
     return true;
@@ -213,7 +213,7 @@ bool InspectedConnection::pass_request_body() {
     exchange_.request_done = true;
     return true;
   }
-  if (!moved.moved && client_eof_ && evbuffer_get_length(client_in()) == 0) {
+  if (!moved.moved && box_.eof() && evbuffer_get_length(client_in()) == 0) {
     end_now(TunnelEnd::client_closed);  // it left in the middle of its body
     return true;
   }
@@ -257,14 +257,14 @@ bool InspectedConnection::read_response_head() {
     const BodyFraming body = std::get<BodyFraming>(framing);
     // Over HTTP/2 a body read to the origin's close ends only its stream (the front is told when
     // the exchange ends): the box's connection goes on.
-    const bool until_close = body.kind == BodyFraming::Kind::until_close && !h2_;
+    const bool until_close = body.kind == BodyFraming::Kind::until_close && !h2();
     // The client's connection goes on only while it asks to, the body ends by its framing, its own
     // request was read whole (else where its next one starts is unknown) and the endpoint stands.
     // Over HTTP/2 the stream's end says where the request ends, so an answer that begins before it
     // (a gRPC stream, an early 100-less answer to an upload) need not cost the connection: whether
     // the request is whole is asked again when the answer ends (finish_exchange).
-    exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && (exchange_.request_done || h2_) &&
-                            !client_eof_ && setup_.endpoint != nullptr;
+    exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && (exchange_.request_done || h2()) &&
+                            !box_.eof() && setup_.endpoint != nullptr;
     exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close;
     if (coding_unreadable(head)) return origin_broke();  // the connection ends: nothing of it reaches the box
     std::string answer = rewrite_response_head(head, exchange_.keep_client);
@@ -291,13 +291,13 @@ bool InspectedConnection::pass_response_body() {
     if (exchange_.response_body.framing().kind == BodyFraming::Kind::until_close) {
       // The close ends the body. One without close_notify may have been cut by anyone on the path:
       // the client then sees its own connection end the same way, never a clean end.
-      if (!link_.closed_cleanly()) abort_client_ = true;
+      if (!link_.closed_cleanly()) box_.abort();
       release_held_response();
       exchange_.response = InspectedExchange::Response::done;
       return true;
     }
     link_.drop_as(InspectedOriginLink::State::gone);
-    abort_client_ = true;  // a body cut short: the client must not take it for whole
+    box_.abort();  // a body cut short: the client must not take it for whole
     end_now(TunnelEnd::upstream_closed);
     return true;
   }
@@ -310,22 +310,22 @@ void InspectedConnection::finish_exchange() {
   // close_notify: anyone on the path may have cut it). Over HTTP/1.1 the box's connection ends
   // without close_notify after it; over HTTP/2 ending the stream would tell the box the body is
   // complete, so the stream is never ended: what came of it is passed on, then the connection goes
-  // the same unclean way (abort_client_: no close_notify).
-  if (h2_ && abort_client_) {
+  // the same unclean way (box_.aborted(): no close_notify).
+  if (h2() && box_.aborted()) {
     link_.drop_as(InspectedOriginLink::State::gone);
     close_after_flush(TunnelEnd::upstream_closed);
     return;
   }
-  if (h2_) h2_->exchange_ended();
+  if (h2()) h2()->exchange_ended();
   const bool reusable = exchange_.origin_reusable && exchange_.request_done && link_.reusable();
   if (!reusable) link_.drop_as(InspectedOriginLink::State::gone);
-  if (exchange_.keep_client && exchange_.request_done && !client_eof_) {
+  if (exchange_.keep_client && exchange_.request_done && !box_.eof()) {
     phase_ = Phase::reading_head;
     arm(TimerRole::head);
     return;
   }
   TunnelEnd end = TunnelEnd::upstream_closed;  // the response's framing or the origin ended it
-  if (!exchange_.judged.client_keep_alive || client_eof_) {
+  if (!exchange_.judged.client_keep_alive || box_.eof()) {
     end = TunnelEnd::client_closed;
   } else if (!setup_.endpoint) {
     end = TunnelEnd::shutdown;

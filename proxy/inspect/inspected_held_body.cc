@@ -98,7 +98,7 @@ bool InspectedConnection::hold_body() {
     sign_held();
     return true;
   }
-  if (!progress && client_eof_ && evbuffer_get_length(client_in()) == 0) {
+  if (!progress && box_.eof() && evbuffer_get_length(client_in()) == 0) {
     end_now(TunnelEnd::client_closed);  // it left in the middle of its body
     return true;
   }

@@ -63,6 +63,8 @@ class InspectedOriginLink {
 
   // `on_quiet` with `arg`: the origin has been quiet while the stages hold bytes (watch_quiet).
   InspectedOriginLink(event_base* base, Timer::Callback on_quiet, void* arg) noexcept : quiet_(base, on_quiet, arg) {}
+  InspectedOriginLink(const InspectedOriginLink&) = delete;  // each SSL holds session_slot_'s address
+  InspectedOriginLink& operator=(const InspectedOriginLink&) = delete;
 
   [[nodiscard]] bool valid() const noexcept { return quiet_.valid(); }
   // The decided host and port; false when the host does not parse.

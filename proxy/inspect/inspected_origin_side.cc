@@ -74,7 +74,7 @@ bool InspectedConnection::origin_ended_early() {
     arm(TimerRole::upstream);
     return true;
   }
-  if (exchange_.response_started()) abort_client_ = true;
+  if (exchange_.response_started()) box_.abort();
   end_now(TunnelEnd::upstream_closed);
   return true;
 }
@@ -83,7 +83,7 @@ bool InspectedConnection::origin_ended_early() {
 // nobody can delimit, a 101 nobody asked for): the client's connection ends, as the plain path's.
 bool InspectedConnection::origin_broke() {
   link_.drop_as(InspectedOriginLink::State::gone);
-  abort_client_ = true;
+  box_.abort();
   end_now(TunnelEnd::error);
   return true;
 }

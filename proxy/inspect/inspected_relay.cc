@@ -28,13 +28,13 @@ bool InspectedConnection::switch_to_relay(const ResponseHead& head, std::size_t 
 bool InspectedConnection::relay() {
   const Moved to_origin = move_toward(Toward::origin, exchange_.request_body);
   const Moved to_client = move_toward(Toward::client, exchange_.response_body);
-  if (client_eof_ && client_->input_length() == 0) {
+  if (box_.eof() && box_.stream()->input_length() == 0) {
     release_held_response();  // the origin's last bytes, held by the stages, still go out
     close_after_flush(TunnelEnd::client_closed);
     return true;
   }
   if (link_.end() != InspectedOriginLink::End::open && link_.stream()->input_length() == 0) {
-    if (link_.end() == InspectedOriginLink::End::failed) abort_client_ = true;
+    if (link_.end() == InspectedOriginLink::End::failed) box_.abort();
     release_held_response();  // the stream's last bytes, held by the stages
     close_after_flush(TunnelEnd::upstream_closed);
     return true;
