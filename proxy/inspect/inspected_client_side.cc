@@ -60,7 +60,7 @@ void InspectedConnection::on_h2_refused(void* self, const H2Front::Refused& refu
   if (c->setup_.log_paths) {
     record.path = printable(std::string_view(refused.path).substr(0, refused.path.find('?')), kMaxReportedPathBytes);
   }
-  c->records_.push_back(std::move(record));
+  c->due_.records.push_back(std::move(record));
 }
 
 void InspectedConnection::client_event(short what) {

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // One inspected connection (proxy/inspect/inspected_connection.h): its set-up, the owner's calls,
 // libevent's callbacks and what each side may read, the hooks, the timer, and the state machine's
-// loop. Its steps are in files of their own: the box-facing side (inspected_client_side.cc), the
-// origin-facing side (inspected_origin_side.cc), a request judged and forwarded with its response
-// (inspected_exchange.cc), the WebSocket relay (inspected_relay.cc), bytes moved between the sides
-// (inspected_bytes.cc), and refusals, records and ends (inspected_ends.cc).
+// loop. Its steps are in files of their own: the box-facing steps (inspected_client_side.cc), the
+// origin-facing steps (inspected_origin_side.cc), a request judged and forwarded with its response
+// (inspected_exchange.cc, inspected_held_body.cc, inspected_response_stages.cc), the WebSocket
+// relay (inspected_relay.cc), bytes moved between the sides (inspected_bytes.cc), and refusals,
+// records and ends (inspected_ends.cc). The objects it holds are in theirs: inspected_box_side,
+// inspected_origin_link, inspected_exchange_state, inspected_asks.
 #include "proxy/inspect/inspected_connection.h"
 
 #include <algorithm>
@@ -71,7 +73,7 @@ bool InspectedConnection::init(UniqueFd upstream) {
 }
 
 InspectedConnection::~InspectedConnection() {
-  if (alive_ != nullptr) *alive_ = false;
+  if (due_.alive != nullptr) *due_.alive = false;
   scrub(exchange_.judged.upstream_head);  // an injected credential (SPEC §19) is not left in the heap
 }
 
@@ -226,28 +228,28 @@ void InspectedConnection::update_reading() noexcept {
 
 void InspectedConnection::deliver_hooks() noexcept {
   bool alive = true;
-  alive_ = &alive;
-  while (!records_.empty()) {
-    const RequestRecord record = std::move(records_.front());
-    records_.pop_front();
+  due_.alive = &alive;
+  while (!due_.records.empty()) {
+    const RequestRecord record = std::move(due_.records.front());
+    due_.records.pop_front();
     hooks_.request(hooks_.owner, record);
     if (!alive) return;
   }
-  while (!asks_due_.empty()) {
-    const AskRecord ask = std::move(asks_due_.front());
-    asks_due_.pop_front();
+  while (!due_.asks.empty()) {
+    const AskRecord ask = std::move(due_.asks.front());
+    due_.asks.pop_front();
     hooks_.ask(hooks_.owner, ask);
     if (!alive) return;
   }
-  if (need_upstream_due_) {
-    need_upstream_due_ = false;
+  if (due_.need_upstream) {
+    due_.need_upstream = false;
     hooks_.need_upstream(hooks_.owner);
     if (!alive) return;
   }
-  alive_ = nullptr;
-  if (ended_due_) {
-    const EndRecord record = *ended_due_;
-    ended_due_.reset();
+  due_.alive = nullptr;
+  if (due_.ended) {
+    const EndRecord record = *due_.ended;
+    due_.ended.reset();
     hooks_.ended(hooks_.owner, record);  // the last hook: the owner may delete us in it
   }
 }

@@ -20,7 +20,14 @@
 // is judged, refused, forwarded and recorded exactly as an HTTP/1.1 request is. The front adds its
 // own bounds (h2_front.h) to those below. When the origin chose "h2" by ALPN, an H2Back
 // (proxy/inspect/h2_back.h) stands likewise between the origin's TLS stream and the state
-// machine's origin-facing reads and writes (origin_in, origin_out), in any pairing with the front.
+// machine's origin-facing reads and writes (InspectedOriginLink::in, out), in any pairing with the
+// front.
+//
+// By object (proxy/inspect/DESIGN.md, "The inspected connection, by object"): the box side
+// (inspected_box_side.h: the sniff, the box's TLS, the H2Front), the origin link
+// (inspected_origin_link.h: the origin's TLS, the H2Back, redials, resumed sessions), the request
+// in progress (inspected_exchange_state.h) and the asks' books (inspected_asks.h). The connection
+// owns one of each and keeps the state machine's settle loop, its phase, the timer and the hooks.
 //
 // Memory, whatever either side does (every bound is a constant here or a setup value):
 //   box-facing input   <= max(max_head_bytes + 1, 16 KiB), plus one read (a TLS record of 16 KiB
@@ -367,13 +374,17 @@ class InspectedConnection {
   Clock::time_point head_wait_started_{};  // while TimerRole::head
   std::optional<Reason> connection_refusal_;
 
-  // Hooks queued by the steps, delivered by settle() once the state is consistent.
-  std::deque<RequestRecord> records_;
-  std::deque<AskRecord> asks_due_;
   InspectedAsks asks_;  // SPEC §20: the asks made and their answers (inspected_asks.h)
-  bool need_upstream_due_ = false;
-  std::optional<EndRecord> ended_due_;
-  bool* alive_ = nullptr;  // while hooks run: set false if the owner deletes this in one
+
+  // Hooks queued by the steps, delivered by settle() once the state is consistent (deliver_hooks).
+  struct DueHooks {
+    std::deque<RequestRecord> records;
+    std::deque<AskRecord> asks;
+    bool need_upstream = false;
+    std::optional<EndRecord> ended;
+    bool* alive = nullptr;  // while hooks run: set false if the owner deletes this in one
+  };
+  DueHooks due_;
 };
 
 }  // namespace boxproxy

@@ -40,7 +40,7 @@ void InspectedConnection::record_request(std::string_view log_class, std::uint16
   record.log_class.assign(log_class);
   record.status = status;
   record.ms = static_cast<std::uint64_t>(Clock::seconds_since(exchange_.started) * 1000.0);
-  records_.push_back(std::move(record));
+  due_.records.push_back(std::move(record));
 }
 
 void InspectedConnection::record_exchange() {
@@ -68,7 +68,7 @@ void InspectedConnection::end_now(TunnelEnd end) {
   phase_ = Phase::ended;
   timer_.disarm();
   timer_role_ = TimerRole::none;
-  need_upstream_due_ = false;
+  due_.need_upstream = false;
   box_.close(end != TunnelEnd::error, setup_.closer);
   link_.drop();
   EndRecord record;
@@ -77,7 +77,7 @@ void InspectedConnection::end_now(TunnelEnd end) {
   record.end = end;
   if (connection_refusal_) record.log_class.emplace(log_class(*connection_refusal_));
   record.tls = connection_refusal_ == Reason::upstream_tls ? link_.tls_failure() : box_.tls_failure();
-  ended_due_ = record;
+  due_.ended = record;
 }
 
 bool InspectedConnection::close_when_flushed() {

@@ -145,7 +145,7 @@ void InspectedConnection::hold_for_ask(const RequestHead& head) {
     phase_ = Phase::reading_head;
     arm(TimerRole::head);
   }
-  asks_due_.push_back(std::move(ask));
+  due_.asks.push_back(std::move(ask));
 }
 
 void InspectedConnection::answer_ask(std::uint64_t n, RequestAsked asked) {

@@ -39,7 +39,7 @@ bool InspectedConnection::wait_for_origin() {
       return false;
     case State::gone:
       link_.set_state(State::asked);
-      need_upstream_due_ = true;
+      due_.need_upstream = true;
       return true;
     case State::dial_failed: {
       link_.set_state(State::gone);
