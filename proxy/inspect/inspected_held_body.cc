@@ -13,7 +13,6 @@
 #include <new>
 
 #include "proxy/inspect/sigv4_request_signer.h"
-#include "proxy/inspect/sigv4_signer.h"
 #include "proxy/stages/refusal_detail.h"
 #include "proxy/stages/scope_judgement.h"
 #include "proxy/wire/h2_request.h"
