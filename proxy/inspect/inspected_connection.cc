@@ -188,20 +188,21 @@ void InspectedConnection::settle() noexcept {
 // whatever either side does. Asked after every step, as anything may have drained or filled.
 void InspectedConnection::update_reading() noexcept {
   if (phase_ == Phase::ended) return;
+  TlsStream* const client = box_.stream();
   const bool origin_room = link_.has_room();
-  const bool client_room = box_.stream() && evbuffer_get_length(client_out()) < kMaxQueued;
-  if (box_.stream() && h2()) {
+  const bool client_room = client != nullptr && evbuffer_get_length(client_out()) < kMaxQueued;
+  if (client != nullptr && h2()) {
     // Over HTTP/2 the front takes every byte read at once; what they may add is bounded by the
     // front (streams, windows, held heads), and nothing is read while the frames it must write
     // back have no room.
     // Closing, it reads (and the front drops) what the box still sends, so that the close is not
     // a reset that could cost the box the answers it has not read yet.
-    box_.stream()->set_reading(box_.stream()->output_length() < kMaxQueued && (h2()->wants_read() || phase_ == Phase::closing));
-  } else if (box_.stream()) {
-    bool want = box_.stream()->input_length() < std::max(setup_.max_head_bytes + 1, kMinClientInputBound);
+    client->set_reading(client->output_length() < kMaxQueued && (h2()->wants_read() || phase_ == Phase::closing));
+  } else if (client != nullptr) {
+    bool want = client->input_length() < std::max(setup_.max_head_bytes + 1, kMinClientInputBound);
     switch (phase_) {
       case Phase::reading_head:
-        want = want && box_.stream()->output_length() < kMaxQueued;  // its answers go out before another head is read
+        want = want && client->output_length() < kMaxQueued;  // its answers go out before another head is read
         break;
       case Phase::exchanging:
         want = want && (exchange_.request_done || origin_room);
@@ -216,7 +217,7 @@ void InspectedConnection::update_reading() noexcept {
       default:
         break;
     }
-    box_.stream()->set_reading(want);
+    client->set_reading(want);
   }
   if (link_.stream() != nullptr) {
     bool want = link_.may_read();
