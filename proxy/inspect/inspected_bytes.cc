@@ -96,27 +96,31 @@ InspectedConnection::Moved InspectedConnection::move_body(evbuffer* from, evbuff
 
 InspectedConnection::Moved InspectedConnection::move_toward(Toward toward, BodyCursor& cursor) {
   const bool up = toward == Toward::origin;
-  evbuffer* from = up ? client_in() : origin_in();
-  evbuffer* to = up ? origin_out() : client_out();
+  evbuffer* from = up ? client_in() : link_.in();
+  evbuffer* to = up ? link_.out() : client_out();
   std::uint64_t count = 0;
   if (!up) renew_response_stages();
   ResponseChain* stages = up ? nullptr : exchange_.response_stages.get();
   const Moved moved = move_body(from, to, cursor, count, stages);
   if (stages != nullptr && moved.moved) watch_quiet_origin();
-  (up ? up_ : down_) += count;
+  if (up) {
+    link_.count_sent(count);
+  } else {
+    box_.count_queued(count);
+  }
   (up ? exchange_.record.up : exchange_.record.down) += count;
   return moved;
 }
 
 void InspectedConnection::queue_to_client(std::string_view bytes) {
   add_or_throw(client_out(), bytes);
-  down_ += bytes.size();
+  box_.count_queued(bytes.size());
   exchange_.record.down += bytes.size();
 }
 
 void InspectedConnection::queue_to_origin(std::string_view bytes) {
-  add_or_throw(origin_out(), bytes);
-  up_ += bytes.size();
+  add_or_throw(link_.out(), bytes);
+  link_.count_sent(bytes.size());
   exchange_.record.up += bytes.size();
 }
 

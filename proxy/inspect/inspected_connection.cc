@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // One inspected connection (proxy/inspect/inspected_connection.h): its set-up, the owner's calls,
 // libevent's callbacks and what each side may read, the hooks, the timer, and the state machine's
-// loop. Its steps are in files of their own: the box-facing side (inspected_client_side.cc), the
-// origin-facing side (inspected_origin_side.cc), a request judged and forwarded with its response
-// (inspected_exchange.cc), the WebSocket relay (inspected_relay.cc), bytes moved between the sides
-// (inspected_bytes.cc), and refusals, records and ends (inspected_ends.cc).
+// loop. Its steps are in files of their own: the box-facing steps (inspected_client_side.cc), the
+// origin-facing steps (inspected_origin_side.cc), a request judged and forwarded with its response
+// (inspected_exchange.cc, inspected_held_body.cc, inspected_response_stages.cc), the WebSocket
+// relay (inspected_relay.cc), bytes moved between the sides (inspected_bytes.cc), and refusals,
+// records and ends (inspected_ends.cc). The objects it holds are in theirs: inspected_box_side,
+// inspected_origin_link, inspected_exchange_state, inspected_asks.
 #include "proxy/inspect/inspected_connection.h"
 
 #include <algorithm>
@@ -54,20 +56,15 @@ InspectedConnection::InspectedConnection(event_base* base, UniqueFd client, Insp
     : base_(base),
       setup_(std::move(setup)),
       hooks_(hooks),
-      client_fd_(std::move(client)),
       timer_(base, &on_timer, this),
-      quiet_origin_(base, &on_quiet_origin, this) {
-  sni_check_.host = setup_.host;
-}
+      box_(std::move(client), setup_.host),
+      link_(base, &on_quiet_origin, this) {}
 
 bool InspectedConnection::init(UniqueFd upstream) {
-  TargetResult decided = parse_host(setup_.host, setup_.port);
-  if (!std::holds_alternative<Target>(decided)) return false;
-  origin_ = DecidedOrigin{std::get<Target>(std::move(decided)), kInspectDefaultPort};
-  sniff_event_ = make_event(base_, client_fd_.get(), EV_READ | EV_PERSIST, &on_sniff, this);
+  if (!link_.decide(setup_.host, setup_.port)) return false;
   kick_event_ = make_event(base_, -1, 0, &on_kick, this);
-  if (!sniff_event_ || !kick_event_ || !timer_.valid() || !quiet_origin_.valid()) return false;
-  if (event_add(sniff_event_.get(), nullptr) == -1) return false;
+  if (!kick_event_ || !timer_.valid() || !link_.valid()) return false;
+  if (!box_.watch(base_, &on_sniff, this)) return false;
   // The origin's handshake goes on while the box's first byte is awaited: the first request does
   // not wait for it more than it must.
   if (!open_origin_tls(std::move(upstream))) return false;
@@ -76,7 +73,7 @@ bool InspectedConnection::init(UniqueFd upstream) {
 }
 
 InspectedConnection::~InspectedConnection() {
-  if (alive_ != nullptr) *alive_ = false;
+  if (due_.alive != nullptr) *due_.alive = false;
   scrub(exchange_.judged.upstream_head);  // an injected credential (SPEC §19) is not left in the heap
 }
 
@@ -86,17 +83,14 @@ InspectedConnection::~InspectedConnection() {
 
 void InspectedConnection::give_upstream(UniqueFd fd) {
   // Not asked for (an origin connection is open, or the connection is ending): `fd` closes here.
-  if (phase_ == Phase::ended || phase_ == Phase::closing || origin_side_) return;
-  if (!open_origin_tls(std::move(fd))) {
-    origin_state_ = Origin::tls_failed;
-    origin_tls_failure_ = TlsFailure::error;
-  }
+  if (phase_ == Phase::ended || phase_ == Phase::closing || link_.stream() != nullptr) return;
+  if (!open_origin_tls(std::move(fd))) link_.fail_tls(TlsFailure::error);
   kick();
 }
 
 void InspectedConnection::upstream_failed() {
-  if (origin_state_ != Origin::asked) return;
-  origin_state_ = Origin::dial_failed;
+  if (link_.state() != InspectedOriginLink::State::asked) return;
+  link_.set_state(InspectedOriginLink::State::dial_failed);
   kick();
 }
 
@@ -145,15 +139,15 @@ void InspectedConnection::on_client_event(bufferevent*, short what, void* self) 
 
 void InspectedConnection::on_origin_io(bufferevent* bev, void* self) noexcept {
   auto* c = static_cast<InspectedConnection*>(self);
-  if (!c->origin_side_ || !c->origin_side_->is(bev)) return;  // a side dropped since
+  if (!c->link_.is(bev)) return;  // a side dropped since
   c->last_activity_ = Clock::now();
   c->settle();
 }
 
 void InspectedConnection::on_origin_event(bufferevent* bev, short what, void* self) noexcept {
   auto* c = static_cast<InspectedConnection*>(self);
-  if (!c->origin_side_ || !c->origin_side_->is(bev)) return;
-  c->act_then_settle([c, what] { c->origin_event(what); });
+  if (!c->link_.is(bev)) return;
+  c->act_then_settle([c, what] { c->link_.event(what); });
 }
 
 void InspectedConnection::on_quiet_origin(void* self) noexcept {
@@ -162,7 +156,7 @@ void InspectedConnection::on_quiet_origin(void* self) noexcept {
     // Only a quiet origin releases the hold: bytes of its waiting here mean the box is the one not
     // reading, and a release then would let the box choose where a value is cut (found in review).
     if (c->phase_ != Phase::exchanging && c->phase_ != Phase::relaying) return;
-    if (c->origin_side_ && evbuffer_get_length(c->origin_in()) > 0) return;
+    if (c->link_.has_unread()) return;
     c->release_held_response();
   });
 }
@@ -175,16 +169,16 @@ void InspectedConnection::on_timer(void* self) noexcept {
 void InspectedConnection::settle() noexcept {
   // What this turn queues to a side goes out as one TLS record and one write when it can
   // (TlsStream::hold_writes): a small response's head and body, a request's head and body.
-  if (client_) client_->hold_writes();
-  if (origin_side_) origin_side_->hold_writes();
+  if (box_.stream()) box_.stream()->hold_writes();
+  link_.hold_writes();
   try {
     advance();
   } catch (...) {  // std::bad_alloc: this connection ends, the process goes on
-    abort_client_ = true;
+    box_.abort();
     end_now(TunnelEnd::error);
   }
-  if (client_) client_->release_writes();
-  if (origin_side_) origin_side_->release_writes();
+  if (box_.stream()) box_.stream()->release_writes();
+  link_.release_writes();
   update_reading();
   deliver_hooks();
 }
@@ -194,21 +188,21 @@ void InspectedConnection::settle() noexcept {
 // whatever either side does. Asked after every step, as anything may have drained or filled.
 void InspectedConnection::update_reading() noexcept {
   if (phase_ == Phase::ended) return;
-  const auto room = [](const std::unique_ptr<TlsStream>& side) { return side && side->output_length() < kMaxQueued; };
-  const bool origin_room = origin_side_ && room(origin_side_) && evbuffer_get_length(origin_out()) < kMaxQueued;
-  const bool client_room = client_ && evbuffer_get_length(client_out()) < kMaxQueued;
-  if (client_ && h2_) {
+  TlsStream* const client = box_.stream();
+  const bool origin_room = link_.has_room();
+  const bool client_room = client != nullptr && evbuffer_get_length(client_out()) < kMaxQueued;
+  if (client != nullptr && h2()) {
     // Over HTTP/2 the front takes every byte read at once; what they may add is bounded by the
     // front (streams, windows, held heads), and nothing is read while the frames it must write
     // back have no room.
     // Closing, it reads (and the front drops) what the box still sends, so that the close is not
     // a reset that could cost the box the answers it has not read yet.
-    client_->set_reading(client_->output_length() < kMaxQueued && (h2_->wants_read() || phase_ == Phase::closing));
-  } else if (client_) {
-    bool want = client_->input_length() < std::max(setup_.max_head_bytes + 1, kMinClientInputBound);
+    client->set_reading(client->output_length() < kMaxQueued && (h2()->wants_read() || phase_ == Phase::closing));
+  } else if (client != nullptr) {
+    bool want = client->input_length() < std::max(setup_.max_head_bytes + 1, kMinClientInputBound);
     switch (phase_) {
       case Phase::reading_head:
-        want = want && room(client_);  // its answers go out before another head is read
+        want = want && client->output_length() < kMaxQueued;  // its answers go out before another head is read
         break;
       case Phase::exchanging:
         want = want && (exchange_.request_done || origin_room);
@@ -223,46 +217,40 @@ void InspectedConnection::update_reading() noexcept {
       default:
         break;
     }
-    client_->set_reading(want);
+    client->set_reading(want);
   }
-  if (origin_side_) {
-    bool want = origin_side_->input_length() <= kMaxResponseHeadBytes;
-    // Over HTTP/2 the back takes every byte read at once; DATA is bounded by its window, and
-    // nothing is read while the responses it wrote wait or its frames to the origin have no room.
-    if (h2_back_) {
-      want = origin_side_->output_length() < kMaxQueued && evbuffer_get_length(origin_in()) < kMaxQueued &&
-             h2_back_->wants_read();
-    }
+  if (link_.stream() != nullptr) {
+    bool want = link_.may_read();
     if (phase_ == Phase::exchanging || phase_ == Phase::relaying) want = want && client_room;
     if (phase_ == Phase::closing) want = false;
-    origin_side_->set_reading(want);  // between requests it reads, to see the origin close
+    link_.set_reading(want);  // between requests it reads, to see the origin close
   }
 }
 
 void InspectedConnection::deliver_hooks() noexcept {
   bool alive = true;
-  alive_ = &alive;
-  while (!records_.empty()) {
-    const InspectorRequest record = std::move(records_.front());
-    records_.pop_front();
+  due_.alive = &alive;
+  while (!due_.records.empty()) {
+    const InspectorRequest record = std::move(due_.records.front());
+    due_.records.pop_front();
     hooks_.request(hooks_.owner, record);
     if (!alive) return;
   }
-  while (!asks_due_.empty()) {
-    const InspectorAsk ask = std::move(asks_due_.front());
-    asks_due_.pop_front();
+  while (!due_.asks.empty()) {
+    const InspectorAsk ask = std::move(due_.asks.front());
+    due_.asks.pop_front();
     hooks_.ask(hooks_.owner, ask);
     if (!alive) return;
   }
-  if (need_upstream_due_) {
-    need_upstream_due_ = false;
+  if (due_.need_upstream) {
+    due_.need_upstream = false;
     hooks_.need_upstream(hooks_.owner);
     if (!alive) return;
   }
-  alive_ = nullptr;
-  if (ended_due_) {
-    const InspectorEnded record = *ended_due_;
-    ended_due_.reset();
+  due_.alive = nullptr;
+  if (due_.ended) {
+    const InspectorEnded record = *due_.ended;
+    due_.ended.reset();
     hooks_.ended(hooks_.owner, record);  // the last hook: the owner may delete us in it
   }
 }
@@ -281,18 +269,18 @@ void InspectedConnection::timer_fired() {
     case TimerRole::none:
       return;
     case TimerRole::handshake:
-      if (phase_ == Phase::handshaking) client_tls_failure_ = TlsFailure::timeout;
+      if (phase_ == Phase::handshaking) box_.note_tls_failure(TlsFailure::timeout);
       end_now(TunnelEnd::idle_timeout);  // the box did not finish its handshake in time
       return;
     case TimerRole::head: {
       // No head in time, or the box idle as long as a tunnel may be: either ends the connection,
       // so that an inspected tunnel is held no longer than an opaque one would be.
       const double left = head_wait_left();
-      if (!parked_.empty()) {
+      if (asks_.any_parked()) {
         arm(TimerRole::head);  // streams wait for the supervisor: --ask-timeout bounds that wait
       } else if (left > 0) {
         timer_.arm(std::max(left, kSoonestSeconds));
-      } else if (h2_) {
+      } else if (h2()) {
         close_after_flush(TunnelEnd::idle_timeout);  // GOAWAY first: a box reusing it learns it is gone
       } else {
         end_now(TunnelEnd::idle_timeout);
@@ -302,12 +290,10 @@ void InspectedConnection::timer_fired() {
     case TimerRole::upstream:
       // No origin connection in time: a handshake that never ends is `upstream tls`; serve's dial
       // never answered is `dial failed` (the request gets its 502 either way).
-      if (origin_state_ == Origin::handshaking) {
-        origin_tls_failure_ = TlsFailure::timeout;
-        drop_origin();
-        origin_state_ = Origin::tls_failed;
-      } else if (origin_state_ == Origin::asked) {
-        origin_state_ = Origin::dial_failed;
+      if (link_.state() == InspectedOriginLink::State::handshaking) {
+        link_.fail_tls(TlsFailure::timeout);
+      } else if (link_.state() == InspectedOriginLink::State::asked) {
+        link_.set_state(InspectedOriginLink::State::dial_failed);
       }
       return;
     case TimerRole::drain:
@@ -364,15 +350,15 @@ void InspectedConnection::advance() {
 
 bool InspectedConnection::step() {
   if (phase_ == Phase::ended) return false;
-  const bool pumped = h2_ && pump_h2();
+  const bool pumped = h2() && pump_h2();
   if (phase_ == Phase::ended) return false;
-  const bool pumped_back = h2_back_ && pump_h2_back();
+  const bool pumped_back = link_.pump();
   return step_phase() || pumped || pumped_back;
 }
 
 bool InspectedConnection::pump_h2() {
-  if (!client_) return false;
-  const H2Front::Pumped pumped = h2_->pump(client_->input(), client_->output(), kMaxQueued);
+  if (!box_.stream()) return false;
+  const H2Front::Pumped pumped = h2()->pump(box_.stream()->input(), box_.stream()->output(), kMaxQueued);
   // The session is over (the box broke the protocol, the front cannot go on, or both sides said
   // GOAWAY): what is queued goes out, then the connection ends.
   if (!pumped.alive && phase_ != Phase::closing) {
@@ -386,23 +372,15 @@ bool InspectedConnection::pump_h2() {
   return pumped.progress;
 }
 
-bool InspectedConnection::pump_h2_back() {
-  if (!origin_side_) return false;
-  return h2_back_->pump(origin_side_->input(), origin_side_->output(), kMaxQueued);
-}
-
 void InspectedConnection::abandon_h2_exchange() {
   // Its request may have gone up in part: that origin connection is never used again (the next
   // request asks for another), so no byte of a later stream can complete it.
-  if (phase_ == Phase::exchanging) {
-    drop_origin();
-    origin_state_ = Origin::gone;
-  }
+  if (phase_ == Phase::exchanging) link_.drop_as(InspectedOriginLink::State::gone);
   if (exchange_open()) record_exchange();  // its line, as it stands (status 0 when no answer began)
   // An answer to the stream's ask that came before the box reset it is the stream's alone: left,
   // it would be taken for the next stream's (found in review).
-  ask_answer_.reset();
-  h2_->abandon_current();
+  asks_.forget_answer();
+  h2()->abandon_current();
   if (phase_ == Phase::exchanging || phase_ == Phase::waiting_upstream || phase_ == Phase::refusing ||
       phase_ == Phase::holding_body) {
     phase_ = Phase::reading_head;
@@ -414,10 +392,9 @@ bool InspectedConnection::step_phase() {
   // An origin connection that closed between requests is dropped, and so is one that speaks out of
   // turn (what it sends unasked must never be taken for the next answer); the next request asks
   // for another.
-  if (origin_state_ == Origin::ready && phase_ != Phase::exchanging && phase_ != Phase::relaying &&
-      (origin_eof_ || evbuffer_get_length(origin_in()) > 0 || (h2_back_ && !h2_back_->reusable()))) {
-    drop_origin();
-    origin_state_ = Origin::gone;
+  if (link_.state() == InspectedOriginLink::State::ready && phase_ != Phase::exchanging &&
+      phase_ != Phase::relaying && link_.stale()) {
+    link_.drop_as(InspectedOriginLink::State::gone);
     return true;
   }
   switch (phase_) {
@@ -432,7 +409,7 @@ bool InspectedConnection::step_phase() {
     case Phase::holding_body:
       return hold_body();
     case Phase::asking:
-      return ask_answer_ && read_head();  // the held head, judged again with its answer
+      return asks_.answered() && read_head();  // the held head, judged again with its answer
     case Phase::waiting_upstream:
       return wait_for_origin();
     case Phase::exchanging:

@@ -20,7 +20,14 @@
 // is judged, refused, forwarded and recorded exactly as an HTTP/1.1 request is. The front adds its
 // own bounds (h2_front.h) to those below. When the origin chose "h2" by ALPN, an H2Back
 // (proxy/inspect/h2_back.h) stands likewise between the origin's TLS stream and the state
-// machine's origin-facing reads and writes (origin_in, origin_out), in any pairing with the front.
+// machine's origin-facing reads and writes (InspectedOriginLink::in, out), in any pairing with the
+// front.
+//
+// By object (proxy/inspect/DESIGN.md, "The inspected connection, by object"): the box side
+// (inspected_box_side.h: the sniff, the box's TLS, the H2Front), the origin link
+// (inspected_origin_link.h: the origin's TLS, the H2Back, redials, resumed sessions), the request
+// in progress (inspected_exchange_state.h) and the asks' books (inspected_asks.h). The connection
+// owns one of each and keeps the state machine's settle loop, its phase, the timer and the hooks.
 //
 // Memory, whatever either side does (every bound is a constant here or a setup value):
 //   box-facing input   <= max(max_head_bytes + 1, 16 KiB), plus one read (a TLS record of 16 KiB
@@ -57,7 +64,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,6 +74,10 @@
 #include "proxy/inspector_records.h"
 #include "proxy/inspect/h2_back.h"
 #include "proxy/inspect/h2_front.h"
+#include "proxy/inspect/inspected_asks.h"
+#include "proxy/inspect/inspected_box_side.h"
+#include "proxy/inspect/inspected_exchange_state.h"
+#include "proxy/inspect/inspected_origin_link.h"
 #include "proxy/inspect/leaf_cert.h"
 #include "proxy/inspect/openssl_owners.h"
 #include "proxy/inspect/origin_sessions.h"
@@ -83,18 +93,11 @@
 
 namespace boxproxy {
 
-class ScrubStage;  // proxy/stages/scrub_stage.h
-
 // What an output may hold before the side that feeds it stops being read: four TLS records, so a
 // fast reader is never starved while a slow one holds little.
 inline constexpr std::size_t kMaxQueued = 64 * 1024;
 // The longest response head an origin may send (as the plain path's, proxy/http_exchange.cc).
 inline constexpr std::size_t kMaxResponseHeadBytes = 64 * 1024;
-// SPEC §20: the most streams of one HTTP/2 connection held for the supervisor at once; one more is
-// refused (asked=none). Each holds its head (max_head_bytes) and at most 64 KiB of body it had
-// fed (its stream window is the front's bound already): 8 x (32 + 64) KiB = 768 KiB with the
-// defaults, on top of h2_front.h's.
-inline constexpr std::size_t kMaxParkedStreams = 8;
 
 struct InspectedSetup {
   std::uint64_t id = 0;  // the connection's, for the owner's records
@@ -127,6 +130,7 @@ struct InspectedSetup {
 
 // What the connection reports (a request, an ask, its end) are the very structs the inspector
 // sends serve: InspectorRequest, InspectorAsk, InspectorEnded (proxy/inspector_records.h).
+
 
 class InspectedConnection {
  public:
@@ -182,15 +186,6 @@ class InspectedConnection {
     closing,           // the last bytes go out, then both sides are closed
     ended,             // everything is closed; `ended` is (or has been) reported
   };
-  // Where the origin-facing side stands.
-  enum class Origin : std::uint8_t {
-    handshaking,  // its TLS handshake is under way
-    ready,        // open: idle, or carrying the current exchange
-    gone,         // none (closed, or not reusable): the next allowed request asks for one
-    asked,        // need_upstream is (to be) called; waiting for give_upstream or upstream_failed
-    dial_failed,  // upstream_failed came: the waiting request gets 502 dial failed
-    tls_failed,   // its handshake or certificate failed: 502 upstream tls, and the connection ends
-  };
   // What the one timer measures now.
   enum class TimerRole : std::uint8_t {
     none,
@@ -204,45 +199,12 @@ class InspectedConnection {
     linger,    // HTTP/2, closing, everything sent: kH2LingerSeconds for the box to close first
   };
 
-  // A request held for its body's hash (SPEC §20, inspected_held_body.cc): its head, copied (the
-  // box's input it came in moves on), the endpoint that judged it, and its body as framed.
-  struct HeldRequest {
-    std::string head;
-    std::shared_ptr<const InspectEndpoint> endpoint;
-    H2Front::EvBufferPtr body;
-  };
-
-  // The request in progress.
-  struct Exchange {
-    InspectedRequest judged;
-    InspectorRequest record;
-    Clock::time_point started{};
-    BodyCursor request_body;
-    BodyCursor response_body;
-    std::string method;  // as sent (response framing depends on it: HEAD)
-    bool request_done = false;
-    bool response_head_done = false;
-    bool response_done = false;
-    bool response_started = false;   // a byte of the response (an interim one too) reached the client's output
-    bool origin_reusable = false;    // the origin allows another request on its connection
-    bool keep_client = false;        // the client's connection goes on after this exchange
-    bool retried = false;            // sent again once on a new origin connection
-    bool reused_origin = false;      // its origin connection carried an earlier request
-    bool recorded = false;           // its InspectorRequest is queued
-    // Its response's stages (SPEC §19a: scrubbing), when the session holds a secret; null: the
-    // response passes as it comes.
-    std::unique_ptr<ResponseChain> response_stages;
-    ScrubStage* scrub = nullptr;  // the scrubbing stage of response_stages (which owns it), if any
-    std::unique_ptr<HeldRequest> held;  // set while (and after) its body is held for signing
-  };
-
   InspectedConnection(event_base* base, UniqueFd client, InspectedSetup setup, Hooks hooks);
 
   // ---- set-up ----
   [[nodiscard]] bool init(UniqueFd upstream);
-  [[nodiscard]] bool open_client_tls();
-  [[nodiscard]] bool open_origin_tls(UniqueFd fd);
-  [[nodiscard]] bool start_h2_if_chosen();  // the box chose "h2" by ALPN: the front takes its stream
+  [[nodiscard]] bool open_client_tls();  // box_.open_tls with the leaf and this connection's callbacks
+  [[nodiscard]] bool open_origin_tls(UniqueFd fd);  // link_.open with this connection's callbacks
 
   // ---- libevent's callbacks: each acts, then advances, then delivers the hooks ----
   static void on_sniff(evutil_socket_t, short, void* self) noexcept;
@@ -265,7 +227,6 @@ class InspectedConnection {
 
   void sniff();
   void client_event(short what);
-  void origin_event(short what);
   void timer_fired();
 
   // ---- the state machine: advance() runs steps until none makes progress ----
@@ -273,24 +234,15 @@ class InspectedConnection {
   [[nodiscard]] bool step();
   [[nodiscard]] bool step_phase();
   [[nodiscard]] bool pump_h2();  // the box's frames in, streams served, frames out
-  [[nodiscard]] bool pump_h2_back();  // the origin's frames in, the request out as a stream
   void abandon_h2_exchange();    // the box reset the stream whose request was going up
   [[nodiscard]] bool read_head();
   void begin_request(const RequestHead& head, std::size_t head_bytes);
   void hold_for_ask(const RequestHead& head);  // the ask stage waits: the owner is asked
-  // The answer for the request about to be judged, and when that request was first held:
-  // HTTP/1.1's held one, or the current stream's.
-  struct AskAnswer {
-    RequestAsked asked = RequestAsked::none;
-    Clock::time_point since{};
-  };
-  [[nodiscard]] std::optional<AskAnswer> take_answer();
   [[nodiscard]] bool drop_refused_body();
   // ---- a body held to be hashed for signing (inspected_held_body.cc) ----
   static void note_trace(InspectorRequest& record, const std::vector<TraceEntry>& trace);
   void start_holding(const RequestHead& head, std::string_view head_text);
   [[nodiscard]] bool hold_body();
-  [[nodiscard]] std::optional<std::string> held_body_hash() const;
   void sign_held();
   void send_held_body();  // after its head, once an origin connection is ready
   void refuse_held(Reason refusal, std::optional<TunnelEnd> close_with);  // with the held head's detail
@@ -306,13 +258,9 @@ class InspectedConnection {
   [[nodiscard]] bool relay();
   [[nodiscard]] bool close_when_flushed();
   // ---- the response's stages (inspected_response_stages.cc) ----
-  void start_response_stages();
-  // Before more of the response goes through the stages: a secret set, replaced or revoked since
-  // they were made applies to what comes next (SPEC §19a: every value in force).
+  // Before more of the response goes through the stages: InspectedExchange::renew_response_stages,
+  // what the old patterns held queued to the box.
   void renew_response_stages();
-  // A head about to go to the box, through the stages; false when it must not go: grown past
-  // kMaxResponseHeadBytes by scrubbing.
-  [[nodiscard]] bool stage_head(std::string& text);
   // SPEC §19a: on an endpoint that carries a credential, a response in a coding the stages cannot
   // read (Content-Encoding, grpc-encoding other than identity) does not reach the box.
   [[nodiscard]] bool coding_unreadable(const ResponseHead& head) const;
@@ -332,7 +280,6 @@ class InspectedConnection {
   void record_exchange();  // the allowed request in progress, as it stands
   void close_after_flush(TunnelEnd end);
   void end_now(TunnelEnd end);
-  void drop_origin();
   void arm(TimerRole role);
   [[nodiscard]] double head_wait_left() const noexcept;  // seconds, for TimerRole::head
 
@@ -351,17 +298,11 @@ class InspectedConnection {
   void queue_to_client(std::string_view bytes);
   void queue_to_origin(std::string_view bytes);
 
-  // The box-facing plaintext the state machine reads and writes: the TLS stream's, or over HTTP/2
-  // the front's HTTP/1.1 side.
-  [[nodiscard]] evbuffer* client_in() const noexcept { return h2_ ? h2_->requests() : client_->input(); }
-  [[nodiscard]] evbuffer* client_out() const noexcept { return h2_ ? h2_->answers() : client_->output(); }
-
-  // The origin-facing plaintext: the TLS stream's, or over HTTP/2 the back's HTTP/1.1 side.
-  [[nodiscard]] evbuffer* origin_in() const noexcept { return h2_back_ ? h2_back_->responses() : origin_side_->input(); }
-  [[nodiscard]] evbuffer* origin_out() const noexcept { return h2_back_ ? h2_back_->requests() : origin_side_->output(); }
-  // Nothing more of the current response will come: the origin closed (or over HTTP/2, its stream
-  // ended short).
-  [[nodiscard]] bool origin_over() const noexcept { return origin_eof_ || (h2_back_ && h2_back_->ended()); }
+  // The box-facing plaintext the state machine reads and writes (InspectedBoxSide::in, out).
+  [[nodiscard]] evbuffer* client_in() const noexcept { return box_.in(); }
+  [[nodiscard]] evbuffer* client_out() const noexcept { return box_.out(); }
+  // The box's HTTP/2 session, once it chose "h2"; null over HTTP/1.1.
+  [[nodiscard]] H2Front* h2() const noexcept { return box_.h2(); }
 
   [[nodiscard]] bool exchange_open() const noexcept {
     return phase_ == Phase::holding_body || phase_ == Phase::waiting_upstream || phase_ == Phase::exchanging ||
@@ -370,60 +311,34 @@ class InspectedConnection {
 
   event_base* base_;
   InspectedSetup setup_;
-  DecidedOrigin origin_;
   Hooks hooks_;
-  ServerNameCheck sni_check_;
-  OriginSessionSlot session_slot_;  // what each origin SSL of this connection carries; outlives them
 
-  // Owners in dependency order: the events and the streams go before the socket the sniff watches.
-  UniqueFd client_fd_;  // until the sniff passes it to client_
-  EventPtr sniff_event_;
+  // Owners in dependency order: the sides go before the events and the timer.
   EventPtr kick_event_;
   Timer timer_;
-  Timer quiet_origin_;  // the origin sent nothing for a while: the stages' hold goes out (SPEC §19a)
-  std::unique_ptr<TlsStream> client_;
-  std::unique_ptr<TlsStream> origin_side_;
-  std::unique_ptr<H2Front> h2_;  // set once the box chose "h2"
-  std::unique_ptr<H2Back> h2_back_;  // set while the origin connection speaks "h2"
+  InspectedBoxSide box_;  // the box: its socket, TLS, HTTP/2 session (inspected_box_side.h)
+  InspectedOriginLink link_;  // the origin: its TLS connection, its HTTP/2 session, redials (inspected_origin_link.h)
 
   Phase phase_ = Phase::sniffing;
-  Origin origin_state_ = Origin::handshaking;
   TimerRole timer_role_ = TimerRole::none;
-  bool origin_used_ = false;  // the current origin connection carried a request already
-  bool client_eof_ = false;   // the box closed its side (what it sent before is still served)
-  bool origin_eof_ = false;   // the current origin connection closed its side (or failed)
-  bool origin_error_ = false;  // ... by failing: what it sent last may have been cut short
-  bool abort_client_ = false;  // end without close_notify: the client must see the end as cut short
-  Exchange exchange_;
+  InspectedExchange exchange_;  // the request in progress (inspected_exchange_state.h)
   std::optional<TunnelEnd> closing_end_;  // while closing: the end to report
 
-  std::uint64_t up_ = 0;
-  std::uint64_t down_ = 0;
   Clock::time_point last_activity_ = Clock::now();
   Clock::time_point head_wait_started_{};  // while TimerRole::head
   std::optional<Reason> connection_refusal_;
-  // Why the box's handshake, and the origin's, failed (InspectorEnded::tls): the first word of each.
-  std::optional<TlsFailure> client_tls_failure_;
-  std::optional<TlsFailure> origin_tls_failure_;
 
-  // Hooks queued by the steps, delivered by settle() once the state is consistent.
-  std::deque<InspectorRequest> records_;
-  std::deque<InspectorAsk> asks_due_;
-  std::uint64_t last_ask_ = 0;                // the number of the last ask made (0: none yet)
-  std::optional<RequestAsked> ask_answer_;    // while asking: the answer to ask last_ask_, once come
-  Clock::time_point held_since_{};            // while asking: when the held head ended (its line's ms counts the wait)
-  // HTTP/2: the streams parked while they wait (ask number -> stream), and the answers of those
-  // resumed, read when their request comes round again (stream -> answer). At most
-  // kMaxParkedStreams wait at once.
-  struct Parked {
-    std::int32_t stream = 0;
-    Clock::time_point since{};
+  InspectedAsks asks_;  // SPEC §20: the asks made and their answers (inspected_asks.h)
+
+  // Hooks queued by the steps, delivered by settle() once the state is consistent (deliver_hooks).
+  struct DueHooks {
+    std::deque<InspectorRequest> records;
+    std::deque<InspectorAsk> asks;
+    bool need_upstream = false;
+    std::optional<InspectorEnded> ended;
+    bool* alive = nullptr;  // while hooks run: set false if the owner deletes this in one
   };
-  std::map<std::uint64_t, Parked> parked_;
-  std::map<std::int32_t, AskAnswer> resumed_;
-  bool need_upstream_due_ = false;
-  std::optional<InspectorEnded> ended_due_;
-  bool* alive_ = nullptr;  // while hooks run: set false if the owner deletes this in one
+  DueHooks due_;
 };
 
 }  // namespace boxproxy

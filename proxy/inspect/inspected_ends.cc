@@ -20,7 +20,7 @@ void InspectedConnection::refuse(Reason refusal, std::optional<TunnelEnd> close_
 }
 
 void InspectedConnection::refuse_unparsed(Reason refusal) {
-  exchange_ = Exchange{};
+  exchange_ = InspectedExchange{};
   exchange_.started = Clock::now();
   exchange_.record.method = "-";
   exchange_.record.rule = "-";
@@ -29,7 +29,7 @@ void InspectedConnection::refuse_unparsed(Reason refusal) {
 
 void InspectedConnection::refuse_connection(Reason refusal) {
   connection_refusal_ = refusal;
-  abort_client_ = true;  // no answer at all: not even a close_notify
+  box_.abort();  // no answer at all: not even a close_notify
   end_now(TunnelEnd::error);
 }
 
@@ -41,7 +41,7 @@ void InspectedConnection::record_request(std::optional<Reason> refusal, std::uin
   record.refusal = refusal;
   record.status = status;
   record.ms = static_cast<std::uint64_t>(Clock::seconds_since(exchange_.started) * 1000.0);
-  records_.push_back(std::move(record));
+  due_.records.push_back(std::move(record));
 }
 
 void InspectedConnection::record_exchange() {
@@ -57,7 +57,7 @@ void InspectedConnection::record_exchange() {
 
 void InspectedConnection::close_after_flush(TunnelEnd end) {
   if (exchange_open()) record_exchange();
-  if (h2_) h2_->go_away();  // the box learns which streams were taken; no new one is
+  if (h2()) h2()->go_away();  // the box learns which streams were taken; no new one is
   closing_end_ = end;
   phase_ = Phase::closing;
   arm(TimerRole::drain);  // reading stops (update_reading): only what is queued still goes out
@@ -69,41 +69,35 @@ void InspectedConnection::end_now(TunnelEnd end) {
   phase_ = Phase::ended;
   timer_.disarm();
   timer_role_ = TimerRole::none;
-  if (sniff_event_) event_del(sniff_event_.get());
-  need_upstream_due_ = false;
-  if (client_) {
-    if (!abort_client_ && end != TunnelEnd::error) client_->send_close_notify();
-    client_.reset();
-  }
-  if (setup_.closer != nullptr) setup_.closer->close_after_loop_pass(std::move(client_fd_));  // its sniff event's delete lands first
-  client_fd_.reset();
-  drop_origin();
+  due_.need_upstream = false;
+  box_.close(end != TunnelEnd::error, setup_.closer);
+  link_.drop();
   InspectorEnded record;
   record.id = setup_.id;
-  record.up = up_;
-  record.down = down_;
+  record.up = link_.sent();
+  record.down = box_.queued();
   record.end = end;
   record.refusal = connection_refusal_;
-  record.tls = connection_refusal_ == Reason::upstream_tls ? origin_tls_failure_ : client_tls_failure_;
-  ended_due_ = record;
+  record.tls = connection_refusal_ == Reason::upstream_tls ? link_.tls_failure() : box_.tls_failure();
+  due_.ended = record;
 }
 
 bool InspectedConnection::close_when_flushed() {
   // A side that has closed takes nothing more: its output is not waited for.
-  const bool client_flushed = !client_ || (client_->output_length() == 0 && (!h2_ || h2_->flushed()));
-  const bool origin_flushed = !origin_side_ || origin_eof_ || origin_side_->output_length() == 0;
+  const bool client_flushed = !box_.stream() || (box_.stream()->output_length() == 0 && (!h2() || h2()->flushed()));
+  const bool origin_flushed = link_.flushed();
   if (!client_flushed || !origin_flushed) return false;
-  if (h2_ && client_ && !client_eof_ && timer_role_ != TimerRole::linger) {
+  if (h2() && box_.stream() && !box_.eof() && timer_role_ != TimerRole::linger) {
     // HTTP/2: the box may be sending frames (acknowledgements, window updates) as the last answer
     // goes, and closing with them unread resets the connection, which can cost the box answers it
     // has not read. GOAWAY is out: the box is given kH2LingerSeconds to close first, its bytes
     // dropped (H2Front::stop) so that nothing it sends keeps the connection.
-    h2_->stop();
-    client_->send_close_notify();
+    h2()->stop();
+    box_.stream()->send_close_notify();
     arm(TimerRole::linger);
     return false;
   }
-  if (timer_role_ == TimerRole::linger && !client_eof_) return false;
+  if (timer_role_ == TimerRole::linger && !box_.eof()) return false;
   end_now(closing_end_.value_or(TunnelEnd::error));
   return true;
 }

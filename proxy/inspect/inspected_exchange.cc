@@ -51,7 +51,7 @@ bool InspectedConnection::read_head() {
   evbuffer* in = client_in();
   const std::size_t length = evbuffer_get_length(in);
   if (length == 0) {
-    if (!client_eof_) return false;
+    if (!box_.eof()) return false;
     close_after_flush(TunnelEnd::client_closed);  // a client that shut down its writing still gets every byte
     return true;
   }
@@ -63,7 +63,7 @@ bool InspectedConnection::read_head() {
         refuse_unparsed(Reason::head_too_large);
         return true;
       }
-      if (!client_eof_) return false;
+      if (!box_.eof()) return false;
       close_after_flush(TunnelEnd::client_closed);  // it left in the middle of a head
       return true;
     case ParseResult<RequestHead>::Status::refused:
@@ -79,14 +79,14 @@ bool InspectedConnection::read_head() {
 
 void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
   scrub(exchange_.judged.upstream_head);  // the last request's injected credential (SPEC §19)
-  const std::optional<AskAnswer> answer = take_answer();
-  exchange_ = Exchange{};
+  const std::optional<InspectedAsks::Answer> answer = asks_.take(h2());
+  exchange_ = InspectedExchange{};
   exchange_.started = answer ? answer->since : Clock::now();  // a held request's time counts its wait
   exchange_.method.assign(head.method);
   InspectorRequest& record = exchange_.record;
   record.method = reported(head.method, kMaxReportedMethodBytes);
   if (setup_.log_paths) record.path = reported(head.target.substr(0, head.target.find('?')), kMaxReportedPathBytes);
-  exchange_.judged = judge_inspected_request(head, *setup_.endpoint, origin_,
+  exchange_.judged = judge_inspected_request(head, *setup_.endpoint, link_.decided(),
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
                                              setup_.placeholders, setup_.max_head_bytes,
                                              answer ? std::optional(answer->asked) : std::nullopt,
@@ -115,16 +115,16 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
     refuse(*judged.refusal, close_with, detail);
     return;
   }
-  start_response_stages();
+  exchange_.start_response_stages(setup_.scrub);
   phase_ = Phase::waiting_upstream;
   arm(TimerRole::upstream);
 }
 
 void InspectedConnection::hold_for_ask(const RequestHead& head) {
   phase_ = Phase::asking;
-  held_since_ = exchange_.started;
   arm(TimerRole::none);  // serve answers within --ask-timeout, with `timeout` when nobody did
-  InspectorAsk ask{setup_.id, ++last_ask_, std::string(head.method),
+  const std::uint64_t n = asks_.begin(exchange_.started);
+  InspectorAsk ask{setup_.id, n, std::string(head.method),
                    std::string(head.target.substr(0, head.target.find('?'))),
                    head.target.find('?') != std::string_view::npos, exchange_.judged.rule};
   // What serve takes (inspector_messages.h): a method or path it would have to cut is never asked
@@ -136,47 +136,25 @@ void InspectedConnection::hold_for_ask(const RequestHead& head) {
   // Over HTTP/2 a held stream holds no other up: at most kMaxParkedStreams wait at once.
   if (hooks_.ask == nullptr || ask.method.size() > kMaxReportedMethodBytes || ask.path.size() > kMaxAskedPathBytes ||
       !printable(ask.method) || !printable(ask.path) || !ask.path.starts_with('/') ||
-      (h2_ && parked_.size() >= kMaxParkedStreams)) {
-    ask_answer_ = RequestAsked::none;  // the next step judges it again, with this answer
+      (h2() && asks_.parking_full())) {
+    asks_.answer_now(RequestAsked::none);  // the next step judges it again, with this answer
     return;
   }
-  if (h2_) {
+  if (h2()) {
     // The stream steps aside with what of it the front had fed; the next one is served.
-    parked_.emplace(ask.n, Parked{h2_->park_current(), exchange_.started});
+    asks_.park(ask.n, *h2(), exchange_.started);
     phase_ = Phase::reading_head;
     arm(TimerRole::head);
   }
-  asks_due_.push_back(std::move(ask));
-}
-
-std::optional<InspectedConnection::AskAnswer> InspectedConnection::take_answer() {
-  if (ask_answer_) return AskAnswer{*std::exchange(ask_answer_, std::nullopt), held_since_};
-  if (!h2_ || resumed_.empty()) return std::nullopt;
-  const auto it = resumed_.find(h2_->current());
-  if (it == resumed_.end()) return std::nullopt;
-  const AskAnswer answer = it->second;
-  resumed_.erase(it);
-  return answer;
+  due_.asks.push_back(std::move(ask));
 }
 
 void InspectedConnection::answer_ask(std::uint64_t n, RequestAsked asked) {
-  if (h2_) {
-    const auto it = parked_.find(n);
-    if (it == parked_.end()) return;
-    const Parked parked = it->second;
-    parked_.erase(it);
-    // Answers of streams the box reset before they came round again go: a box that resets and
-    // reopens streams never grows this.
-    std::erase_if(resumed_, [this](const auto& entry) { return !h2_->holds(entry.first); });
-    // Served again before the streams that wait; gone when the box reset it meanwhile.
-    if (phase_ != Phase::ended && phase_ != Phase::closing && h2_->resume(parked.stream)) {
-      resumed_[parked.stream] = AskAnswer{asked, parked.since};
-    }
-    kick();
+  if (h2()) {
+    if (asks_.resume(n, asked, *h2(), phase_ == Phase::ended || phase_ == Phase::closing)) kick();
     return;
   }
-  if (phase_ != Phase::asking || n != last_ask_ || ask_answer_) return;
-  ask_answer_ = asked;
+  if (phase_ != Phase::asking || !asks_.answer(n, asked)) return;
   kick();
 }
 
@@ -191,7 +169,7 @@ bool InspectedConnection::drop_refused_body() {
     if (moved.done) exchange_.request_done = true;
     if (!moved.done) {
       if (moved.moved) return true;
-      if (!client_eof_) return false;
+      if (!box_.eof()) return false;
       close_after_flush(TunnelEnd::client_closed);
       return true;
     }
@@ -205,13 +183,13 @@ bool InspectedConnection::exchange() {
   bool progress = false;
   if (!exchange_.request_done) progress = pass_request_body();
   if (phase_ != Phase::exchanging) return true;
-  if (!exchange_.response_head_done) {
+  if (exchange_.awaiting_head()) {
     progress = read_response_head() || progress;
-  } else if (!exchange_.response_done) {
+  } else if (exchange_.response != InspectedExchange::Response::done) {
     progress = pass_response_body() || progress;
   }
   if (phase_ != Phase::exchanging) return true;
-  if (exchange_.response_done) {
+  if (exchange_.response == InspectedExchange::Response::done) {
     finish_exchange();
     return true;
   }
@@ -223,12 +201,11 @@ bool InspectedConnection::pass_request_body() {
   if (moved.malformed) {
     // Half a request went to the origin: its connection is never used again. The client gets its
     // 400 unless the response has begun to reach it.
-    drop_origin();
-    origin_state_ = Origin::gone;
-    if (!exchange_.response_started) {
+    link_.drop_as(InspectedOriginLink::State::gone);
+    if (!exchange_.response_started()) {
       refuse(Reason::bad_framing, TunnelEnd::error);
     } else {
-      abort_client_ = true;
+      box_.abort();
       end_now(TunnelEnd::error);
     }
     return true;
@@ -237,7 +214,7 @@ bool InspectedConnection::pass_request_body() {
     exchange_.request_done = true;
     return true;
   }
-  if (!moved.moved && client_eof_ && evbuffer_get_length(client_in()) == 0) {
+  if (!moved.moved && box_.eof() && evbuffer_get_length(client_in()) == 0) {
     end_now(TunnelEnd::client_closed);  // it left in the middle of its body
     return true;
   }
@@ -245,19 +222,19 @@ bool InspectedConnection::pass_request_body() {
 }
 
 bool InspectedConnection::read_response_head() {
-  evbuffer* in = origin_in();
+  evbuffer* in = link_.in();
   bool progress = false;
   for (;;) {
     // Interim responses are passed one at a time, each once the client has room: an origin sending
     // them without end never makes the client's output grow past its bound.
     if (evbuffer_get_length(client_out()) >= kMaxQueued) return progress;
     const std::size_t length = evbuffer_get_length(in);
-    if (length == 0) return origin_over() ? origin_ended_early() : progress;
+    if (length == 0) return link_.over() ? origin_ended_early() : progress;
     const auto parsed = parse_response_head(front_of(in, std::min(length, kMaxResponseHeadBytes + 1)),
                                             kMaxResponseHeadBytes);
     if (parsed.status == ParseResult<ResponseHead>::Status::need_more) {
       if (length > kMaxResponseHeadBytes) return origin_broke();
-      return origin_over() ? origin_ended_early() : progress;
+      return link_.over() ? origin_ended_early() : progress;
     }
     if (parsed.status == ParseResult<ResponseHead>::Status::refused) return origin_broke();
     const ResponseHead& head = *parsed.value;
@@ -268,10 +245,10 @@ bool InspectedConnection::read_response_head() {
       std::string answer;
       if (!exchange_.judged.client_http10) answer = rewrite_response_head(head, exchange_.judged.client_keep_alive);
       evbuffer_drain(in, parsed.consumed);
-      if (!stage_head(answer)) return origin_broke();
+      if (!exchange_.stage_head(answer, kMaxResponseHeadBytes)) return origin_broke();
       if (!answer.empty()) {
         queue_to_client(answer);
-        exchange_.response_started = true;
+        exchange_.response = InspectedExchange::Response::interim;
       }
       progress = true;
       continue;
@@ -281,26 +258,25 @@ bool InspectedConnection::read_response_head() {
     const BodyFraming body = std::get<BodyFraming>(framing);
     // Over HTTP/2 a body read to the origin's close ends only its stream (the front is told when
     // the exchange ends): the box's connection goes on.
-    const bool until_close = body.kind == BodyFraming::Kind::until_close && !h2_;
+    const bool until_close = body.kind == BodyFraming::Kind::until_close && !h2();
     // The client's connection goes on only while it asks to, the body ends by its framing, its own
     // request was read whole (else where its next one starts is unknown) and the endpoint stands.
     // Over HTTP/2 the stream's end says where the request ends, so an answer that begins before it
     // (a gRPC stream, an early 100-less answer to an upload) need not cost the connection: whether
     // the request is whole is asked again when the answer ends (finish_exchange).
-    exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && (exchange_.request_done || h2_) &&
-                            !client_eof_ && setup_.endpoint != nullptr;
+    exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && (exchange_.request_done || h2()) &&
+                            !box_.eof() && setup_.endpoint != nullptr;
     exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close;
     if (coding_unreadable(head)) return origin_broke();  // the connection ends: nothing of it reaches the box
     std::string answer = rewrite_response_head(head, exchange_.keep_client);
     exchange_.record.status = static_cast<std::uint16_t>(head.status);
     evbuffer_drain(in, parsed.consumed);
-    if (!stage_head(answer)) return origin_broke();
+    if (!exchange_.stage_head(answer, kMaxResponseHeadBytes)) return origin_broke();
     queue_to_client(answer);
-    exchange_.response_started = true;
-    exchange_.response_head_done = true;
     // Its trailers pass, filtered (ChunkedScanner::Trailers): gRPC's status travels in them (SPEC §19).
     exchange_.response_body = BodyCursor(body, ChunkedScanner::Trailers::filtered);
-    exchange_.response_done = body_done_at_start(body);
+    using Response = InspectedExchange::Response;
+    exchange_.response = body_done_at_start(body) ? Response::done : Response::body;
     return true;
   }
 }
@@ -309,21 +285,20 @@ bool InspectedConnection::pass_response_body() {
   const Moved moved = move_toward(Toward::client, exchange_.response_body);
   if (moved.malformed) return origin_broke();
   if (moved.done) {
-    exchange_.response_done = true;
+    exchange_.response = InspectedExchange::Response::done;
     return true;
   }
-  if (origin_over() && evbuffer_get_length(origin_in()) == 0) {
+  if (link_.over() && evbuffer_get_length(link_.in()) == 0) {
     if (exchange_.response_body.framing().kind == BodyFraming::Kind::until_close) {
       // The close ends the body. One without close_notify may have been cut by anyone on the path:
       // the client then sees its own connection end the same way, never a clean end.
-      if (h2_back_ || origin_error_ || !origin_side_->received_close_notify()) abort_client_ = true;
+      if (!link_.closed_cleanly()) box_.abort();
       release_held_response();
-      exchange_.response_done = true;
+      exchange_.response = InspectedExchange::Response::done;
       return true;
     }
-    drop_origin();
-    origin_state_ = Origin::gone;
-    abort_client_ = true;  // a body cut short: the client must not take it for whole
+    link_.drop_as(InspectedOriginLink::State::gone);
+    box_.abort();  // a body cut short: the client must not take it for whole
     end_now(TunnelEnd::upstream_closed);
     return true;
   }
@@ -336,28 +311,22 @@ void InspectedConnection::finish_exchange() {
   // close_notify: anyone on the path may have cut it). Over HTTP/1.1 the box's connection ends
   // without close_notify after it; over HTTP/2 ending the stream would tell the box the body is
   // complete, so the stream is never ended: what came of it is passed on, then the connection goes
-  // the same unclean way (abort_client_: no close_notify).
-  if (h2_ && abort_client_) {
-    drop_origin();
-    origin_state_ = Origin::gone;
+  // the same unclean way (box_.aborted(): no close_notify).
+  if (h2() && box_.aborted()) {
+    link_.drop_as(InspectedOriginLink::State::gone);
     close_after_flush(TunnelEnd::upstream_closed);
     return;
   }
-  if (h2_) h2_->exchange_ended();
-  const bool reusable = exchange_.origin_reusable && exchange_.request_done && origin_side_ && !origin_over() &&
-                        evbuffer_get_length(origin_in()) == 0 &&  // bytes past the response: never a next answer
-                        (!h2_back_ || h2_back_->reusable());
-  if (!reusable) {
-    drop_origin();
-    origin_state_ = Origin::gone;
-  }
-  if (exchange_.keep_client && exchange_.request_done && !client_eof_) {
+  if (h2()) h2()->exchange_ended();
+  const bool reusable = exchange_.origin_reusable && exchange_.request_done && link_.reusable();
+  if (!reusable) link_.drop_as(InspectedOriginLink::State::gone);
+  if (exchange_.keep_client && exchange_.request_done && !box_.eof()) {
     phase_ = Phase::reading_head;
     arm(TimerRole::head);
     return;
   }
   TunnelEnd end = TunnelEnd::upstream_closed;  // the response's framing or the origin ended it
-  if (!exchange_.judged.client_keep_alive || client_eof_) {
+  if (!exchange_.judged.client_keep_alive || box_.eof()) {
     end = TunnelEnd::client_closed;
   } else if (!setup_.endpoint) {
     end = TunnelEnd::shutdown;

@@ -13,7 +13,6 @@
 #include <new>
 
 #include "proxy/inspect/sigv4_request_signer.h"
-#include "proxy/inspect/sigv4_signer.h"
 #include "proxy/stages/refusal_detail.h"
 #include "proxy/stages/scope_judgement.h"
 #include "proxy/wire/h2_request.h"
@@ -51,7 +50,7 @@ void InspectedConnection::start_holding(const RequestHead& head, std::string_vie
            refusal_detail(*setup_.endpoint, head.method, head.target, Reason::body_too_large));
     return;
   }
-  auto held = std::make_unique<HeldRequest>();
+  auto held = std::make_unique<InspectedExchange::HeldRequest>();
   held->head.assign(head_text);
   held->endpoint = setup_.endpoint;  // the endpoint it was judged by, even if it changes meanwhile
   held->body.reset(evbuffer_new());
@@ -65,7 +64,7 @@ void InspectedConnection::start_holding(const RequestHead& head, std::string_vie
 }
 
 bool InspectedConnection::hold_body() {
-  HeldRequest& held = *exchange_.held;
+  InspectedExchange::HeldRequest& held = *exchange_.held;
   bool progress = false;
   while (!exchange_.request_done) {
     evbuffer_iovec piece{};
@@ -98,54 +97,16 @@ bool InspectedConnection::hold_body() {
     sign_held();
     return true;
   }
-  if (!progress && client_eof_ && evbuffer_get_length(client_in()) == 0) {
+  if (!progress && box_.eof() && evbuffer_get_length(client_in()) == 0) {
     end_now(TunnelEnd::client_closed);  // it left in the middle of its body
     return true;
   }
   return progress;
 }
 
-std::optional<std::string> InspectedConnection::held_body_hash() const {
-  // Hashed where it lies, one evbuffer chain at a time, never pulled up: the body may be as long as
-  // --max-held-body (an operator may raise it to 1 GiB), and one contiguous copy of it would double
-  // what is held and spend the loop on the copy besides the hash.
-  evbuffer* body = exchange_.held->body.get();
-  const std::size_t length = evbuffer_get_length(body);
-  const bool chunked = exchange_.judged.framing.kind == BodyFraming::Kind::chunked;
-  // AWS hashes the payload: a chunked body's data, not its framing. Decoded a slice at a time, so
-  // the decoded copy never holds more than one slice's worth beside the held body.
-  constexpr std::size_t kSlice = 16 * 1024;
-  ChunkedDecoder decoder;
-  Sha256Hasher hasher;
-  std::string decoded;
-  evbuffer_ptr at{};
-  if (evbuffer_ptr_set(body, &at, 0, EVBUFFER_PTR_SET) != 0) return std::nullopt;
-  std::size_t seen = 0;
-  while (seen < length) {
-    evbuffer_iovec piece{};
-    if (evbuffer_peek(body, -1, &at, &piece, 1) < 1 || piece.iov_len == 0) break;
-    std::string_view rest(static_cast<const char*>(piece.iov_base), piece.iov_len);
-    if (!chunked) hasher.update(rest);
-    while (chunked && !rest.empty() && !decoder.done() && !decoder.malformed()) {
-      const std::size_t taken = decoder.feed(rest.substr(0, kSlice), decoded);
-      hasher.update(decoded);
-      decoded.clear();
-      if (taken == 0) break;
-      rest.remove_prefix(taken);
-    }
-    seen += piece.iov_len;
-    if (evbuffer_ptr_set(body, &at, piece.iov_len, EVBUFFER_PTR_ADD) != 0) break;
-  }
-  // A body not read to its end (every byte of it, and for a chunked one its last chunk) would be
-  // sent whole with the hash of a part of it: refused instead (found in review; the framing was
-  // checked as it was held, so this fails closed on what cannot happen).
-  if (seen != length || (chunked && !decoder.done())) return std::nullopt;
-  return hasher.hex_digest();
-}
-
 void InspectedConnection::sign_held() {
-  HeldRequest& held = *exchange_.held;
-  const auto hash = held_body_hash();
+  InspectedExchange::HeldRequest& held = *exchange_.held;
+  const auto hash = exchange_.held_body_hash();
   const auto parsed = parse_request_head(held.head, held.head.size());
   if (!hash || parsed.status != ParseResult<RequestHead>::Status::complete) {
     refuse_held(Reason::request_denied, TunnelEnd::error);  // OpenSSL failed: never sent unsigned
@@ -155,7 +116,7 @@ void InspectedConnection::sign_held() {
   // Judged again as it was, with the supervisor's answer when it was asked about (the ask stage,
   // before the sign stage, must not ask twice), and now the body's hash.
   const std::optional<RequestAsked> asked = exchange_.judged.asked;
-  exchange_.judged = judge_inspected_request(*parsed.value, *held.endpoint, origin_,
+  exchange_.judged = judge_inspected_request(*parsed.value, *held.endpoint, link_.decided(),
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
                                              setup_.placeholders, setup_.max_head_bytes, asked,
                                              &sigv4_request_signer(), *hash);
@@ -170,13 +131,13 @@ void InspectedConnection::sign_held() {
                 judged.client_keep_alive ? std::nullopt : std::optional<TunnelEnd>(TunnelEnd::client_closed));
     return;
   }
-  start_response_stages();
+  exchange_.start_response_stages(setup_.scrub);
   phase_ = Phase::waiting_upstream;
   arm(TimerRole::upstream);
 }
 
 void InspectedConnection::refuse_held(Reason refusal, std::optional<TunnelEnd> close_with) {
-  const HeldRequest& held = *exchange_.held;
+  const InspectedExchange::HeldRequest& held = *exchange_.held;
   const auto parsed = parse_request_head(held.head, held.head.size());
   std::string detail;  // what the refusal's body names (the held head parses: it did when it came)
   if (parsed.status == ParseResult<RequestHead>::Status::complete) {
@@ -188,8 +149,8 @@ void InspectedConnection::refuse_held(Reason refusal, std::optional<TunnelEnd> c
 void InspectedConnection::send_held_body() {
   evbuffer* body = exchange_.held->body.get();
   const std::size_t length = evbuffer_get_length(body);
-  if (evbuffer_add_buffer(origin_out(), body) != 0) throw std::bad_alloc();
-  up_ += length;
+  if (evbuffer_add_buffer(link_.out(), body) != 0) throw std::bad_alloc();
+  link_.count_sent(length);
   exchange_.record.up += length;
 }
 

@@ -13,10 +13,10 @@ bool InspectedConnection::switch_to_relay(const ResponseHead& head, std::size_t 
   // Only a WebSocket that was asked for, and allowed, is switched to (SPEC §18).
   if (!exchange_.judged.websocket || !switches_to_websocket(head)) return origin_broke();
   std::string answer = rewrite_switching_head(head);
-  evbuffer_drain(origin_side_->input(), head_bytes);  // `head` points into what this drops: not used after
-  if (!stage_head(answer)) return origin_broke();
+  evbuffer_drain(link_.stream()->input(), head_bytes);  // `head` points into what this drops: not used after
+  if (!exchange_.stage_head(answer, kMaxResponseHeadBytes)) return origin_broke();
   queue_to_client(answer);
-  exchange_.response_started = true;
+  exchange_.response = InspectedExchange::Response::body;  // the 101's: the relay carries the rest
   exchange_.record.status = 101;
   exchange_.request_body = BodyCursor(BodyFraming{BodyFraming::Kind::until_close, 0});
   exchange_.response_body = BodyCursor(BodyFraming{BodyFraming::Kind::until_close, 0});
@@ -28,13 +28,13 @@ bool InspectedConnection::switch_to_relay(const ResponseHead& head, std::size_t 
 bool InspectedConnection::relay() {
   const Moved to_origin = move_toward(Toward::origin, exchange_.request_body);
   const Moved to_client = move_toward(Toward::client, exchange_.response_body);
-  if (client_eof_ && client_->input_length() == 0) {
+  if (box_.eof() && box_.stream()->input_length() == 0) {
     release_held_response();  // the origin's last bytes, held by the stages, still go out
     close_after_flush(TunnelEnd::client_closed);
     return true;
   }
-  if (origin_eof_ && origin_side_->input_length() == 0) {
-    if (origin_error_) abort_client_ = true;
+  if (link_.end() != InspectedOriginLink::End::open && link_.stream()->input_length() == 0) {
+    if (link_.end() == InspectedOriginLink::End::failed) box_.abort();
     release_held_response();  // the stream's last bytes, held by the stages
     close_after_flush(TunnelEnd::upstream_closed);
     return true;
