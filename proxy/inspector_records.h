@@ -58,7 +58,7 @@ class TraceList {
 // One request of an inspected connection, when it ends or is refused (the "request" message).
 struct InspectorRequest {
   std::uint64_t id = 0;   // the connection's
-  std::string method{};   // as sent, cut to kMaxReportedMethodBytes; "-" when the head did not parse
+  std::string method{"-"};  // as sent, cut to kMaxReportedMethodBytes; "-" when the head did not parse
   std::string rule = "-";  // the deciding rule's label (deny[N] | rules[N] | access | a name), or "-"
   std::optional<Reason> refusal{};  // none: "ok"; a report-mode denial: request denied (with report)
   std::uint16_t status = 0;  // what the client was answered; 0 when no answer reached it

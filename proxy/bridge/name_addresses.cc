@@ -58,8 +58,8 @@ IpAddress NameAddresses::address_for(std::string_view name, IpAddress::Family fa
   }
   std::uint32_t index = 0;
   if (next_index_ <= max_names_) {
-    index = next_index_++;
-    by_index_.push_back(order_.end());  // by_index_.size() == next_index_
+    by_index_.push_back(order_.end());  // first: should it throw, the table and the count still agree
+    index = next_index_++;              // by_index_.size() == next_index_
   } else {
     // Full: the least recently used name gives up its address.
     const auto oldest = std::prev(order_.end());

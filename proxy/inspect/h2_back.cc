@@ -8,6 +8,7 @@
 #include <new>
 
 #include "proxy/inspect/h2_session_bounds.h"
+#include "proxy/inspect/packed_move.h"
 
 #include "proxy/wire/h2_upstream.h"
 #include "proxy/wire/http_head.h"
@@ -278,7 +279,7 @@ bool H2Back::feed_body() {
     if (request_.framing.kind == BodyFraming::Kind::length) {
       const auto n = static_cast<std::size_t>(
           std::min<std::uint64_t>({evbuffer_get_length(in), request_.left, static_cast<std::uint64_t>(room)}));
-      if (evbuffer_remove_buffer(in, body_.get(), n) != static_cast<int>(n)) throw std::bad_alloc();
+      move_packed(in, body_.get(), n);
       request_.left -= n;
       if (request_.left == 0) request_.body = BodyState::taken;
     } else {

@@ -9,6 +9,7 @@
 #include <array>
 #include <new>
 
+#include "proxy/inspect/packed_move.h"
 #include "proxy/wire/h2_upstream.h"
 #include "proxy/wire/http_head.h"
 #include "table/ascii.h"
@@ -202,7 +203,7 @@ bool H2Front::feed_current(Stream& stream) {
       const std::string prefix = h2_chunk_prefix(n);
       if (evbuffer_add(requests_.get(), prefix.data(), prefix.size()) == -1) throw std::bad_alloc();
     }
-    if (evbuffer_remove_buffer(stream.body.get(), requests_.get(), n) != static_cast<int>(n)) throw std::bad_alloc();
+    move_packed(stream.body.get(), requests_.get(), n);
     if (request.body == H2BodyMode::chunked &&
         evbuffer_add(requests_.get(), kH2ChunkSuffix.data(), kH2ChunkSuffix.size()) == -1) {
       throw std::bad_alloc();
@@ -297,11 +298,11 @@ bool H2Front::read_answer_body(Stream& stream) {
       moved = static_cast<std::size_t>(std::min<std::uint64_t>(n, serving_.left));
       serving_.left -= moved;
       whole = serving_.left == 0;
-      if (moved > 0 && evbuffer_remove_buffer(in, out, moved) != static_cast<int>(moved)) throw std::bad_alloc();
+      move_packed(in, out, moved);
       break;
     case BodyFraming::Kind::until_close:
       moved = n;
-      if (moved > 0 && evbuffer_remove_buffer(in, out, moved) != static_cast<int>(moved)) throw std::bad_alloc();
+      move_packed(in, out, moved);
       whole = serving_.state == ExchangeState::ended && evbuffer_get_length(in) == 0;
       break;
     case BodyFraming::Kind::chunked: {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <new>
 
+#include "proxy/inspect/packed_move.h"
 namespace boxproxy {
 namespace {
 
@@ -25,7 +26,7 @@ class EvbufferSink final : public BodySink {
     count_ += bytes.size();
   }
   void pass(std::size_t count) override {
-    if (evbuffer_remove_buffer(from_, to_, count) != static_cast<int>(count)) throw std::bad_alloc();
+    move_packed(from_, to_, count);
     count_ += count;
   }
   void drop(std::size_t count) override { evbuffer_drain(from_, count); }
@@ -76,9 +77,7 @@ InspectedConnection::Moved InspectedConnection::move_body(evbuffer* from, evbuff
       count += pass_through_stages(from, to, bytes, take, *stages);
     } else if (to != nullptr) {
       // Passed as framed, byte for byte; a chunked body's trailers are dropped and `ending` closes it.
-      if (take.pass > 0 && evbuffer_remove_buffer(from, to, take.pass) != static_cast<int>(take.pass)) {
-        throw std::bad_alloc();
-      }
+      move_packed(from, to, take.pass);  // the queue's bound in bytes is one in memory too
       evbuffer_drain(from, take.take - take.pass);
       add_or_throw(to, take.ending);
       count += take.pass + take.ending.size();

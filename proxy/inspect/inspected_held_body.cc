@@ -10,6 +10,7 @@
 // takes no more of the box connection's window than its own, and other streams' bytes still come.
 #include "proxy/inspect/inspected_connection.h"
 
+#include "proxy/inspect/packed_move.h"
 #include <new>
 
 #include "proxy/inspect/sigv4_request_signer.h"
@@ -76,9 +77,7 @@ bool InspectedConnection::hold_body() {
       return true;
     }
     // Kept as framed (a chunked body's trailers dropped, `ending` closing it), as it will be sent.
-    if (take.pass > 0 && evbuffer_remove_buffer(client_in(), held.body.get(), take.pass) != static_cast<int>(take.pass)) {
-      throw std::bad_alloc();
-    }
+    move_packed(client_in(), held.body.get(), take.pass);  // bounded in memory too, not in bytes only
     evbuffer_drain(client_in(), take.take - take.pass);
     if (!take.ending.empty() && evbuffer_add(held.body.get(), take.ending.data(), take.ending.size()) != 0) {
       throw std::bad_alloc();
