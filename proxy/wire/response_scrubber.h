@@ -22,19 +22,18 @@
 // a match (the box sent a whole spelling: it knew the value) costs more. A set of values whose
 // spellings are too long together for the automaton's table (ScrubAutomaton::fits) is searched
 // the older way (table/multi_match.h), whose time does depend on them (the manual says so).
-
+//
 // Not caught (the manual says so): a value the origin cuts, splits across fields or frames or
 // across a flush() (the caller flushes when the origin has sent nothing for 50 ms, so a stream
 // never stalls), or transforms (hashes, changes the case of, re-encodes otherwise).
 //
 // Bounds: the search is built once per set of secrets and shared by every scrubber (scrub_
 // automaton.h: 380 bytes per distinct spelling prefix, at most 32 MiB; beyond, multi_match.h: about
-// 20 bytes per prefix, and 16 KiB of shifts); a scrubber
-// holds at most hold_limit() bytes (6 x the longest value, less one: 24,575 bytes at the 4,096-byte
-// maximum), twice that while it makes the next hold, and a copy of a chunk in which a match is to
-// be starred. Time: linear in the bytes fed (a table lookup a byte at most, a run of bytes that a
-// space or a line end cuts short of the shortest spelling passed over); a body that needs no change
-// is not copied (BodySink).
+// 20 bytes per prefix, and 16 KiB of shifts); a scrubber holds at most hold_limit() bytes (6 x the
+// longest value, less one: 24,575 bytes at the 4,096-byte maximum), twice that while it makes the
+// next hold, and a copy of a chunk in which a match is to be starred. Time: linear in the bytes
+// fed (a table lookup a byte at most; a run of visible bytes that a space or a line end cuts short
+// of the shortest spelling passed over); a body that needs no change is not copied (BodySink).
 #pragma once
 
 #include <cstddef>
