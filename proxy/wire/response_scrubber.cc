@@ -28,8 +28,17 @@ ScrubPatterns::ScrubPatterns(const std::vector<ScrubSecret>& secrets) {
   }
   std::vector<std::string_view> views;
   views.reserve(spellings.size());
-  for (const SecretText& spelling : spellings) views.push_back(spelling.view());
-  matcher_ = MultiMatcher(views);
+  std::size_t total = 0;
+  for (const SecretText& spelling : spellings) {
+    views.push_back(spelling.view());
+    total += spelling.size();
+  }
+  // Judged by the spellings' lengths alone, so which search a set gets says nothing of its bytes.
+  if (ScrubAutomaton::fits(total)) {
+    automaton_.emplace(views);
+  } else {
+    matcher_ = MultiMatcher(views);
+  }
   hold_limit_ = longest_value == 0 ? 0 : longest_spelling_bound(longest_value) - 1;
 }
 
@@ -53,11 +62,9 @@ void add_secret(std::vector<std::size_t>& secrets, std::size_t secret) {
 // Every match in `text`, merged into runs where they overlap or touch (a stack: a long match that
 // ends later may swallow runs already closed).
 std::vector<MatchedRun> matched_runs(std::string_view text, const ScrubPatterns& patterns) {
-  const MultiMatcher& matcher = patterns.matcher();
   std::vector<MatchedRun> runs;
-  MultiMatcher::State state = MultiMatcher::kStart;
-  matcher.for_each_match(state, text, [&](std::size_t i, std::uint32_t pattern) {
-    MatchedRun run{i + 1 - matcher.pattern_size(pattern), i, {patterns.secret_of(pattern)}};
+  const auto on_match = [&](std::size_t i, std::uint32_t pattern) {
+    MatchedRun run{i + 1 - patterns.pattern_size(pattern), i, {patterns.secret_of(pattern)}};
     while (!runs.empty() && run.from <= runs.back().to + 1) {
       MatchedRun& last = runs.back();
       run.from = std::min(run.from, last.from);
@@ -67,7 +74,15 @@ std::vector<MatchedRun> matched_runs(std::string_view text, const ScrubPatterns&
       runs.pop_back();
     }
     runs.push_back(std::move(run));
-  });
+  };
+  if (const ScrubAutomaton* automaton = patterns.automaton()) {
+    ScrubAutomaton::Cursor cursor;
+    ScrubAutomaton::Work work;
+    automaton->for_each_match(cursor, text, work, on_match);
+  } else {
+    MultiMatcher::State state = MultiMatcher::kStart;
+    patterns.matcher().for_each_match(state, text, on_match);
+  }
   return runs;
 }
 
@@ -148,13 +163,27 @@ void ResponseScrubber::feed(std::string_view chunk, BodySink& out) {
   chunk_ = {};
 }
 
-// The matcher over the chunk, its state carried from the last: from the start state the bytes no
-// spelling can begin at are passed over without a step (most of a body's: measured at 16 KiB of
-// JSON, a step a byte was most of what scrubbing cost, bench/README.md).
+// The search over the chunk, its state carried from the last (scrub_automaton.h; for a set too
+// long for its table, the older matcher, which skips by the spellings' byte pairs).
 void ResponseScrubber::scan(std::string_view chunk) {
-  patterns_->matcher().for_each_match(state_, chunk, [this](std::size_t i, std::uint32_t pattern) {
-    matched(chunk_base_ + i, pattern);
-  });
+  const auto on_match = [this](std::size_t i, std::uint32_t pattern) { matched(chunk_base_ + i, pattern); };
+  if (const ScrubAutomaton* automaton = patterns_->automaton()) {
+    automaton->for_each_match(cursor_, chunk, work_, on_match);
+    return;
+  }
+  const MultiMatcher& matcher = patterns_->matcher();
+  const auto* data = reinterpret_cast<const unsigned char*>(chunk.data());
+  for (std::size_t i = 0; i < chunk.size(); ++i) {
+    if (state_ == MultiMatcher::kStart) {
+      const std::size_t to = matcher.skip_from_start(data, chunk.size(), i);
+      work_.skips += to - i;
+      i = to;
+      if (i == chunk.size()) break;
+    }
+    state_ = matcher.step(state_, data[i]);
+    ++work_.steps;
+    if (matcher.match(state_) != MultiMatcher::kNoMatch) on_match(i, matcher.match(state_));
+  }
 }
 
 void ResponseScrubber::flush(std::string& out) {
@@ -162,12 +191,13 @@ void ResponseScrubber::flush(std::string& out) {
   base_ += held_.size();
   held_.clear();
   state_ = MultiMatcher::kStart;
+  cursor_ = {};
   run_ = 0;
   starred_ = false;
 }
 
 void ResponseScrubber::matched(std::uint64_t end, std::uint32_t pattern) {
-  const std::uint64_t size = patterns_->matcher().pattern_size(pattern);
+  const std::uint64_t size = patterns_->pattern_size(pattern);
   // Never before the hold: a spelling is all printable bytes and no longer than the hold limit
   // plus one, so its start is always still here; the bound is kept all the same.
   const std::uint64_t from = std::max<std::uint64_t>(end + 1 - size, base_);

@@ -15,22 +15,25 @@
 // sending text through an echoing origin would learn, from what comes back at once, whether its
 // text begins the key, and could guess the key byte by byte.
 //
-// Time is another matter: how fast a text is searched depends on the spellings' bytes (as any fast
-// search does: Aho-Corasick's steps from the start did before the shift table, and the shift table
-// does more), so a box timing large bodies echoed through an origin could learn about a value.
-// Not addressed here; the hold, which a box reads byte for byte, is what is kept independent.
+// Time, too, must not depend on the secrets' bytes: the box chooses the text (an origin that
+// echoes) and can time the responses, amplifying over large bodies. The search (proxy/wire/
+// scrub_automaton.h) passes over windows by a fixed class of bytes no spelling holds and steps the
+// rest one table lookup a byte, so its work is a function of the text and the spellings' lengths;
+// a match (the box sent a whole spelling: it knew the value) costs more. A set of values whose
+// spellings are too long together for the automaton's table (ScrubAutomaton::fits) is searched
+// the older way (table/multi_match.h), whose time does depend on them (the manual says so).
 //
 // Not caught (the manual says so): a value the origin cuts, splits across fields or frames or
 // across a flush() (the caller flushes when the origin has sent nothing for 50 ms, so a stream
 // never stalls), or transforms (hashes, changes the case of, re-encodes otherwise).
 //
-// Bounds: the matcher is built once per set of secrets and shared by every scrubber (table/
-// multi_match.h: about 20 bytes per distinct spelling prefix, and 16 KiB of shifts); a scrubber
-// holds at most hold_limit() bytes (6 x the longest value, less one: 24,575 bytes at the 4,096-byte
-// maximum), twice that while it makes the next hold, and a copy of a chunk in which a match is to
-// be starred. Time: linear in the bytes fed, and most bytes of a text unlike the spellings are not
-// stepped over one by one (MultiMatcher::skip_from_start); a body that needs no change is not
-// copied (BodySink).
+// Bounds: the search is built once per set of secrets and shared by every scrubber (scrub_
+// automaton.h: 380 bytes per distinct spelling prefix, at most 32 MiB; beyond, multi_match.h: about
+// 20 bytes per prefix, and 16 KiB of shifts); a scrubber holds at most hold_limit() bytes (6 x the
+// longest value, less one: 24,575 bytes at the 4,096-byte maximum), twice that while it makes the
+// next hold, and a copy of a chunk in which a match is to be starred. Time: linear in the bytes
+// fed (a table lookup a byte at most; a run of visible bytes that a space or a line end cuts short
+// of the shortest spelling passed over); a body that needs no change is not copied (BodySink).
 #pragma once
 
 #include <cstddef>
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "proxy/wire/body_sink.h"
+#include "proxy/wire/scrub_automaton.h"
 #include "table/multi_match.h"
 
 namespace boxproxy {
@@ -62,7 +66,12 @@ class ScrubPatterns {
   explicit ScrubPatterns(const std::vector<ScrubSecret>& secrets);
 
   [[nodiscard]] bool empty() const noexcept { return names_.empty(); }
+  // The search: the automaton, or (null) the older matcher for a set too long for its table.
+  [[nodiscard]] const ScrubAutomaton* automaton() const noexcept { return automaton_ ? &*automaton_ : nullptr; }
   [[nodiscard]] const MultiMatcher& matcher() const noexcept { return matcher_; }
+  [[nodiscard]] std::size_t pattern_size(std::uint32_t pattern) const noexcept {
+    return automaton_ ? automaton_->pattern_size(pattern) : matcher_.pattern_size(pattern);
+  }
   // The secret (an index into the list given) a pattern of matcher() spells.
   [[nodiscard]] std::size_t secret_of(std::uint32_t pattern) const noexcept { return secret_of_[pattern]; }
   [[nodiscard]] const std::string& name(std::size_t secret) const noexcept { return names_[secret]; }
@@ -73,7 +82,8 @@ class ScrubPatterns {
   [[nodiscard]] std::size_t hold_limit() const noexcept { return hold_limit_; }
 
  private:
-  MultiMatcher matcher_;
+  std::optional<ScrubAutomaton> automaton_;
+  MultiMatcher matcher_;  // empty while automaton_ is set
   std::vector<std::size_t> secret_of_;
   std::vector<std::string> names_;
   std::vector<std::string> placeholders_;
@@ -119,6 +129,10 @@ class ResponseScrubber {
   // What is held now (never more than patterns().hold_limit() bytes).
   [[nodiscard]] std::string_view held() const noexcept { return held_; }
   [[nodiscard]] const ScrubFound& found() const noexcept { return found_; }
+  // The search's work so far (for tests; see the top of this file): table lookups, and bytes
+  // passed over. Kept always: two additions a run of bytes, not a byte.
+  using Work = ScrubAutomaton::Work;
+  [[nodiscard]] Work work() const noexcept { return work_; }
 
  private:
   void scan(std::string_view chunk);
@@ -136,12 +150,14 @@ class ResponseScrubber {
   std::uint64_t chunk_base_ = 0;
   std::string chunk_copy_;
   bool copied_ = false;
-  MultiMatcher::State state_ = MultiMatcher::kStart;
+  ScrubAutomaton::Cursor cursor_;                    // the automaton's
+  MultiMatcher::State state_ = MultiMatcher::kStart;  // the older matcher's
   std::size_t run_ = 0;       // the length of the trailing run of printable bytes (capped)
   bool starred_ = false;      // whether [star_from_, star_to_] is a run of matched bytes
   std::uint64_t star_from_ = 0;
   std::uint64_t star_to_ = 0;
   ScrubFound found_;
+  Work work_;
 };
 
 }  // namespace boxproxy

@@ -4,7 +4,9 @@
 // (std::string::find for each spelling), never by the code under test.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -315,4 +317,73 @@ TEST_CASE("scrubber: linear in the input, even on the worst text for its longest
   CAPTURE(big);
   CHECK(big < small * 8 + 0.05);
   CHECK(big < 2.0);
+}
+
+TEST_CASE("scrubber: the search's work depends on the text and the values' lengths, never on their bytes") {
+  // A box that can time an echoing origin amplifies what each byte costs: a body of one byte pair
+  // repeated (is the pair in a key?), or a known prefix plus one guessed character, repeated (does
+  // the key go on with it?). Two sets of values of the same lengths and the same spellings'
+  // alphabets (plain ones; ones with the same escapes at other places), one that the text
+  // hits and one that it misses: the steps and the bytes passed over must be the same.
+  const std::vector<Named> hit{{"k", "sk-proj-Q7vX2mLp9RtW4bNc", ""}, {"d", "p@ss/w0rd+\"<&>'x", ""}};
+  const std::vector<Named> miss{{"k", "sk-proj-hJ3kZ8yFu5eTs1aG", ""}, {"d", "zq/x+\"w<&>'@9v8u", ""}};
+  // The same lengths, and so the same shortest spelling (what the skip's window is: the number of
+  // spellings may differ, as a base64 spelling without '+' or '/' is the same in both alphabets).
+  const auto shortest = [](const std::vector<Named>& set) {
+    std::size_t out = SIZE_MAX;
+    for (const Named& s : set) {
+      for (const SecretText& spelling : secret_spellings(s.value)) out = std::min(out, spelling.size());
+    }
+    return out;
+  };
+  for (std::size_t s = 0; s < hit.size(); ++s) REQUIRE(hit[s].value.size() == miss[s].value.size());
+  REQUIRE(shortest(hit) == shortest(miss));
+  const auto repeated = [](std::string_view unit, std::size_t size) {
+    std::string text;
+    while (text.size() < size) text += unit;
+    return text;
+  };
+  const std::string hex_pair(secret_hex(hit[0].value).view().substr(4, 2));
+  const std::vector<std::string> texts{
+      repeated("Q7", 65536),                      // a pair of the first key's, not the other's
+      repeated("sk-proj-Q", 65536),               // a known prefix and the right guess
+      repeated("sk-proj-Q ", 65536),              // the same, in runs a space ends
+      repeated(hex_pair, 65536),                  // a pair of the first key's hex
+      repeated("&gt;&amp;&#39;x", 65536),         // the escapes of the second value's end
+      repeated("{\"id\":\"sk-proj-Q7vX\",\"n\":1}\n", 65536),
+  };
+  for (const std::string& text : texts) {
+    CAPTURE(text.substr(0, 40));
+    ResponseScrubber a(patterns_of(hit)), b(patterns_of(miss));
+    std::string out_a, out_b;
+    for (std::size_t at = 0; at < text.size(); at += 4096) {
+      a.feed(std::string_view(text).substr(at, 4096), out_a);
+      b.feed(std::string_view(text).substr(at, 4096), out_b);
+    }
+    CHECK(out_a == out_b);  // no value is whole in the texts: nothing starred in either
+    CHECK(a.work().steps == b.work().steps);
+    CHECK(a.work().skips == b.work().skips);
+  }
+}
+
+TEST_CASE("scrubber: a set too long for the automaton's table is searched the older way, as well") {
+  // 3 values of 40 bytes get the automaton (a few hundred states); 8 of 4,096 (spellings of about
+  // 300,000 bytes) would need more than its 32 MiB: the older matcher, which finds the same.
+  const auto small = patterns_of({kGithub, kDb, {"k", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", ""}});
+  REQUIRE(small->automaton() != nullptr);
+  CHECK(small->automaton()->state_count() < 2000);
+  std::vector<Named> big;
+  std::mt19937 random(11);
+  for (int s = 0; s < 8; ++s) {
+    std::string value;
+    for (int i = 0; i < 4096; ++i) value.push_back(static_cast<char>(0x21 + random() % 94));
+    big.push_back({"v" + std::to_string(s), value, ""});
+  }
+  const auto patterns = patterns_of(big);
+  CHECK(patterns->automaton() == nullptr);
+  const std::string text = "a " + percent_encode_all(big[3].value) + " b " + big[7].value.substr(5) + " " +
+                           big[0].value + "\n";
+  ResponseScrubber scrubber(patterns);
+  CHECK(fed(scrubber, text, {100, 5000, 9000}) == starred_reference(text, big));
+  CHECK(scrubber.found().names() == std::vector<std::string>{"v3", "v0"});
 }
