@@ -61,10 +61,12 @@ bool InspectedConnection::wait_for_origin() {
 // request without a body went out is the keep-alive race: the request goes once more on a new
 // connection. Otherwise the client's connection ends, as the plain path's does.
 bool InspectedConnection::origin_ended_early() {
-  link_.drop_as(InspectedOriginLink::State::gone);
   // Over HTTP/2 a stream the origin refused unprocessed (REFUSED_STREAM, or above a GOAWAY's
-  // last-stream-id) may be sent again whatever its method (RFC 9113 §8.7).
+  // last-stream-id) may be sent again whatever its method (RFC 9113 §8.7). Asked before the link
+  // is dropped, which forgets its HTTP/2 session (asked after, it was never so: such a request
+  // was answered by closing the box's connection).
   const bool not_processed = link_.h2() != nullptr && link_.h2()->not_processed();
+  link_.drop_as(InspectedOriginLink::State::gone);
   const bool repeatable = (not_processed || (exchange_.reused_origin && safe_to_repeat(exchange_.method))) &&
                           !exchange_.response_started() && !exchange_.retried &&
                           exchange_.judged.framing.kind == BodyFraming::Kind::none;

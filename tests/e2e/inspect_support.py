@@ -464,6 +464,8 @@ class H2Origin:
       /trailers...  200, DATA, then trailing HEADERS: grpc-status 0, x-trailer yes, and two a
                     proxy must not pass (set-cookie, x-egress-refused);
       /goaway...    200 with its body, then GOAWAY naming this stream, and the connection closed;
+      /refused...   the first time a path comes: the stream reset with REFUSED_STREAM, unprocessed
+                    (RFC 9113 §8.7: the client may send it again); after: as anything else;
       /push...      a PUSH_PROMISE before any answer (forbidden by the client's ENABLE_PUSH 0);
       /bighead...   a header list of 80 KiB (past the proxy's 64 KiB bound);
       anything else 200, content-length, body "h2 origin: <path>" (HEAD: no body)."""
@@ -477,6 +479,7 @@ class H2Origin:
         self.requests = []
         self.connections = 0
         self.lock = threading.Lock()
+        self.refused_once = set()  # /refused paths reset once already
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind((host, 0))
@@ -560,6 +563,10 @@ class H2Origin:
         self._record({"method": method, "path": path, "headers": [[k, v] for k, v in stream["headers"]],
                       "body": stream["body"], "connection": number})
         body = f"h2 origin: {path}".encode()
+        if path.startswith("/refused") and path not in self.refused_once:
+            self.refused_once.add(path)
+            conn.reset_stream(sid, error_code=7)  # REFUSED_STREAM
+            return False
         if path.startswith("/push"):
             import hpack
             block = hpack.Encoder().encode([(":method", "GET"), (":scheme", "https"), (":path", "/pushed"),

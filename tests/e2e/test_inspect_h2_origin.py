@@ -29,7 +29,8 @@ from test_inspect_h2 import H2Client, h2_tls, start_inspecting_endpoint
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 RULES = {"rules": [{"method": "GET", "path": "/allowed/**"}, {"method": "POST", "path": "/allowed/**"},
                    {"method": "GET", "path": "/trailers/**"}, {"method": "GET", "path": "/goaway/**"},
-                   {"method": "GET", "path": "/push/**"}, {"method": "GET", "path": "/bighead/**"}]}
+                   {"method": "GET", "path": "/push/**"}, {"method": "GET", "path": "/bighead/**"},
+                   {"method": "DELETE", "path": "/refused/**"}]}
 SECRET = "sk-h2-origin-5e6f7a8b9c0d1e2f"
 
 
@@ -203,6 +204,15 @@ class InspectH2OriginTest(InspectRig, ProxyTestCase):
         self.assertEqual(self.get_h1(tls, "/goaway/1").body, b"h2 origin: /goaway/1")
         self.assertEqual(self.get_h1(tls, "/allowed/after").body, b"h2 origin: /allowed/after")
         self.assertEqual(self.paths(), ["/goaway/1", "/allowed/after"])
+        self.assertEqual([r["connection"] for r in self.h2origin.requests], [1, 2])
+
+    def test_a_stream_the_origin_refused_unprocessed_is_sent_again_whatever_its_method(self):
+        p = self.start()
+        tls = self.open_h1(p)
+        tls.sendall(f"DELETE /refused/1 HTTP/1.1\r\nHost: {self.target}\r\n\r\n".encode())
+        answer = read_http_response(tls)
+        self.assertEqual((answer.status, answer.body), (200, b"h2 origin: /refused/1"))
+        self.assertEqual(self.paths(), ["/refused/1", "/refused/1"])
         self.assertEqual([r["connection"] for r in self.h2origin.requests], [1, 2])
 
     def test_a_push_promise_gets_502_and_the_box_connection_goes_on(self):
