@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Many byte strings looked for at once, in one pass (Aho-Corasick, 1975): what the response
-// scrubber (proxy/wire/response_scrubber.h) runs over everything an origin sends back, and the
-// placeholder tripwire (table/placeholder.h) over a request. Pure.
+// Many byte strings looked for at once, in one pass (Aho-Corasick, 1975): the placeholder tripwire
+// (table/placeholder.h) over a request, and the response scrubber's search (proxy/wire/
+// response_scrubber.h) only for a set of values too large for its constant-time automaton
+// (proxy/wire/scrub_automaton.h): this one's time depends on the patterns' bytes. Pure.
 //
 // Time: one step per byte of text, amortized constant (a failure link followed at most as often as
 // a byte was consumed), whatever the patterns are and whatever the text is, so a box cannot make a
