@@ -307,6 +307,7 @@ bool InspectedConnection::pass_response_body() {
 
 void InspectedConnection::finish_exchange() {
   record_exchange();
+  exchange_.end_response_stages();  // everything passed (the body's end flushed them), their trace recorded
   // A response the client must not take for whole (read to an origin close that came without
   // close_notify: anyone on the path may have cut it). Over HTTP/1.1 the box's connection ends
   // without close_notify after it; over HTTP/2 ending the stream would tell the box the body is

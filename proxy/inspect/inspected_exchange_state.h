@@ -68,6 +68,12 @@ struct InspectedExchange {
   [[nodiscard]] bool stage_head(std::string& text, std::size_t most);
   // Everything the stages hold, appended to `out` (for the box).
   void flush_response_stages(std::string& out);
+  // The response is whole and recorded: its stages go (a connection left idle must not keep the
+  // patterns of a secret since replaced: a table of up to 32 MiB each).
+  void end_response_stages() noexcept {
+    scrub = nullptr;
+    response_stages.reset();
+  }
 
   InspectedRequest judged;
   InspectorRequest record;
