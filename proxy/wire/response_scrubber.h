@@ -21,7 +21,9 @@
 // rest one table lookup a byte, so its work is a function of the text and the spellings' lengths;
 // a match (the box sent a whole spelling: it knew the value) costs more. A set of values whose
 // spellings are too long together for the automaton's table (ScrubAutomaton::fits) is searched
-// the older way (table/multi_match.h), whose time does depend on them (the manual says so).
+// the older way (table/multi_match.h), whose time does depend on them (the manual says so);
+// which way a set takes depends on its spellings' total length, so on how many of its bytes need
+// escaping (one fact about the operator's values, near the cap only).
 //
 // Not caught (the manual says so): a value the origin cuts, splits across fields or frames or
 // across a flush() (the caller flushes when the origin has sent nothing for 50 ms, so a stream
