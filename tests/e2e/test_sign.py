@@ -27,7 +27,7 @@ import datetime
 from box_support import BoxTestCase, make_certificate
 from harness import ProxyTestCase, binary
 from inspect_support import InspectRig, connect_tls, inspector_of
-from fault_support import rss_kib
+from fault_support import memory_compared, rss_kib
 from test_inspect_h2 import H2Client, h2_tls, start_inspecting_endpoint
 
 try:
@@ -438,8 +438,10 @@ class SignDripTest(InspectRig, ProxyTestCase):
         self.assertTrue(tls.recv(64).startswith(b"HTTP/1.1 200"))
         [drip] = [q for q in self.origin.requests if q["path"] == "/drip"]
         self.assertEqual(drip["body"], b"x" * self.DRIPS)
-        # 4000 bytes held: a few blocks of libevent's, never a block a byte (about 17 MB).
-        self.assertLess(grown, 2048, f"the inspector grew {grown} KiB holding {self.DRIPS} bytes")
+        # 4000 bytes held: a few blocks of libevent's, never a block a byte (about 17 MB). Under ASan
+        # the resident figure holds its quarantine and redzones: not compared there (the plain build is).
+        if memory_compared("a body dripped a byte a record"):
+            self.assertLess(grown, 2048, f"the inspector grew {grown} KiB holding {self.DRIPS} bytes")
 
 
 if __name__ == "__main__":
