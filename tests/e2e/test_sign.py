@@ -359,20 +359,27 @@ BOX_AUTHORIZATION = ("AWS4-HMAC-SHA256 Credential=AKIDTHEBOXKEY/20260101/eu-west
                      "SignedHeaders=host;x-amz-date, Signature=" + "0" * 64)
 
 
+def start_signing_endpoint(test):
+    """serve inspecting `test`'s origin as an endpoint that signs for execute-api with the real
+    keys (given as --secret files in test.dir): the proxy and the endpoint's host:port."""
+    for name, value in (("aws_key", ACCESS_KEY), ("aws_secret", SECRET_KEY)):
+        with open(os.path.join(test.dir, name), "w") as f:
+            f.write(value + "\n")
+    target = f"origin.test:{test.origin.port}"
+    sign = {"access_key_id": "{aws_key}", "secret_access_key": "{aws_secret}", "services": ["execute-api"]}
+    p = start_inspecting_endpoint(test, {"host": target, "sign": {"aws-sigv4": sign}},
+                                  "--secret", f"aws_key={os.path.join(test.dir, 'aws_key')}",
+                                  "--secret", f"aws_secret={os.path.join(test.dir, 'aws_secret')}")
+    return p, target
+
+
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
 class SignHttp2Test(InspectRig, ProxyTestCase):
     """Over HTTP/2 (python3-h2's state machine, test_inspect_h2's client): a stream whose body the
     signer must hash is held while the box's other streams still arrive on the connection."""
 
     def test_a_held_stream_leaves_the_connection_open_to_other_streams(self):
-        for name, value in (("aws_key", ACCESS_KEY), ("aws_secret", SECRET_KEY)):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(value + "\n")
-        target = f"origin.test:{self.origin.port}"
-        sign = {"access_key_id": "{aws_key}", "secret_access_key": "{aws_secret}", "services": ["execute-api"]}
-        p = start_inspecting_endpoint(self, {"host": target, "sign": {"aws-sigv4": sign}},
-                                      "--secret", f"aws_key={os.path.join(self.dir, 'aws_key')}",
-                                      "--secret", f"aws_secret={os.path.join(self.dir, 'aws_secret')}")
+        p, target = start_signing_endpoint(self)
         client = H2Client(h2_tls(p, target, self.ca), target)
         self.addCleanup(client.tls.close)
         signed = [("authorization", BOX_AUTHORIZATION), ("x-amz-date", "20260101T000000Z")]
@@ -414,14 +421,7 @@ class SignDripTest(InspectRig, ProxyTestCase):
     DRIPS = 4000
 
     def test_a_body_dripped_a_byte_a_record_costs_the_inspector_about_its_bytes(self):
-        for name, value in (("aws_key", ACCESS_KEY), ("aws_secret", SECRET_KEY)):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(value + "\n")
-        target = f"origin.test:{self.origin.port}"
-        sign = {"access_key_id": "{aws_key}", "secret_access_key": "{aws_secret}", "services": ["execute-api"]}
-        p = start_inspecting_endpoint(self, {"host": target, "sign": {"aws-sigv4": sign}},
-                                      "--secret", f"aws_key={os.path.join(self.dir, 'aws_key')}",
-                                      "--secret", f"aws_secret={os.path.join(self.dir, 'aws_secret')}")
+        p, target = start_signing_endpoint(self)
         tls = connect_tls(p, target, self.ca)
         self.addCleanup(tls.close)
         inspector = inspector_of(p.pid)
