@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Message heads held as fields (proxy/wire/http_message.h).
+#include "proxy/wire/http_message.h"
+
+namespace boxproxy {
+namespace {
+
+std::vector<HeaderField> field_views(const std::vector<MessageField>& fields) {
+  std::vector<HeaderField> views;
+  views.reserve(fields.size());
+  for (const MessageField& field : fields) views.push_back({field.name, field.value});
+  return views;
+}
+
+std::vector<MessageField> owned_fields(const std::vector<HeaderField>& fields) {
+  std::vector<MessageField> owned;
+  owned.reserve(fields.size());
+  for (const HeaderField& field : fields) owned.push_back({std::string(field.name), std::string(field.value)});
+  return owned;
+}
+
+// "name: value\r\n" for each field, and the blank line.
+std::size_t fields_text_size(const std::vector<MessageField>& fields) noexcept {
+  std::size_t size = 2;
+  for (const MessageField& field : fields) size += field.name.size() + 2 + field.value.size() + 2;
+  return size;
+}
+
+}  // namespace
+
+RequestHead RequestMessage::view() const { return RequestHead{method, target, version, field_views(fields)}; }
+
+RequestMessage RequestMessage::from(const RequestHead& head) {
+  return RequestMessage{std::string(head.method), std::string(head.target), std::string(head.version),
+                        owned_fields(head.headers)};
+}
+
+std::size_t RequestMessage::text_size() const noexcept {
+  return method.size() + 1 + target.size() + 1 + version.size() + 2 + fields_text_size(fields);
+}
+
+ResponseHead ResponseMessage::view() const { return ResponseHead{version, status, reason, field_views(fields)}; }
+
+ResponseMessage ResponseMessage::from(const ResponseHead& head) {
+  return ResponseMessage{head.status, std::string(head.reason), std::string(head.version), owned_fields(head.headers)};
+}
+
+std::size_t ResponseMessage::text_size() const noexcept {
+  return version.size() + 1 + 3 + 1 + reason.size() + 2 + fields_text_size(fields);
+}
+
+}  // namespace boxproxy
