@@ -10,7 +10,8 @@ session of an earlier connection (`session=`) and reading whether the proxy took
 and port resumes only on another decided for the same; anywhere else it is a full handshake with
 that connection's own leaf. The SNI check holds on an offered session, requests on a resumed
 connection are judged as any, ALPN still picks h2 or http/1.1, and the inspector's seccomp filter
-refuses nothing of it. Loopback only; every wait bounded."""
+refuses nothing of it. A ticket does not outlive the inspector that sealed it (its keys are drawn
+at start, held in memory only). Loopback only; every wait bounded."""
 
 import json
 import os
@@ -46,13 +47,17 @@ class InspectResumeTest(ProxyTestCase):
         self.addCleanup(self.origin.close)
         self.second = TlsOrigin(cert, key)  # origin.test at another port: another decided origin
         self.addCleanup(self.second.close)
-        self.ca = os.path.join(self.dir, "session-ca.pem")
-        config = os.path.join(self.dir, "config.json")
+        self.config = os.path.join(self.dir, "config.json")
         hosts = [f"origin.test:{self.origin.port}", f"other.test:{self.origin.port}", f"origin.test:{self.second.port}"]
-        with open(config, "w") as f:
+        with open(self.config, "w") as f:
             json.dump({"inspect": [{"host": h, "access": "read-only"} for h in hosts]}, f)
-        self.p = self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--resolve", "other.test=127.0.0.2",
-                            "--ca-out", self.ca, "--upstream-ca", self.origin_ca[0], "--config", config)
+        self.ca = os.path.join(self.dir, "session-ca.pem")
+        self.p = self.start(self.ca)
+
+    def start(self, ca_out):
+        """serve inspecting the three endpoints, read-only, writing its CA to `ca_out`."""
+        return self.proxy("--log", "json", "--resolve", "origin.test=127.0.0.2", "--resolve", "other.test=127.0.0.2",
+                          "--ca-out", ca_out, "--upstream-ca", self.origin_ca[0], "--config", self.config)
 
     def context(self, version, alpn=("http/1.1",)):
         """A client context trusting the session's CA, speaking only `version`, offering `alpn`."""
@@ -93,64 +98,66 @@ class InspectResumeTest(ProxyTestCase):
         self.p.stop()
         self.assertIsNone(REFUSED.search(self.p.stderr_text()), self.p.stderr_text())
 
-    def test_a_second_connection_to_the_same_host_resumes(self):
-        port = self.origin.port
+    def each_version(self, check, port=None):
+        """For TLS 1.3 and TLS 1.2, each a subtest: a context of that version only and a session of
+        origin.test's connection at `port` (default the first origin's), then
+        check(name, version, context, session)."""
         for name, version in VERSIONS:
             with self.subTest(name):
                 context = self.context(version)
-                session = self.first_session(context, "origin.test", port)
-                for _ in range(2):  # each resumed connection's own ticket resumes the next
-                    with self.connect(context, "origin.test", port, session=session) as tls:
-                        self.assertTrue(tls.session_reused, name)
-                        self.assertEqual(tls.version(), "TLSv1.3" if version == ssl.TLSVersion.TLSv1_3 else "TLSv1.2")
-                        response = self.ask(tls, "origin.test", port, path="/again")
-                        self.assertEqual((response.status, response.body), (200, b"x" * 511 + b"\n"))
-                        session = tls.session
+                check(name, version, context, self.first_session(context, "origin.test", port or self.origin.port))
+
+    def test_a_second_connection_to_the_same_host_resumes(self):
+        port = self.origin.port
+
+        def check(name, version, context, session):
+            for _ in range(2):  # each resumed connection's own ticket resumes the next
+                with self.connect(context, "origin.test", port, session=session) as tls:
+                    self.assertTrue(tls.session_reused, name)
+                    self.assertEqual(tls.version(), "TLSv1.3" if version == ssl.TLSVersion.TLSv1_3 else "TLSv1.2")
+                    response = self.ask(tls, "origin.test", port, path="/again")
+                    self.assertEqual((response.status, response.body), (200, b"x" * 511 + b"\n"))
+                    session = tls.session
+        self.each_version(check)
         self.p.wait_log(kind="request", cls="ok", count=6)
         self.assert_nothing_refused()
 
     def test_a_session_of_one_host_is_not_resumed_on_a_connection_decided_for_another(self):
-        for name, version in VERSIONS:
-            with self.subTest(name):
-                context = self.context(version)
-                session = self.first_session(context, "origin.test", self.origin.port)
-                # Another host at the same address and port, and the same host at another port:
-                # each a full handshake, verified, with its own leaf, and it works.
-                for host, port in (("other.test", self.origin.port), ("origin.test", self.second.port)):
-                    with self.connect(context, host, port, session=session) as tls:
-                        self.assertFalse(tls.session_reused, f"{name}: {host}:{port} resumed origin.test's session")
-                        names = [value for kind, value in tls.getpeercert()["subjectAltName"] if kind == "DNS"]
-                        self.assertEqual(names, [host])
-                        self.assertEqual(self.ask(tls, host, port).status, 200)
+        def check(name, version, context, session):
+            # Another host at the same address and port, and the same host at another port: each a
+            # full handshake, verified, with its own leaf, and it works.
+            for host, port in (("other.test", self.origin.port), ("origin.test", self.second.port)):
+                with self.connect(context, host, port, session=session) as tls:
+                    self.assertFalse(tls.session_reused, f"{name}: {host}:{port} resumed origin.test's session")
+                    names = [value for kind, value in tls.getpeercert()["subjectAltName"] if kind == "DNS"]
+                    self.assertEqual(names, [host])
+                    self.assertEqual(self.ask(tls, host, port).status, 200)
+        self.each_version(check)
         self.assert_nothing_refused()
 
     def test_an_sni_naming_another_host_is_refused_on_an_offered_session(self):
-        port = self.origin.port
-        for name, version in VERSIONS:
-            with self.subTest(name):
-                context = self.context(version)
-                session = self.first_session(context, "origin.test", port)
-                # The connection is decided for origin.test, whose session this is; the hello names
-                # other.test. Resumed, the client would not look at a certificate at all.
-                with self.assertRaises((ssl.SSLError, OSError), msg=name):
-                    self.connect(context, "origin.test", port, sni="other.test", session=session).close()
+        def check(name, version, context, session):
+            # The connection is decided for origin.test, whose session this is; the hello names
+            # other.test. Resumed, the client would not look at a certificate at all.
+            with self.assertRaises((ssl.SSLError, OSError), msg=name):
+                self.connect(context, "origin.test", self.origin.port, sni="other.test", session=session).close()
+        self.each_version(check)
         self.p.wait_log(kind="connect", cls="sni mismatch", count=2)
         self.assert_nothing_refused()
 
     def test_requests_on_a_resumed_connection_are_still_judged(self):
         port = self.origin.port
-        for name, version in VERSIONS:
-            with self.subTest(name):
-                context = self.context(version)
-                session = self.first_session(context, "origin.test", port)
-                with self.connect(context, "origin.test", port, session=session) as tls:
-                    self.assertTrue(tls.session_reused)
-                    denied = self.ask(tls, "origin.test", port, method="DELETE", path="/resumed-delete")
-                    self.assertEqual((denied.status, denied.header("x-egress-refused")), (403, "request denied"))
-                    # A Host naming the other inspected host, on this connection decided for origin.test.
-                    elsewhere = self.ask(tls, "other.test", port, path="/resumed-elsewhere")
-                    self.assertEqual((elsewhere.status, elsewhere.header("x-egress-refused")), (400, "host mismatch"))
-                    self.assertEqual(self.ask(tls, "origin.test", port, path="/resumed-get").status, 200)
+
+        def check(name, version, context, session):
+            with self.connect(context, "origin.test", port, session=session) as tls:
+                self.assertTrue(tls.session_reused)
+                denied = self.ask(tls, "origin.test", port, method="DELETE", path="/resumed-delete")
+                self.assertEqual((denied.status, denied.header("x-egress-refused")), (403, "request denied"))
+                # A Host naming the other inspected host, on this connection decided for origin.test.
+                elsewhere = self.ask(tls, "other.test", port, path="/resumed-elsewhere")
+                self.assertEqual((elsewhere.status, elsewhere.header("x-egress-refused")), (400, "host mismatch"))
+                self.assertEqual(self.ask(tls, "origin.test", port, path="/resumed-get").status, 200)
+        self.each_version(check)
         paths = [r["path"] for r in self.origin.requests]
         self.assertEqual([x for x in paths if x.startswith("/resumed")], ["/resumed-get", "/resumed-get"])
         self.p.wait_log(kind="request", cls="request denied", count=2)
@@ -159,27 +166,39 @@ class InspectResumeTest(ProxyTestCase):
 
     def test_alpn_still_chooses_on_a_resumed_session(self):
         port = self.origin.port
-        for name, version in VERSIONS:
-            with self.subTest(name):
-                context = self.context(version)
-                session = self.first_session(context, "origin.test", port)  # made on an http/1.1 connection
-                context.set_alpn_protocols(["h2", "http/1.1"])
-                with self.connect(context, "origin.test", port, session=session) as tls:
-                    self.assertTrue(tls.session_reused)
-                    self.assertEqual(tls.selected_alpn_protocol(), "h2")
-                    if H2Client is not None:
-                        tls.settimeout(10)
-                        client = H2Client(tls, f"origin.test:{port}")
-                        sid = client.request("/resumed-h2")
-                        self.assertEqual(client.collect([sid])[sid]["status"], 200)
-                    session = tls.session
-                context.set_alpn_protocols(["http/1.1"])
-                with self.connect(context, "origin.test", port, session=session) as tls:
-                    self.assertTrue(tls.session_reused)
-                    self.assertEqual(tls.selected_alpn_protocol(), "http/1.1")
-                    self.assertEqual(self.ask(tls, "origin.test", port).status, 200)
+
+        def check(name, version, context, session):  # the session made on an http/1.1 connection
+            context.set_alpn_protocols(["h2", "http/1.1"])
+            with self.connect(context, "origin.test", port, session=session) as tls:
+                self.assertTrue(tls.session_reused)
+                self.assertEqual(tls.selected_alpn_protocol(), "h2")
+                if H2Client is not None:
+                    tls.settimeout(10)
+                    client = H2Client(tls, f"origin.test:{port}")
+                    sid = client.request("/resumed-h2")
+                    self.assertEqual(client.collect([sid])[sid]["status"], 200)
+                session = tls.session
+            context.set_alpn_protocols(["http/1.1"])
+            with self.connect(context, "origin.test", port, session=session) as tls:
+                self.assertTrue(tls.session_reused)
+                self.assertEqual(tls.selected_alpn_protocol(), "http/1.1")
+                self.assertEqual(self.ask(tls, "origin.test", port).status, 200)
+        self.each_version(check)
         self.assert_nothing_refused()
 
+    def test_a_session_does_not_outlive_the_proxy_that_made_it(self):
+        port = self.origin.port
+
+        def check(name, version, context, session):
+            # The next session of serve: its inspector's ticket keys are new (and its CA: trusted too).
+            self.p.stop()
+            self.ca = os.path.join(self.dir, f"next-{version.name}.pem")  # the next subtest's first session too
+            self.p = self.start(self.ca)
+            context.load_verify_locations(self.ca)
+            with self.connect(context, "origin.test", port, session=session) as tls:
+                self.assertFalse(tls.session_reused, f"{name}: a ticket of the last process was taken")
+                self.assertEqual(self.ask(tls, "origin.test", port).status, 200)
+        self.each_version(check)
 
 if __name__ == "__main__":
     unittest.main()
