@@ -3,9 +3,8 @@
 #include "proxy/inspect/tls_contexts.h"
 
 #include <openssl/err.h>
-#include <openssl/tls1.h>
-
 #include <openssl/evp.h>
+#include <openssl/tls1.h>
 
 #include <array>
 #include <stdexcept>
