@@ -236,12 +236,15 @@ class InspectedConnection {
   [[nodiscard]] bool pump_h2();  // the box's frames in, streams served, frames out
   void abandon_h2_exchange();    // the box reset the stream whose request was going up
   [[nodiscard]] bool read_head();
+  [[nodiscard]] bool read_h2_head();  // the front's next head, a message (no text to parse)
+  // `head_bytes`: its text at the front of the box's input (HTTP/1.1); 0 for the front's message.
   void begin_request(const RequestHead& head, std::size_t head_bytes);
+  void take_head(std::size_t head_bytes);  // `head` (begin_request's) is done with: it goes
   void hold_for_ask(const RequestHead& head);  // the ask stage waits: the owner is asked
   [[nodiscard]] bool drop_refused_body();
   // ---- a body held to be hashed for signing (inspected_held_body.cc) ----
   static void note_trace(InspectorRequest& record, const std::vector<TraceEntry>& trace);
-  void start_holding(const RequestHead& head, std::string_view head_text);
+  void start_holding(const RequestHead& head);
   [[nodiscard]] bool hold_body();
   void sign_held();
   void send_held_body();  // after its head, once an origin connection is ready
@@ -296,6 +299,12 @@ class InspectedConnection {
   enum class Toward : std::uint8_t { origin, client };
   [[nodiscard]] Moved move_toward(Toward toward, BodyCursor& cursor);
   void queue_to_client(std::string_view bytes);
+  // Every answer head the box gets (the origin's rewritten, interim ones, the proxy's refusals and
+  // 100 Continue) goes through here: written as HTTP/1.1 text to an HTTP/1.1 box, given as the
+  // message to the HTTP/2 front (issue 34 item 2: no text it would parse again). `staged`: through
+  // the response's stages first (the origin's heads); false, and nothing sent, when scrubbing grew
+  // it past kMaxResponseHeadBytes. Its body follows through queue_to_client or move_toward.
+  [[nodiscard]] bool send_answer_head(ResponseMessage head, bool staged);
   void queue_to_origin(std::string_view bytes);
 
   // The box-facing plaintext the state machine reads and writes (InspectedBoxSide::in, out).
