@@ -86,22 +86,7 @@ bool InspectedExchange::stage_head(std::string& text, std::size_t most) {
 }
 
 bool InspectedExchange::stage_head(ResponseMessage& head, std::size_t most) {
-  if (response_stages) {
-    response_stages->on_head(head.reason);
-    std::string line;
-    for (MessageField& field : head.fields) {
-      line.assign(field.name).append(": ").append(field.value);
-      response_stages->on_head(line);
-      if (line.size() == field.name.size() + 2 + field.value.size() && line.starts_with(field.name) &&
-          line.compare(field.name.size() + 2, std::string::npos, field.value) == 0) {
-        continue;  // nothing in it matched
-      }
-      // A match that took in any of a name (an origin naming a field with a secret's spelling):
-      // the head does not go, as one grown past the bound does not. Never split at a guess.
-      if (!line.starts_with(field.name + ": ")) return false;
-      field.value = line.substr(field.name.size() + 2);
-    }
-  }
+  if (response_stages && !response_stages->on_head(head)) return false;
   return head.text_size() <= most;
 }
 

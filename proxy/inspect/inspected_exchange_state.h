@@ -66,9 +66,8 @@ struct InspectedExchange {
   // A head about to go to the box, through the stages; false when it must not go: grown past
   // `most` by scrubbing.
   [[nodiscard]] bool stage_head(std::string& text, std::size_t most);
-  // The same for a head given as a message (to the HTTP/2 front): each field through the stages
-  // as its line "name: value" would go (a secret's spelling cannot cross a line: it holds no CR or
-  // LF), the reason too; false also when a match took in a name's end, so that it is no name.
+  // The same for a head given as a message (to the HTTP/2 front): ResponseChain::on_head's, each
+  // field as its line would go; false also when a line no longer reads as a field.
   [[nodiscard]] bool stage_head(ResponseMessage& head, std::size_t most);
   // Everything the stages hold, appended to `out` (for the box).
   void flush_response_stages(std::string& out);

@@ -95,6 +95,14 @@ std::vector<std::pair<std::string, std::string>> decoded(const std::string& bloc
   return fields;
 }
 
+using DeflaterPtr = std::unique_ptr<nghttp2_hd_deflater, decltype(&nghttp2_hd_deflate_del)>;
+
+DeflaterPtr new_deflater() {
+  nghttp2_hd_deflater* raw = nullptr;
+  REQUIRE(nghttp2_hd_deflate_new(&raw, 4096) == 0);
+  return DeflaterPtr(raw, &nghttp2_hd_deflate_del);
+}
+
 struct EvBufferFree {
   void operator()(evbuffer* b) const noexcept { evbuffer_free(b); }
 };
@@ -110,9 +118,7 @@ TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, tra
   constexpr std::size_t kMaxHead = 1100;
   std::unique_ptr<H2Front> front = H2Front::open(kMaxHead, {nullptr, [](void*, const H2Front::Refused&) {}});
   REQUIRE(front != nullptr);
-  nghttp2_hd_deflater* raw = nullptr;
-  REQUIRE(nghttp2_hd_deflate_new(&raw, 4096) == 0);
-  std::unique_ptr<nghttp2_hd_deflater, decltype(&nghttp2_hd_deflate_del)> deflater(raw, &nghttp2_hd_deflate_del);
+  const DeflaterPtr deflater = new_deflater();
 
   std::string box(kPreface);
   box += frame(NGHTTP2_SETTINGS, 0, 0, "");
@@ -157,9 +163,7 @@ TEST_CASE("a header list of many empty fields counts kH2FieldOverhead a field: 4
                                  static_cast<std::vector<Reason>*>(owner)->push_back(r.refusal);
                                }});
   REQUIRE(front != nullptr);
-  nghttp2_hd_deflater* raw = nullptr;
-  REQUIRE(nghttp2_hd_deflate_new(&raw, 4096) == 0);
-  std::unique_ptr<nghttp2_hd_deflater, decltype(&nghttp2_hd_deflate_del)> deflater(raw, &nghttp2_hd_deflate_del);
+  const DeflaterPtr deflater = new_deflater();
   std::vector<std::pair<std::string, std::string>> fields = {
       {":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}};
   for (int i = 0; i < 2000; ++i) fields.emplace_back("a", "");
@@ -185,9 +189,7 @@ TEST_CASE("a stream's head goes to the connection as a message and its answer's 
   // coming back fails here: a head in requests(), or "HTTP/1.1 ..." taken for a status line.
   std::unique_ptr<H2Front> front = H2Front::open(32 * 1024, {nullptr, [](void*, const H2Front::Refused&) {}});
   REQUIRE(front != nullptr);
-  nghttp2_hd_deflater* raw = nullptr;
-  REQUIRE(nghttp2_hd_deflate_new(&raw, 4096) == 0);
-  std::unique_ptr<nghttp2_hd_deflater, decltype(&nghttp2_hd_deflate_del)> deflater(raw, &nghttp2_hd_deflate_del);
+  const DeflaterPtr deflater = new_deflater();
   std::string box(kPreface);
   box += frame(NGHTTP2_SETTINGS, 0, 0, "");
   box += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
