@@ -101,8 +101,9 @@ class H2Front {
   // The head of the stream being served, until the connection takes it (null: none yet). Its body,
   // framed by the head's content-length or transfer-encoding: chunked, comes in requests().
   [[nodiscard]] const RequestMessage* request() const noexcept;
-  // The connection judged the head and is done with it (what request() gave is gone): its bytes
-  // stop counting against the held heads.
+  // The connection judged the head and is done with it: what request() gave is freed. (A head
+  // given leaves the bound on waiting heads when it is given: the one served, and those parked
+  // for an ask, are a head each.)
   void take_request() noexcept;
   // The head of the answer to the stream being served (interim ones, below 200, are dropped: this
   // stage sends none): HEADERS on the stream, framed for the body that follows in answers().

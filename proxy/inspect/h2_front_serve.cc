@@ -182,6 +182,9 @@ bool H2Front::feed_current(Stream& stream) {
   const H2Request& request = *stream.request;
   if (stream.state == RequestState::waiting) {
     // Its head is given (request()) until the connection takes it; its body goes into requests().
+    // It leaves the count of waiting heads as a head written to requests() did: the one being
+    // served, and those parked (SPEC §20: at most kMaxParkedStreams), are one head each.
+    release_head(stream);
     stream.state = request.body == H2BodyMode::none ? RequestState::fed : RequestState::head_fed;
     moved = true;
   }
@@ -239,9 +242,7 @@ const RequestMessage* H2Front::request() const noexcept {
 
 void H2Front::take_request() noexcept {
   Stream* stream = find(serving_.id);
-  if (stream == nullptr) return;
-  stream->head.reset();
-  release_head(*stream);
+  if (stream != nullptr) stream->head.reset();
 }
 
 void H2Front::answer_head(const ResponseMessage& message) {

@@ -128,8 +128,8 @@ TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, tra
   std::unique_ptr<evbuffer, EvBufferFree> from(evbuffer_new()), to(evbuffer_new());
   REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
   REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
-  REQUIRE(front->request() != nullptr);  // stream 1 is served
-  front->take_request();                 // and judged, as the connection does: it holds no head now
+  REQUIRE(front->request() != nullptr);  // stream 1 is served: its head counts no more
+  front->take_request();                 // and judged, as the connection does
   box.clear();
   for (std::uint32_t stream = 3; stream <= 41; stream += 2) {
     std::vector<std::pair<std::string, std::string>> fields = {
