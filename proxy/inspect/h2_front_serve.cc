@@ -85,10 +85,11 @@ void H2Front::head_ended(std::int32_t id, Stream& stream) {
     refuse_stream(id, stream, method, path, *refusal);
     return;
   }
-  // The translated head replaces the list in the count, counted as its text would be, which may be
-  // longer than the list (a one-byte field is a five-byte line): checked again, or the waiting
-  // heads could pass the bound by one head (found by fuzz_h2_front). Refused as a list over it is.
-  const std::size_t translated_bytes = std::get<H2Request>(translated).message.text_size();
+  // The translated head replaces the list in the count, counted as what it holds (its text and its
+  // fields' objects: RequestMessage::held_size), which may be more than the list's count (a
+  // one-byte field is a five-byte line and a 64-byte object): checked again, or the waiting heads
+  // could pass the bound (found by fuzz_h2_front, and in review). Refused as a list over it is.
+  const std::size_t translated_bytes = std::get<H2Request>(translated).message.held_size();
   if (held_head_bytes_ - std::min(held_head_bytes_, stream.held_bytes) + translated_bytes >
       kH2HeldHeadFactor * max_head_bytes_) {
     drop_stream(id, stream);

@@ -36,6 +36,11 @@ struct RequestMessage {
   // The head as HTTP/1.1 text ("METHOD target version\r\n", "name: value\r\n" each, the blank
   // line): for an HTTP/1.1 peer, and for tests. text().size() == text_size().
   [[nodiscard]] std::string text() const;
+  // What holding it costs, for a bound on heads held (H2Front's waiting heads): its text and each
+  // field's own object (two strings), which the text does not count. What it stops: a head of many
+  // empty fields ("a:" is a five-byte line, a 64-byte field) holding 13 times what it is counted as
+  // (found in review: 26 waiting heads of 980 empty fields each held 1.5 MiB under a 128 KiB bound).
+  [[nodiscard]] std::size_t held_size() const noexcept { return text_size() + fields.size() * sizeof(MessageField); }
 };
 
 struct ResponseMessage {

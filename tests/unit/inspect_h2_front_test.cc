@@ -152,6 +152,42 @@ TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, tra
   CHECK(reset.back().second == NGHTTP2_REFUSED_STREAM);
 }
 
+TEST_CASE("heads of many empty fields waiting are counted as what they hold, not as their text") {
+  // Each waiting head has 400 empty fields: 2 KB as text, 25 KB as fields. Counted as text (as it
+  // was), 4 x 32 KiB let about 50 of them wait, 1.3 MB held; counted as held, about 5.
+  constexpr std::size_t kMaxHead = 32 * 1024;
+  constexpr std::size_t kFields = 400;
+  std::unique_ptr<H2Front> front = H2Front::open(kMaxHead, {nullptr, [](void*, const H2Front::Refused&) {}});
+  REQUIRE(front != nullptr);
+  const DeflaterPtr deflater = new_deflater();
+  std::string box(kPreface);
+  box += frame(NGHTTP2_SETTINGS, 0, 0, "");
+  box += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+               block(deflater.get(), {{":method", "POST"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}}));
+  std::unique_ptr<evbuffer, EvBufferFree> from(evbuffer_new()), to(evbuffer_new());
+  REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
+  REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
+  REQUIRE(front->request() != nullptr);
+  front->take_request();  // stream 1 is served and its body never ends: the others wait
+  constexpr std::uint32_t kLast = 3 + 2 * 59;
+  for (std::uint32_t stream = 3; stream <= kLast; stream += 2) {
+    std::vector<std::pair<std::string, std::string>> fields = {
+        {":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}};
+    for (std::size_t i = 0; i < kFields; ++i) fields.emplace_back("a", "");
+    box = frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, stream,
+                block(deflater.get(), fields));
+    REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
+    REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
+  }
+  std::string out(evbuffer_get_length(to.get()), '\0');
+  evbuffer_copyout(to.get(), out.data(), out.size());
+  const std::size_t refused = resets(out).size();
+  const std::size_t waiting = 60 - refused;
+  CHECK(refused > 0);
+  CHECK(waiting * kFields * sizeof(MessageField) <= kH2HeldHeadFactor * kMaxHead);
+  CHECK(front->held().head_bytes <= kH2HeldHeadFactor * kMaxHead);
+}
+
 TEST_CASE("a header list of many empty fields counts kH2FieldOverhead a field: 431, not served") {
   // 2,000 fields "a" with an empty value: 2,000 bytes of names and values, one HPACK byte each,
   // but 2,000 vector entries held. Counted as SETTINGS_MAX_HEADER_LIST_SIZE counts them (32 a
