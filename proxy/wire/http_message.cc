@@ -2,6 +2,8 @@
 // Message heads held as fields (proxy/wire/http_message.h).
 #include "proxy/wire/http_message.h"
 
+#include "table/secret_value.h"
+
 namespace boxproxy {
 namespace {
 
@@ -37,6 +39,25 @@ RequestMessage RequestMessage::from(const RequestHead& head) {
 
 std::size_t RequestMessage::text_size() const noexcept {
   return method.size() + 1 + target.size() + 1 + version.size() + 2 + fields_text_size(fields);
+}
+
+std::string RequestMessage::text() const {
+  std::string out;
+  out.reserve(text_size());
+  out.append(method).append(" ").append(target).append(" ").append(version).append("\r\n");
+  for (const MessageField& field : fields) out.append(field.name).append(": ").append(field.value).append("\r\n");
+  out.append("\r\n");
+  return out;
+}
+
+void scrub(RequestMessage& message) noexcept {
+  scrub(message.method);
+  scrub(message.target);
+  for (MessageField& field : message.fields) {
+    scrub(field.name);
+    scrub(field.value);
+  }
+  message.fields.clear();
 }
 
 ResponseHead ResponseMessage::view() const { return ResponseHead{version, status, reason, field_views(fields)}; }

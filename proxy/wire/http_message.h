@@ -33,6 +33,9 @@ struct RequestMessage {
   [[nodiscard]] static RequestMessage from(const RequestHead& head);
   // The bytes its head would take as HTTP/1.1 text (the request line's record and bounds count it).
   [[nodiscard]] std::size_t text_size() const noexcept;
+  // That text ("method target version\r\n", "name: value\r\n" a field, the blank line), made in one
+  // allocation (text_size()): a head holding an injected secret leaves no freed copy of it behind.
+  [[nodiscard]] std::string text() const;
 };
 
 struct ResponseMessage {
@@ -45,5 +48,9 @@ struct ResponseMessage {
   [[nodiscard]] static ResponseMessage from(const ResponseHead& head);
   [[nodiscard]] std::size_t text_size() const noexcept;
 };
+
+// Overwrites every byte of `message` (table/secret_value.h's scrub) and empties it: a request head
+// may hold an injected credential or a swapped secret (SPEC §19).
+void scrub(RequestMessage& message) noexcept;
 
 }  // namespace boxproxy
