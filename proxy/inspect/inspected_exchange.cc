@@ -332,6 +332,9 @@ bool InspectedConnection::pass_response_body() {
 
 void InspectedConnection::finish_exchange() {
   record_exchange();
+  // The head the origin got is sent again only before its answer begins: from here its injected
+  // credential is not held while the connection waits for the next request (SPEC §19).
+  scrub(exchange_.judged.upstream);
   exchange_.end_response_stages();  // everything passed (the body's end flushed them), their trace recorded
   // A response the client must not take for whole (read to an origin close that came without
   // close_notify: anyone on the path may have cut it). Over HTTP/1.1 the box's connection ends

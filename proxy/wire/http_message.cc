@@ -57,7 +57,7 @@ void scrub(RequestMessage& message) noexcept {
     scrub(field.name);
     scrub(field.value);
   }
-  message.fields.clear();
+  message = RequestMessage{};  // its memory given back too: an idle connection holds none of it
 }
 
 ResponseHead ResponseMessage::view() const { return ResponseHead{version, status, reason, field_views(fields)}; }

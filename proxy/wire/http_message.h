@@ -49,7 +49,7 @@ struct ResponseMessage {
   [[nodiscard]] std::size_t text_size() const noexcept;
 };
 
-// Overwrites every byte of `message` (table/secret_value.h's scrub) and empties it: a request head
+// Overwrites every byte of `message` (table/secret_value.h's scrub) and frees it: a request head
 // may hold an injected credential or a swapped secret (SPEC §19).
 void scrub(RequestMessage& message) noexcept;
 
