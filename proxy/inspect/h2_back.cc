@@ -34,6 +34,14 @@ void scrub_list(H2UpstreamRequest& request) noexcept {
   }
 }
 
+// What a head given holds in memory: its names and values, and an entry (two strings) a field. A
+// head of many empty fields is counted by its entries, not by its few bytes of text.
+std::size_t held_bytes(const ResponseMessage& head) noexcept {
+  std::size_t bytes = sizeof(ResponseMessage) + head.reason.size();
+  for (const MessageField& f : head.fields) bytes += sizeof(MessageField) + f.name.size() + f.value.size();
+  return bytes;
+}
+
 }  // namespace
 
 std::unique_ptr<H2Back> H2Back::open(std::size_t max_response_head) noexcept {
@@ -327,7 +335,7 @@ void H2Back::head_ended(bool end_stream) {
     response_ended();
     return;
   }
-  auto translated = h1_response_head(response_.fields, request_.method, end_stream);
+  auto translated = h1_response_head(std::move(response_.fields), request_.method, end_stream);
   forget_fields();
   // No head longer than kMaxResponseHeadBytes as HTTP/1.1 text reaches the box (an HTTP/1.1
   // origin's would not parse): refused here, as a list past the bound is.
@@ -526,7 +534,7 @@ H2Back::Held H2Back::held() const noexcept {
   for (const H2Field& f : response_.fields) held.head_bytes += f.name.size() + f.value.size() + kH2FieldOverhead;
   held.body = evbuffer_get_length(body_.get());
   held.responses = evbuffer_get_length(responses_.get());
-  for (const ResponseMessage& head : heads_) held.heads += head.text_size();
+  for (const ResponseMessage& head : heads_) held.heads += held_bytes(head);
   return held;
 }
 

@@ -37,11 +37,14 @@
 //                        kMaxTrailerSection (http_body.h) as an HTTP/1.1 section are dropped
 //                        whole, never written for ChunkedScanner to refuse; at most kMaxInterim
 //                        interim (1xx) heads a response (past them: reset, 502), each kept
-//                        only while the heads not yet taken hold less than kH2BackWindow as
-//                        text (else dropped), and the connection stops reading the origin while
-//                        responses() holds kMaxQueued; so responses() holds at most kH2BackWindow
-//                        of DATA (plus its chunk framing, at most 6 bytes a frame), and the heads
-//                        not taken at most kH2BackWindow and two heads (the final one, a 502);
+//                        only while the heads not yet taken hold less than kH2BackWindow (names,
+//                        values and sizeof(MessageField) a field: a head of empty fields counts
+//                        its entries), else dropped; and the connection stops reading the origin
+//                        while responses() holds kMaxQueued; so responses() holds at most
+//                        kH2BackWindow of DATA (plus its chunk framing, at most 6 bytes a frame),
+//                        and the heads not taken at most kH2BackWindow and two heads (the final
+//                        one or a 502), each at most twice the list's bound in memory (a field
+//                        counted 32 in the list is an entry of 64, moved from the list, not copied);
 //   request body held    kH2BackBodyHeld of decoded DATA waiting for the origin's window, besides
 //                        requests() (bounded by the connection at kMaxQueued); when the stream
 //                        ends before its body's END_STREAM went (an early answer to an upload, a
@@ -120,7 +123,7 @@ class H2Back {
     std::size_t head_bytes = 0;  // the response header list being read, kH2FieldOverhead a field
     std::size_t body = 0;        // request DATA waiting
     std::size_t responses = 0;   // responses() bytes
-    std::size_t heads = 0;       // the heads not yet taken, as HTTP/1.1 text
+    std::size_t heads = 0;       // the heads not yet taken: names, values, and an entry a field
   };
   [[nodiscard]] Held held() const noexcept;
 

@@ -126,8 +126,7 @@ std::optional<H2UpstreamRequest> h2_upstream_request(const RequestHead& head) {
   return out;
 }
 
-std::optional<H1Response> h1_response_head(const std::vector<H2Field>& fields, std::string_view method,
-                                           bool end_stream) {
+std::optional<H1Response> h1_response_head(std::vector<H2Field> fields, std::string_view method, bool end_stream) {
   std::optional<unsigned> status;
   bool regular_seen = false;
   const std::string* content_length = nullptr;
@@ -166,12 +165,12 @@ std::optional<H1Response> h1_response_head(const std::vector<H2Field>& fields, s
   head.status = code;
   head.reason = reason_phrase(code);
   head.fields.reserve(fields.size() + 1);
-  for (const H2Field& f : fields) {
+  for (H2Field& f : fields) {
     if (f.name.front() == ':' || connection_specific(f.name) || f.name == "te" || f.name == "x-egress-refused") {
       continue;
     }
-    if (f.name == "content-length") continue;  // written below, from the framing
-    head.fields.push_back({f.name, f.value});
+    if (f.name == "content-length") continue;  // written below, from the framing (content_length stays valid)
+    head.fields.push_back({std::move(f.name), std::move(f.value)});  // moved, not copied: one list in memory
   }
   if (out.framing.kind == BodyFraming::Kind::length) {
     head.fields.push_back({"content-length", std::to_string(out.framing.length)});

@@ -56,7 +56,8 @@ struct H1Response {
 // :status missing, twice, not three digits, or 101; another pseudo-header, or one after a regular
 // field; a name that is not a lowercase token; a value HTTP/1.1 cannot carry; two content-lengths
 // that differ, or one that is not plain digits.
-[[nodiscard]] std::optional<H1Response> h1_response_head(const std::vector<H2Field>& fields, std::string_view method,
+// `fields` is taken: what the head keeps of it is moved, not copied.
+[[nodiscard]] std::optional<H1Response> h1_response_head(std::vector<H2Field> fields, std::string_view method,
                                                          bool end_stream);
 
 // The end of a chunked body carrying an HTTP/2 response's trailing HEADERS: "0\r\n", the fields
