@@ -175,11 +175,7 @@ void send(H2Back& back, const std::string& request) {
 }
 
 // A head given as fields, printed as an HTTP/1.1 origin would have sent it.
-std::string text_of(const ResponseMessage& head) {
-  std::string out = head.version + " " + std::to_string(head.status) + " " + head.reason + "\r\n";
-  for (const MessageField& f : head.fields) out += f.name + ": " + f.value + "\r\n";
-  return out + "\r\n";
-}
+std::string text_of(const ResponseMessage& head) { return head.text(); }
 
 // What the connection takes: every head given (as text), then what responses() holds.
 std::string take_response(H2Back& back) {

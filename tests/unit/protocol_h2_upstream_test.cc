@@ -28,10 +28,9 @@ std::optional<H2UpstreamRequest> upstream(const std::string& text) {
 
 // A response head given as fields, printed as an HTTP/1.1 origin would have sent it.
 std::string text_of(const ResponseMessage& head) {
-  std::string out = head.version + " " + std::to_string(head.status) + " " + head.reason + "\r\n";
-  for (const MessageField& f : head.fields) out += f.name + ": " + f.value + "\r\n";
-  CHECK(out.size() + 2 == head.text_size());
-  return out + "\r\n";
+  std::string out = head.text();
+  CHECK(out.size() == head.text_size());
+  return out;
 }
 
 std::vector<std::string> names(const std::vector<H2Field>& fields) {
