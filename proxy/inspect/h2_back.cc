@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The origin-facing HTTP/2 session (proxy/inspect/h2_back.h): set-up and bounds, nghttp2's
-// callbacks, the requests sent and the responses written back as HTTP/1.1.
+// callbacks, the requests sent and the responses given back as HTTP/1.1 heads (fields) and bodies.
 #include "proxy/inspect/h2_back.h"
 
 #include <algorithm>
@@ -12,13 +12,10 @@
 
 #include "proxy/wire/h2_upstream.h"
 #include "proxy/wire/http_head.h"
+#include "table/secret_value.h"
 
 namespace boxproxy {
 namespace {
-
-// The longest request head the connection writes: its --max-head-bytes (at most 1 MiB) with the
-// injected fields. Past it, nothing could be sent (the connection never writes one).
-constexpr std::size_t kMaxRequestHead = 2 * 1024 * 1024;
 
 constexpr std::string_view kBadGatewayBody = "egress: the origin broke HTTP/2\n";
 
@@ -26,6 +23,23 @@ nghttp2_nv field(const H2Field& f) noexcept {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
           reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(), f.value.size(),
           NGHTTP2_NV_FLAG_NONE};
+}
+
+// A header list may hold an injected credential or a swapped secret (SPEC §19): overwritten
+// before its memory goes back.
+void scrub_list(H2UpstreamRequest& request) noexcept {
+  for (H2Field& f : request.fields) {
+    scrub(f.name);
+    scrub(f.value);
+  }
+}
+
+// What a head given holds in memory: its names and values, and an entry (two strings) a field. A
+// head of many empty fields is counted by its entries, not by its few bytes of text.
+std::size_t held_bytes(const ResponseMessage& head) noexcept {
+  std::size_t bytes = sizeof(ResponseMessage) + head.reason.size();
+  for (const MessageField& f : head.fields) bytes += sizeof(MessageField) + f.name.size() + f.value.size();
+  return bytes;
 }
 
 }  // namespace
@@ -72,6 +86,24 @@ void H2Back::forget_fields() noexcept {
   std::vector<H2Field>().swap(response_.fields);
   response_.field_bytes = 0;
 }
+
+void H2Back::send_head(const RequestHead& head) {
+  drop_pending();  // cannot happen: the connection sends one head an exchange
+  pending_ = h2_upstream_request(head);
+  head_waiting_ = true;
+}
+
+void H2Back::drop_pending() noexcept {
+  if (pending_) scrub_list(*pending_);
+  pending_.reset();
+  head_waiting_ = false;
+}
+
+void H2Back::take_head() noexcept {
+  if (!heads_.empty()) heads_.pop_front();
+}
+
+void H2Back::give_head(ResponseMessage head) { heads_.push_back(std::move(head)); }
 
 void H2Back::add(std::string_view bytes) {
   if (!bytes.empty() && evbuffer_add(responses_.get(), bytes.data(), bytes.size()) == -1) throw std::bad_alloc();
@@ -221,29 +253,22 @@ ssize_t H2Back::read_request_body(nghttp2_session*, std::int32_t, std::uint8_t* 
 // The current request and its response.
 
 bool H2Back::start_request() {
-  if (current_ != 0 || request_.body == BodyState::orphaned) return false;
-  const std::size_t length = evbuffer_get_length(requests_.get());
-  if (length == 0) return false;
-  const std::size_t view = std::min(length, kMaxRequestHead + 1);
-  const unsigned char* data = evbuffer_pullup(requests_.get(), static_cast<ev_ssize_t>(view));
-  if (data == nullptr) throw std::bad_alloc();
-  const auto parsed = parse_request_head({reinterpret_cast<const char*>(data), view}, kMaxRequestHead);
-  if (parsed.status == ParseResult<RequestHead>::Status::need_more && length <= kMaxRequestHead) return false;
-  std::optional<H2UpstreamRequest> request;
-  if (parsed.status == ParseResult<RequestHead>::Status::complete) request = h2_upstream_request(*parsed.value);
+  if (current_ != 0 || request_.body == BodyState::orphaned || !head_waiting_) return false;
+  std::optional<H2UpstreamRequest> request = std::move(pending_);
+  drop_pending();
   // Our own head that cannot be sent (cannot happen), or no stream may be opened: the request is
   // dropped unsent, and the connection sends it again elsewhere when it can (not_processed). So is
   // one that would follow bytes of an earlier body (cannot happen: abandon_request empties body_
   // and makes the session not reusable): they would be sent as this request's body.
   if (!request || session_state_ != SessionState::open || request_.body != BodyState::sent ||
       evbuffer_get_length(body_.get()) != 0) {
-    evbuffer_drain(requests_.get(), length);
+    if (request) scrub_list(*request);
+    evbuffer_drain(requests_.get(), evbuffer_get_length(requests_.get()));
     request_.body = BodyState::orphaned;
     response_.state = ResponseState::not_processed;
     close_session(SessionState::closing);
     return true;
   }
-  const std::size_t head_bytes = parsed.consumed;
   std::vector<nghttp2_nv> nva;
   nva.reserve(request->fields.size());
   for (const H2Field& f : request->fields) nva.push_back(field(f));
@@ -256,9 +281,10 @@ bool H2Back::start_request() {
   request_.body = no_body ? BodyState::sent : BodyState::taking;  // no body: END_STREAM goes with the HEADERS
   nghttp2_data_provider provider{};
   provider.read_callback = &read_request_body;
+  // nghttp2 copies the list: ours is scrubbed now.
   const std::int32_t id = nghttp2_submit_request(session_.get(), nullptr, nva.data(), nva.size(),
                                                  no_body ? nullptr : &provider, nullptr);
-  evbuffer_drain(requests_.get(), head_bytes);  // `parsed` pointed into it: not used after
+  scrub_list(*request);
   response_ = IncomingResponse{};  // the last one's header list's memory is given back with it
   if (id <= 0) {  // no stream id left, or nghttp2 out of memory: never sent
     request_.body = BodyState::orphaned;  // nothing of it is held: its bytes are dropped as they come
@@ -309,11 +335,11 @@ void H2Back::head_ended(bool end_stream) {
     response_ended();
     return;
   }
-  auto translated = h1_response_head(response_.fields, request_.method, end_stream);
+  auto translated = h1_response_head(std::move(response_.fields), request_.method, end_stream);
   forget_fields();
-  // The connection reads no longer head from responses() (kMaxResponseHeadBytes): refused here,
-  // as a list past the bound is, rather than left for it to fail on.
-  if (translated && translated->head.size() > max_response_head_) translated.reset();
+  // No head longer than kMaxResponseHeadBytes as HTTP/1.1 text reaches the box (an HTTP/1.1
+  // origin's would not parse): refused here, as a list past the bound is.
+  if (translated && translated->head.text_size() > max_response_head_) translated.reset();
   if (!translated) {
     origin_broke_ = true;
     nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, current_, NGHTTP2_PROTOCOL_ERROR);
@@ -322,7 +348,7 @@ void H2Back::head_ended(bool end_stream) {
   }
   if (translated->interim) {
     // HEADERS have no flow control, and HPACK makes a few bytes a long head: interim heads are
-    // bounded in number (past kMaxInterim the stream is reset and answered 502) and written only
+    // bounded in number (past kMaxInterim the stream is reset and answered 502) and kept only
     // while the connection has taken what came before (else dropped: RFC 9110 §15.2 lets a proxy
     // drop them, and the final answer follows anyway).
     if (++response_.interim > kMaxInterim) {
@@ -331,10 +357,10 @@ void H2Back::head_ended(bool end_stream) {
       write_bad_gateway();
       return;
     }
-    if (evbuffer_get_length(responses_.get()) < static_cast<std::size_t>(kH2BackWindow)) add(translated->head);
+    if (held().heads < static_cast<std::size_t>(kH2BackWindow)) give_head(std::move(translated->head));
     return;  // the final head follows
   }
-  add(translated->head);
+  give_head(std::move(translated->head));
   response_.state = ResponseState::head_written;
   response_.framing = translated->framing;
   response_.left = response_.framing.kind == BodyFraming::Kind::length ? response_.framing.length : 0;
@@ -377,10 +403,8 @@ void H2Back::stream_failed(std::uint32_t error_code) {
 void H2Back::write_bad_gateway() {
   close_session(SessionState::closing);
   abandon_request(/*stream_open=*/false);  // every caller reset or closed the stream already
-  std::string head = "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\ncontent-length: ";
-  head += std::to_string(kBadGatewayBody.size());
-  head += "\r\n\r\n";
-  add(head);
+  give_head(ResponseMessage{502, "Bad Gateway", "HTTP/1.1",
+                            {{"content-type", "text/plain"}, {"content-length", std::to_string(kBadGatewayBody.size())}}});
   // A HEAD's answer has no body, whatever its length says (found by fuzz_h2_back: the body would
   // have been read as the next answer).
   if (request_.method != "HEAD") add(kBadGatewayBody);
@@ -403,6 +427,7 @@ void H2Back::abandon_request(bool stream_open) noexcept {
   }
   evbuffer_drain(body_.get(), evbuffer_get_length(body_.get()));
   evbuffer_drain(requests_.get(), evbuffer_get_length(requests_.get()));
+  drop_pending();
   request_.body = BodyState::orphaned;  // nothing of it is held any more
   close_session(SessionState::closing);
 }
@@ -449,8 +474,9 @@ bool H2Back::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
     // A request that was never sent: its bytes (the rest of its body) are dropped; the connection
     // writes no other here (reusable() is false).
     const std::size_t n = evbuffer_get_length(requests_.get());
-    if (n > 0) {
+    if (n > 0 || head_waiting_) {
       evbuffer_drain(requests_.get(), n);
+      drop_pending();
       progress = true;
     }
   } else {
@@ -508,6 +534,7 @@ H2Back::Held H2Back::held() const noexcept {
   for (const H2Field& f : response_.fields) held.head_bytes += f.name.size() + f.value.size() + kH2FieldOverhead;
   held.body = evbuffer_get_length(body_.get());
   held.responses = evbuffer_get_length(responses_.get());
+  for (const ResponseMessage& head : heads_) held.heads += held_bytes(head);
   return held;
 }
 

@@ -2,22 +2,22 @@
 // The origin-facing HTTP/2 side of an inspected connection (SPEC §19, HTTP/2 "in any pairing";
 // issue 25 item 4, stage 2): the mirror of H2Front (h2_front.h). When the origin picks "h2" by
 // ALPN, an nghttp2 client session over the plaintext of the origin's TLS stream stands between it
-// and the connection's origin-facing HTTP/1.1 reads and writes: the connection writes each request
-// (judged, injected, its head rewritten, exactly as for an HTTP/1.1 origin) to requests() and reads
-// an HTTP/1.1 response from responses(). Each request head is parsed (proxy/wire/http_head.h) and
-// translated (proxy/wire/h2_upstream.h) into a new stream, its body sent as DATA (a chunked one
-// decoded); the response's HEADERS, DATA and trailing HEADERS come back as an HTTP/1.1 head and a
-// body framed by the origin's content-length, else chunked with the trailers in its trailer
-// section. One request at a time: the connection serves one exchange at a time. The HTTP/2
+// and the connection's origin-facing reads and writes. The heads cross as fields, never as text
+// (issue 34 item 2, HAProxy's HTX): the connection gives each request's head (judged, injected,
+// rewritten, exactly as for an HTTP/1.1 origin) to send_head(), which makes the stream's header
+// list from it (proxy/wire/h2_upstream.h), and writes its body as framed to requests() (sent as
+// DATA, a chunked one decoded); it takes each response head (interim ones first) from head() as a
+// ResponseMessage made from the HEADERS, and reads the body from responses(), framed by the
+// origin's content-length, else chunked with the trailers in its trailer section. One request at a time: the connection serves one exchange at a time. The HTTP/2
 // connection is kept across requests until the origin sends GOAWAY or closes, or misbehaves.
 //
 // What the connection sees when things go wrong:
 //   - the origin broke the protocol before the response's head (a PUSH_PROMISE, which our
 //     SETTINGS_ENABLE_PUSH 0 forbids; a header list past kMaxResponseHeadBytes; an invalid field;
-//     a stream reset; a flood): a 502 written here, so the box's connection goes on; the session is
+//     a stream reset; a flood): a 502 given here, so the box's connection goes on; the session is
 //     not used again (reusable() false: the next request dials again);
 //   - the stream refused unprocessed (REFUSED_STREAM, or a GOAWAY whose last-stream-id is below
-//     it): ended() and not_processed(), nothing written, so the connection sends it again on a new
+//     it): ended() and not_processed(), nothing given, so the connection sends it again on a new
 //     origin connection (need_upstream) when its body allows;
 //   - the origin closed, or broke the protocol after the head: ended(), as an HTTP/1.1 origin
 //     closing early (a body cut short ends the box's connection uncleanly).
@@ -33,15 +33,18 @@
 //                        and kH2FieldOverhead (32, h2_session_bounds.h) a field, so that a list of
 //                        empty fields holds at most about twice its count (the list's memory is
 //                        given back after each); past it the stream is reset and answered 502, as
-//                        is a head whose HTTP/1.1 translation would pass the bound; trailers past
+//                        is a head whose HTTP/1.1 text would pass the bound; trailers past
 //                        kMaxTrailerSection (http_body.h) as an HTTP/1.1 section are dropped
 //                        whole, never written for ChunkedScanner to refuse; at most kMaxInterim
-//                        interim (1xx) heads a response (past them: reset, 502), each written
-//                        only while responses() holds less than kH2BackWindow (else dropped),
-//                        and the connection stops
-//                        reading the origin while responses() holds kMaxQueued; so responses()
-//                        holds at most kH2BackWindow of DATA (plus its chunk framing, at most 6
-//                        bytes a frame), one interim head and the final head;
+//                        interim (1xx) heads a response (past them: reset, 502), each kept
+//                        only while the heads not yet taken hold less than kH2BackWindow (names,
+//                        values and sizeof(MessageField) a field: a head of empty fields counts
+//                        its entries), else dropped; and the connection stops reading the origin
+//                        while responses() holds kMaxQueued; so responses() holds at most
+//                        kH2BackWindow of DATA (plus its chunk framing, at most 6 bytes a frame),
+//                        and the heads not taken at most kH2BackWindow and two heads (the final
+//                        one or a 502), each at most twice the list's bound in memory (a field
+//                        counted 32 in the list is an entry of 64, moved from the list, not copied);
 //   request body held    kH2BackBodyHeld of decoded DATA waiting for the origin's window, besides
 //                        requests() (bounded by the connection at kMaxQueued); when the stream
 //                        ends before its body's END_STREAM went (an early answer to an upload, a
@@ -58,13 +61,17 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "proxy/inspect/h2_front.h"
 #include "proxy/wire/h2_request.h"
+#include "proxy/wire/h2_upstream.h"
 #include "proxy/wire/http_body.h"
+#include "proxy/wire/http_message.h"
 
 namespace boxproxy {
 
@@ -83,7 +90,14 @@ class H2Back {
   H2Back(const H2Back&) = delete;
   H2Back& operator=(const H2Back&) = delete;
 
-  // The HTTP/1.1 side: requests in, responses out.
+  // The connection's side. The next request's head, sent as a new stream once the current one
+  // has ended (its header list is made now; a head that cannot be carried is not processed); its
+  // body follows in requests() as framed. The response heads, in order (interim ones, then the
+  // final one or our 502): head() is the first not yet taken (null: none), take_head() drops it;
+  // the final head's body follows in responses().
+  void send_head(const RequestHead& head);
+  [[nodiscard]] const ResponseMessage* head() const noexcept { return heads_.empty() ? nullptr : &heads_.front(); }
+  void take_head() noexcept;
   [[nodiscard]] evbuffer* requests() const noexcept { return requests_.get(); }
   [[nodiscard]] evbuffer* responses() const noexcept { return responses_.get(); }
 
@@ -95,7 +109,7 @@ class H2Back {
   // Another request may be written: the session is alive, the origin has not said GOAWAY, and
   // nothing on it has failed.
   [[nodiscard]] bool reusable() const noexcept;
-  // No more bytes of the current response will come to responses(), and it is not whole.
+  // No more of the current response will come (head or body), and it is not whole.
   [[nodiscard]] bool ended() const noexcept {
     return response_.state == ResponseState::cut || response_.state == ResponseState::not_processed;
   }
@@ -109,6 +123,7 @@ class H2Back {
     std::size_t head_bytes = 0;  // the response header list being read, kH2FieldOverhead a field
     std::size_t body = 0;        // request DATA waiting
     std::size_t responses = 0;   // responses() bytes
+    std::size_t heads = 0;       // the heads not yet taken: names, values, and an entry a field
   };
   [[nodiscard]] Held held() const noexcept;
 
@@ -138,6 +153,8 @@ class H2Back {
   void settle_current();
   void abandon_request(bool stream_open) noexcept;
   void write_bad_gateway();
+  void give_head(ResponseMessage head);
+  void drop_pending() noexcept;
   void add(std::string_view bytes);
 
   // What the session can still do; it only ever gets worse (close_session).
@@ -157,8 +174,8 @@ class H2Back {
   };
   // The current request's response.
   enum class ResponseState : std::uint8_t {
-    awaiting_head,  // nothing of it in responses() (interim heads aside)
-    head_written,   // its head (or our 502) is in responses(); its body follows
+    awaiting_head,  // its final head not given yet (interim heads aside)
+    head_written,   // its head (or our 502) is given; its body follows in responses()
     cut,            // no more of it will come, and it is not whole
     not_processed,  // cut, and the origin did nothing with the request (it may be sent again)
   };
@@ -187,6 +204,11 @@ class H2Back {
   EvBufferPtr requests_;
   EvBufferPtr responses_;
   EvBufferPtr body_;  // the current request's DATA, decoded, waiting for the origin's window
+  // The next request's header list (send_head), until its stream opens; `head_waiting_` with none:
+  // a head that could not be carried. It may hold an injected credential: scrubbed when dropped.
+  std::optional<H2UpstreamRequest> pending_;
+  bool head_waiting_ = false;
+  std::deque<ResponseMessage> heads_;  // the response heads not yet taken
 
   std::int32_t current_ = 0;  // the current request's stream (0: none)
   OutgoingRequest request_;

@@ -8,6 +8,8 @@
 #include <new>
 
 #include "proxy/inspect/packed_move.h"
+#include "table/secret_value.h"
+
 namespace boxproxy {
 namespace {
 
@@ -133,10 +135,18 @@ bool InspectedConnection::send_answer_head(ResponseMessage head, bool staged) {
   return true;
 }
 
-void InspectedConnection::queue_to_origin(std::string_view bytes) {
-  add_or_throw(link_.out(), bytes);
-  link_.count_sent(bytes.size());
-  exchange_.record.up += bytes.size();
+void InspectedConnection::send_request_head() {
+  const RequestMessage& head = exchange_.judged.upstream;
+  const std::size_t size = head.text_size();  // the record counts the head as HTTP/1.1 text either way
+  if (H2Back* back = link_.h2()) {
+    back->send_head(head.view());
+  } else {
+    std::string text = head.text();
+    add_or_throw(link_.out(), text);
+    scrub(text);  // it may hold an injected credential (SPEC §19)
+  }
+  link_.count_sent(size);
+  exchange_.record.up += size;
 }
 
 }  // namespace boxproxy

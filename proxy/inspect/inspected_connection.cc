@@ -74,7 +74,7 @@ bool InspectedConnection::init(UniqueFd upstream) {
 
 InspectedConnection::~InspectedConnection() {
   if (due_.alive != nullptr) *due_.alive = false;
-  scrub(exchange_.judged.upstream_head);  // an injected credential (SPEC §19) is not left in the heap
+  scrub(exchange_.judged.upstream);  // an injected credential (SPEC §19) is not left in the heap
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -254,6 +254,21 @@ class InspectedConnection {
   [[nodiscard]] bool exchange();
   [[nodiscard]] bool pass_request_body();
   [[nodiscard]] bool read_response_head();
+  // The origin's next response head: parsed from an HTTP/1.1 origin's text, or as the H2Back gave
+  // it (fields: issue 34 item 2, no text between them); take_origin_head drops it once used.
+  struct OriginHead {
+    enum class Status : std::uint8_t {
+      waiting,  // none yet
+      ended,    // none will come: the origin closed (or its stream was cut) first
+      broke,    // what came cannot be a head (malformed, past kMaxResponseHeadBytes)
+      ready,    // `head` is the next
+    };
+    Status status = Status::waiting;
+    ResponseHead head;          // views into the origin's input, or into the back's message
+    std::size_t consumed = 0;   // an HTTP/1.1 head's bytes
+  };
+  [[nodiscard]] OriginHead next_origin_head();
+  void take_origin_head(std::size_t consumed);
   [[nodiscard]] bool pass_response_body();
   [[nodiscard]] bool origin_ended_early();
   [[nodiscard]] bool origin_broke();
@@ -306,7 +321,10 @@ class InspectedConnection {
   // the response's stages first (the origin's heads); false, and nothing sent, when scrubbing grew
   // it past kMaxResponseHeadBytes. Its body follows through queue_to_client or move_toward.
   [[nodiscard]] bool send_answer_head(ResponseMessage head, bool staged);
-  void queue_to_origin(std::string_view bytes);
+  // The judged request's head toward the origin (exchange_.judged.upstream), counted up: its text
+  // to an HTTP/1.1 origin, its fields to an HTTP/2 origin's back (issue 34 item 2: never printed
+  // to be parsed again).
+  void send_request_head();
 
   // The box-facing plaintext the state machine reads and writes (InspectedBoxSide::in, out).
   [[nodiscard]] evbuffer* client_in() const noexcept { return box_.in(); }

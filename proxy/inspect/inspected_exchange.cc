@@ -100,7 +100,7 @@ void InspectedConnection::take_head(std::size_t head_bytes) {
 }
 
 void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
-  scrub(exchange_.judged.upstream_head);  // the last request's injected credential (SPEC §19)
+  scrub(exchange_.judged.upstream);  // the last request's injected credential (SPEC §19)
   const std::optional<InspectedAsks::Answer> answer = asks_.take(h2());
   exchange_ = InspectedExchange{};
   exchange_.started = answer ? answer->since : Clock::now();  // a held request's time counts its wait
@@ -243,31 +243,56 @@ bool InspectedConnection::pass_request_body() {
   return moved.moved;
 }
 
-bool InspectedConnection::read_response_head() {
+InspectedConnection::OriginHead InspectedConnection::next_origin_head() {
+  using Status = OriginHead::Status;
+  const Status none = link_.over() ? Status::ended : Status::waiting;
+  if (const H2Back* back = link_.h2()) {
+    const ResponseMessage* head = back->head();  // made from the HEADERS, checked and bounded there
+    if (head == nullptr) return {none, {}, 0};
+    return {Status::ready, head->view(), 0};
+  }
   evbuffer* in = link_.in();
+  const std::size_t length = evbuffer_get_length(in);
+  if (length == 0) return {none, {}, 0};
+  const auto parsed = parse_response_head(front_of(in, std::min(length, kMaxResponseHeadBytes + 1)),
+                                          kMaxResponseHeadBytes);
+  if (parsed.status == ParseResult<ResponseHead>::Status::need_more) {
+    return {length > kMaxResponseHeadBytes ? Status::broke : none, {}, 0};
+  }
+  if (parsed.status == ParseResult<ResponseHead>::Status::refused) return {Status::broke, {}, 0};
+  return {Status::ready, *parsed.value, parsed.consumed};
+}
+
+void InspectedConnection::take_origin_head(std::size_t consumed) {
+  if (H2Back* back = link_.h2()) {
+    back->take_head();
+  } else {
+    evbuffer_drain(link_.in(), consumed);
+  }
+}
+
+bool InspectedConnection::read_response_head() {
   bool progress = false;
   for (;;) {
     // Interim responses are passed one at a time, each once the client has room: an origin sending
     // them without end never makes the client's output grow past its bound.
     if (evbuffer_get_length(client_out()) >= kMaxQueued) return progress;
-    const std::size_t length = evbuffer_get_length(in);
-    if (length == 0) return link_.over() ? origin_ended_early() : progress;
-    const auto parsed = parse_response_head(front_of(in, std::min(length, kMaxResponseHeadBytes + 1)),
-                                            kMaxResponseHeadBytes);
-    if (parsed.status == ParseResult<ResponseHead>::Status::need_more) {
-      if (length > kMaxResponseHeadBytes) return origin_broke();
-      return link_.over() ? origin_ended_early() : progress;
+    const OriginHead next = next_origin_head();
+    switch (next.status) {
+      case OriginHead::Status::waiting: return progress;
+      case OriginHead::Status::ended: return origin_ended_early();
+      case OriginHead::Status::broke: return origin_broke();
+      case OriginHead::Status::ready: break;
     }
-    if (parsed.status == ParseResult<ResponseHead>::Status::refused) return origin_broke();
-    const ResponseHead& head = *parsed.value;
-    if (head.status == 101) return switch_to_relay(head, parsed.consumed);
+    const ResponseHead& head = next.head;
+    if (head.status == 101) return switch_to_relay(head, next.consumed);  // never from a back (h2_upstream.h)
     if (head.status < 200) {
       // An interim response (100 Continue): passed on and the final one follows; never to an
       // HTTP/1.0 client, which does not know them (RFC 9110 §15.2).
       const bool pass = !exchange_.judged.client_http10;
       ResponseMessage answer = pass ? rewrite_response_message(head, exchange_.judged.client_keep_alive)
                                     : ResponseMessage{};
-      evbuffer_drain(in, parsed.consumed);
+      take_origin_head(next.consumed);  // `head` is not read after this
       if (pass) {
         if (!send_answer_head(std::move(answer), true)) return origin_broke();
         exchange_.response = InspectedExchange::Response::interim;
@@ -292,7 +317,7 @@ bool InspectedConnection::read_response_head() {
     if (coding_unreadable(head)) return origin_broke();  // the connection ends: nothing of it reaches the box
     ResponseMessage answer = rewrite_response_message(head, exchange_.keep_client);
     exchange_.record.status = static_cast<std::uint16_t>(head.status);
-    evbuffer_drain(in, parsed.consumed);
+    take_origin_head(next.consumed);  // `head` is not read after this
     if (!send_answer_head(std::move(answer), true)) return origin_broke();
     // Its trailers pass, filtered (ChunkedScanner::Trailers): gRPC's status travels in them (SPEC §19).
     exchange_.response_body = BodyCursor(body, ChunkedScanner::Trailers::filtered);
@@ -328,6 +353,9 @@ bool InspectedConnection::pass_response_body() {
 
 void InspectedConnection::finish_exchange() {
   record_exchange();
+  // The head the origin got is sent again only before its answer begins: from here its injected
+  // credential is not held while the connection waits for the next request (SPEC §19).
+  scrub(exchange_.judged.upstream);
   exchange_.end_response_stages();  // everything passed (the body's end flushed them), their trace recorded
   // A response the client must not take for whole (read to an origin close that came without
   // close_notify: anyone on the path may have cut it). Over HTTP/1.1 the box's connection ends

@@ -28,7 +28,7 @@ bool InspectedConnection::wait_for_origin() {
   using State = InspectedOriginLink::State;
   switch (link_.state()) {
     case State::ready:
-      queue_to_origin(exchange_.judged.upstream_head);
+      send_request_head();
       if (exchange_.held) send_held_body();  // a body held for signing follows its head (SPEC §20)
       exchange_.reused_origin = link_.mark_used();
       phase_ = Phase::exchanging;

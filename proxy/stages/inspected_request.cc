@@ -11,8 +11,9 @@ namespace {
 
 // The head the origin gets, from what the stages decided and changed: the box's head with its
 // placeholders swapped, without its headers of an injected name, the Host the decided origin's,
-// and the injected headers added.
-std::string compose_upstream_head(const RequestContext& context, bool websocket) {
+// and the injected headers added. As fields (issue 34 item 2): printed for an HTTP/1.1 origin,
+// given as they are to an HTTP/2 origin's back.
+RequestMessage compose_upstream(const RequestContext& context, bool websocket) {
   RequestHead sent = context.endpoint.inject.empty() ? context.outgoing()
                                                      : without_injected_headers(context.outgoing(), context.endpoint);
   if (!context.dropped_fields.empty()) {
@@ -23,12 +24,13 @@ std::string compose_upstream_head(const RequestContext& context, bool websocket)
       return false;
     });
   }
-  std::string text =
-      forward_origin_form_head(sent, origin_host_field(context.origin), websocket, !context.client_keep_alive);
-  for (const auto& [name, value] : context.added_fields) {
-    text.insert(text.size() - 2, name + ": " + value + "\r\n");  // before the blank line that ends the head
-  }
-  return context.injected.fields.empty() ? std::move(text) : add_injected_fields(text, context.injected);
+  // Room for the added and injected fields too: the vector never moves a value once it holds one.
+  RequestMessage out = forward_origin_form_message(sent, origin_host_field(context.origin), websocket,
+                                                   !context.client_keep_alive,
+                                                   context.added_fields.size() + context.injected.fields.size());
+  for (const auto& [name, value] : context.added_fields) out.fields.push_back({name, value});
+  for (const auto& [name, value] : context.injected.fields) out.fields.push_back({name, std::string(value.view())});
+  return out;
 }
 
 }  // namespace
@@ -90,7 +92,7 @@ InspectedRequest judge_inspected_request(const RequestHead& head, const InspectE
   judged.report = context.report;
   judged.websocket = is_websocket_upgrade(head);
   judged.trace = std::move(context.trace);
-  judged.upstream_head = compose_upstream_head(context, judged.websocket);
+  judged.upstream = compose_upstream(context, judged.websocket);
   return judged;
 }
 

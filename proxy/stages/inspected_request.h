@@ -58,9 +58,10 @@ struct InspectedRequest {
   // holds the body (at most --max-held-body, else `body too large`), hashes it, and judges the head
   // again with the hash (the stages are pure: the same head judges the same up to the sign stage).
   bool hold_body = false;
-  // Allowed: the head the origin gets (forward_origin_form_head, with the injected headers). It
-  // may hold a secret's value: its holder scrubs it (table/secret_value.h) once it is sent.
-  std::string upstream_head;
+  // Allowed: the head the origin gets (forward_origin_form_message, with the added and injected
+  // fields; empty method otherwise), as fields: its text (text()) is written only to an HTTP/1.1
+  // origin (issue 34 item 2). It may hold a secret's value: its holder scrubs it (scrub) once sent.
+  RequestMessage upstream;
 };
 
 // Judges `head` (a parsed request head) for an inspected connection decided for `origin`, by

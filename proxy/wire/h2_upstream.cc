@@ -126,8 +126,7 @@ std::optional<H2UpstreamRequest> h2_upstream_request(const RequestHead& head) {
   return out;
 }
 
-std::optional<H1Response> h1_response_head(const std::vector<H2Field>& fields, std::string_view method,
-                                           bool end_stream) {
+std::optional<H1Response> h1_response_head(std::vector<H2Field> fields, std::string_view method, bool end_stream) {
   std::optional<unsigned> status;
   bool regular_seen = false;
   const std::string* content_length = nullptr;
@@ -162,24 +161,25 @@ std::optional<H1Response> h1_response_head(const std::vector<H2Field>& fields, s
     out.framing = {BodyFraming::Kind::chunked, 0};
   }
 
-  std::string& head = out.head;
-  head.append("HTTP/1.1 ").append(std::to_string(code)).append(" ").append(reason_phrase(code)).append("\r\n");
-  for (const H2Field& f : fields) {
+  ResponseMessage& head = out.head;
+  head.status = code;
+  head.reason = reason_phrase(code);
+  head.fields.reserve(fields.size() + 1);
+  for (H2Field& f : fields) {
     if (f.name.front() == ':' || connection_specific(f.name) || f.name == "te" || f.name == "x-egress-refused") {
       continue;
     }
-    if (f.name == "content-length") continue;  // written below, from the framing
-    head.append(f.name).append(": ").append(f.value).append("\r\n");
+    if (f.name == "content-length") continue;  // written below, from the framing (content_length stays valid)
+    head.fields.push_back({std::move(f.name), std::move(f.value)});  // moved, not copied: one list in memory
   }
   if (out.framing.kind == BodyFraming::Kind::length) {
-    head.append("content-length: ").append(std::to_string(out.framing.length)).append("\r\n");
+    head.fields.push_back({"content-length", std::to_string(out.framing.length)});
   } else if (out.framing.kind == BodyFraming::Kind::chunked) {
-    head.append("transfer-encoding: chunked\r\n");
+    head.fields.push_back({"transfer-encoding", "chunked"});
   } else if (content_length != nullptr && (code == 304 || (method == "HEAD" && code >= 200 && code != 204))) {
     // A HEAD's or a 304's length describes the representation, not a body that follows.
-    head.append("content-length: ").append(*content_length).append("\r\n");
+    head.fields.push_back({"content-length", *content_length});
   }
-  head.append("\r\n");
   return out;
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // HTTP/2 toward the origin (SPEC §19, HTTP/2 "in any pairing"; issue 25 item 4, stage 2), the
 // pure half: the HTTP/1.1 request head an inspected connection sends (judged, injected, rewritten
-// by the one HTTP/1.1 path) as an HTTP/2 header list, and an HTTP/2 response's header list and
-// trailers back as an HTTP/1.1 head and chunked trailer section. proxy/inspect/h2_back.h runs them
+// by the one HTTP/1.1 path; given as fields, never as text) as an HTTP/2 header list, and an
+// HTTP/2 response's header list and trailers back as an HTTP/1.1 head (fields) and chunked trailer
+// section. proxy/inspect/h2_back.h runs them
 // over an nghttp2 client session. No nghttp2, no I/O.
 //
 // Both ways drop what is connection-specific (RFC 9113 §8.2.2): an HTTP/2 peer would call the
@@ -19,6 +20,7 @@
 #include "proxy/wire/h2_request.h"
 #include "proxy/wire/http_body.h"
 #include "proxy/wire/http_head.h"
+#include "proxy/wire/http_message.h"
 
 namespace boxproxy {
 
@@ -38,12 +40,13 @@ struct H2UpstreamRequest {
 [[nodiscard]] std::optional<H2UpstreamRequest> h2_upstream_request(const RequestHead& head);
 
 struct H1Response {
-  std::string head;     // "HTTP/1.1 <status> <reason>\r\n" ... "\r\n"
-  BodyFraming framing;  // none, length, or chunked (written as "transfer-encoding: chunked")
+  ResponseMessage head;  // "HTTP/1.1", the status, its reason phrase, the fields an HTTP/1.1 head carries
+  BodyFraming framing;   // none, length, or chunked (its field "transfer-encoding: chunked")
   bool interim = false;  // a 1xx other than 101: another head follows
 };
 
-// The HTTP/1.1 head for an HTTP/2 response header list (`fields` in order, pseudo-headers first),
+// The HTTP/1.1 head (as fields: the connection takes it as it is, issue 34 item 2) for an HTTP/2
+// response header list (`fields` in order, pseudo-headers first),
 // to a request of `method`; `end_stream`: the HEADERS ended the stream (no DATA follows). The
 // framing: none for 1xx, 204, 304 and HEAD (a content-length kept for HEAD and 304, where it
 // describes the representation); a content-length the origin gave; "content-length: 0" when the
@@ -53,7 +56,8 @@ struct H1Response {
 // :status missing, twice, not three digits, or 101; another pseudo-header, or one after a regular
 // field; a name that is not a lowercase token; a value HTTP/1.1 cannot carry; two content-lengths
 // that differ, or one that is not plain digits.
-[[nodiscard]] std::optional<H1Response> h1_response_head(const std::vector<H2Field>& fields, std::string_view method,
+// `fields` is taken: what the head keeps of it is moved, not copied.
+[[nodiscard]] std::optional<H1Response> h1_response_head(std::vector<H2Field> fields, std::string_view method,
                                                          bool end_stream);
 
 // The end of a chunked body carrying an HTTP/2 response's trailing HEADERS: "0\r\n", the fields

@@ -68,23 +68,4 @@ RequestHead without_injected_headers(const RequestHead& head, const InspectEndpo
   return out;
 }
 
-std::string add_injected_fields(std::string& head, const InjectedFields& fields) {
-  constexpr std::string_view kEnd = "\r\n";  // the blank line that ends the head
-  std::size_t size = head.size();
-  for (const auto& [name, value] : fields.fields) size += name.size() + 2 + value.size() + 2;
-  std::string out;
-  out.reserve(size);
-  const std::string_view before_blank = std::string_view(head).substr(0, head.size() - kEnd.size());
-  out.append(before_blank);
-  for (const auto& [name, value] : fields.fields) {
-    out.append(name);
-    out.append(": ");
-    out.append(value.view());
-    out.append(kEnd);
-  }
-  out.append(kEnd);
-  scrub(head);
-  return out;
-}
-
 }  // namespace boxproxy

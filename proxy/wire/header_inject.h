@@ -46,13 +46,8 @@ struct InjectedFields {
 // as header names are): such a header of the box's is never sent.
 [[nodiscard]] bool is_injected_header(const InspectEndpoint& endpoint, std::string_view name) noexcept;
 
-// `head` without the box's headers of an injected name: what forward_origin_form_head is given.
+// `head` without the box's headers of an injected name: what forward_origin_form_message is given.
 // The views still point into `head`'s buffer.
 [[nodiscard]] RequestHead without_injected_headers(const RequestHead& head, const InspectEndpoint& endpoint);
-
-// A head made by forward_origin_form_head (it ends in "\r\n\r\n") with `fields` added before its
-// blank line, each "name: value\r\n". `head` is scrubbed and left empty; the result is made in one
-// allocation, so no buffer holding a value is freed unscrubbed on the way.
-[[nodiscard]] std::string add_injected_fields(std::string& head, const InjectedFields& fields);
 
 }  // namespace boxproxy

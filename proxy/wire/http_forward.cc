@@ -108,8 +108,9 @@ bool upgrades_to_websocket(const std::vector<HeaderField>& headers) {
 // Appends the headers of `headers` that go to the next hop: neither hop-by-hop nor named by
 // Connection; without x-egress-refused when `drop_refused`, without Host when `drop_host` (the
 // caller writes its own); with `one_length`, the first Content-Length only.
-void append_kept(std::string& out, const std::vector<HeaderField>& headers, bool drop_refused, bool drop_host,
-                 bool one_length = false) {
+template <typename Emit>
+void for_each_kept(const std::vector<HeaderField>& headers, bool drop_refused, bool drop_host, bool one_length,
+                   Emit emit) {
   const auto connection_listed = list_tokens(headers, "Connection");
   bool length_sent = false;
   for (const auto& field : headers) {
@@ -120,8 +121,13 @@ void append_kept(std::string& out, const std::vector<HeaderField>& headers, bool
       if (length_sent) continue;
       length_sent = true;
     }
-    append_field(out, field.name, field.value);
+    emit(field);
   }
+}
+
+void append_kept(std::string& out, const std::vector<HeaderField>& headers, bool drop_refused, bool drop_host) {
+  for_each_kept(headers, drop_refused, drop_host, /*one_length=*/false,
+                [&](const HeaderField& field) { append_field(out, field.name, field.value); });
 }
 
 }  // namespace
@@ -266,26 +272,32 @@ bool is_websocket_upgrade(const RequestHead& head) {
   return upgrades_to_websocket(head.headers) && has_token(list_tokens(head.headers, "Connection"), "upgrade");
 }
 
-std::string forward_origin_form_head(const RequestHead& head, std::string_view host_field, bool websocket,
-                                     bool close) {
-  std::string out;
-  out.reserve(256 + head.target.size());
-  out += head.method;
-  out += ' ';
-  out += head.target;
-  out += " HTTP/1.1\r\n";
-  append_field(out, "Host", host_field);
+RequestMessage forward_origin_form_message(const RequestHead& head, std::string_view host_field, bool websocket,
+                                          bool close, std::size_t more_fields) {
+  RequestMessage out{std::string(head.method), std::string(head.target), "HTTP/1.1", {}};
+  // Room for every field at once: a short value (a swapped secret) moved by a growing vector would
+  // leave its bytes in the storage given back.
+  out.fields.reserve(head.headers.size() + 3 + more_fields);
+  out.fields.push_back({"Host", std::string(host_field)});
   // SPEC §19a: repeated Content-Lengths go on as one (request_framing refused them if they
   // differ): an origin, or an HTTP/2 origin's nghttp2, may read two as a list it refuses, or one
   // in front of it may pick another.
-  append_kept(out, head.headers, /*drop_refused=*/false, /*drop_host=*/true, /*one_length=*/true);
+  for_each_kept(head.headers, /*drop_refused=*/false, /*drop_host=*/true, /*one_length=*/true,
+                [&](const HeaderField& field) {
+                  out.fields.push_back({std::string(field.name), std::string(field.value)});
+                });
   if (websocket) {
-    out += "Connection: Upgrade\r\nUpgrade: websocket\r\n";
+    out.fields.push_back({"Connection", "Upgrade"});
+    out.fields.push_back({"Upgrade", "websocket"});
   } else if (close) {
-    out += "Connection: close\r\n";
+    out.fields.push_back({"Connection", "close"});
   }
-  out += "\r\n";
   return out;
+}
+
+std::string forward_origin_form_head(const RequestHead& head, std::string_view host_field, bool websocket,
+                                     bool close) {
+  return forward_origin_form_message(head, host_field, websocket, close).text();
 }
 
 bool switches_to_websocket(const ResponseHead& head) { return upgrades_to_websocket(head.headers); }

@@ -62,6 +62,10 @@ struct ForwardRequest {
 // "Connection: close" when `close`, and the blank line.
 [[nodiscard]] std::string forward_origin_form_head(const RequestHead& head, std::string_view host_field,
                                                    bool websocket, bool close);
+// The same head as fields (issue 34 item 2: given to an HTTP/2 origin's back as they are, printed
+// only for an HTTP/1.1 origin); `more_fields`: room reserved for the fields the caller adds.
+[[nodiscard]] RequestMessage forward_origin_form_message(const RequestHead& head, std::string_view host_field,
+                                                         bool websocket, bool close, std::size_t more_fields = 0);
 
 // Whether an origin's 101 switches to a WebSocket: one Upgrade header whose value is
 // "websocket" (any case). A 101 to anything else was never asked for and is not passed on.

@@ -2,6 +2,8 @@
 // Message heads held as fields (proxy/wire/http_message.h).
 #include "proxy/wire/http_message.h"
 
+#include "table/secret_value.h"
+
 namespace boxproxy {
 namespace {
 
@@ -50,6 +52,16 @@ std::string RequestMessage::text() const {
   out.append(method).append(" ").append(target).append(" ").append(version).append("\r\n");
   append_fields(out, fields);
   return out;
+}
+
+void scrub(RequestMessage& message) noexcept {
+  scrub(message.method);
+  scrub(message.target);
+  for (MessageField& field : message.fields) {
+    scrub(field.name);
+    scrub(field.value);
+  }
+  message = RequestMessage{};  // its memory given back too: an idle connection holds none of it
 }
 
 ResponseHead ResponseMessage::view() const { return ResponseHead{version, status, reason, field_views(fields)}; }

@@ -34,7 +34,8 @@ struct RequestMessage {
   // The bytes its head would take as HTTP/1.1 text (the request line's record and bounds count it).
   [[nodiscard]] std::size_t text_size() const noexcept;
   // The head as HTTP/1.1 text ("METHOD target version\r\n", "name: value\r\n" each, the blank
-  // line): for an HTTP/1.1 peer, and for tests. text().size() == text_size().
+  // line): for an HTTP/1.1 peer, and for tests. text().size() == text_size(), one allocation: a head
+  // holding an injected secret leaves no freed copy of it behind.
   [[nodiscard]] std::string text() const;
   // What holding it costs, for a bound on heads held (H2Front's waiting heads): its text and each
   // field's own object (two strings), which the text does not count. What it stops: a head of many
@@ -56,5 +57,9 @@ struct ResponseMessage {
   // HTTP/1.1 box gets. text().size() == text_size() for a status of three digits.
   [[nodiscard]] std::string text() const;
 };
+
+// Overwrites every byte of `message` (table/secret_value.h's scrub) and frees it: a request head
+// may hold an injected credential or a swapped secret (SPEC §19).
+void scrub(RequestMessage& message) noexcept;
 
 }  // namespace boxproxy

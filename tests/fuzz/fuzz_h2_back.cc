@@ -2,10 +2,10 @@
 // The inspector's origin-facing HTTP/2 back (proxy/inspect/h2_back.h, SPEC §19) as a hostile origin
 // drives it after a request went out: the bytes are the origin's plaintext (its SETTINGS, then any
 // frames with HPACK header blocks), handed to H2Back::pump in pieces as the TLS stream hands them
-// over. No socket and no TLS: this target plays the InspectedConnection above it, which writes one
-// request (head and body) to requests() and reads the HTTP/1.1 response from responses() as the
-// HTTP/1.1 path does (heads parsed, the body followed by its framing), reading the origin only
-// while responses() holds less than kMaxQueued, as the connection does.
+// over. No socket and no TLS: this target plays the InspectedConnection above it, which gives one
+// request's head as fields (send_head) and writes its body to requests(), takes the response heads
+// as fields (head(), take_head()) and reads the body from responses() by the head's framing, reading
+// the origin only while responses() holds less than kMaxQueued, as the connection does.
 //
 // The first byte is the shape:
 //   bits 0-1  the request: GET, HEAD, POST with a content-length body, POST chunked;
@@ -16,15 +16,17 @@
 // Then the split framing (fuzz_support.h): the pieces the origin's bytes arrive in.
 //
 // Invariants (each a FUZZ_CHECK):
-//   - what responses() holds is HTTP/1.1 the connection can read: heads parse_response_head accepts
-//     (at most one interim head at a time, then one final head) and a body its framing delimits
-//     (ChunkedScanner never finds it malformed), with nothing after the response;
+//   - what the back gives is what the connection can read: heads within the head bound as HTTP/1.1
+//     text, whose text parse_response_head accepts (interim heads, then one final head), no body
+//     byte before the final head, and a body its framing delimits (ChunkedScanner never finds it
+//     malformed), with nothing (head or byte) after the response;
 //   - no head carries a connection-specific field, x-egress-refused, or two framings;
 //   - what it holds stays within h2_back.h's bounds: the header list being read within the head
 //     bound (held() counts kH2FieldOverhead a field, as the bound does, so this bounds the number
 //     of fields held too), the request body waiting within kH2BackBodyHeld, responses() within
-//     the window's worth of DATA and its framing, one interim and one final head;
-//   - once ended() no more bytes come to responses(); reusable() is false after any failure;
+//     the window's worth of DATA and its framing, the heads not taken within kH2BackWindow and two
+//     heads;
+//   - once ended() no more heads or bytes come; reusable() is false after any failure;
 //   - once the response is whole, the session is reusable() only with nothing of the request's
 //     body left in it (held().body and requests() empty): a tail left there would go out as the
 //     next request's body.
@@ -42,6 +44,7 @@
 #include "proxy/inspect/h2_back.h"
 #include "proxy/wire/http_body.h"
 #include "proxy/wire/http_head.h"
+#include "proxy/wire/http_message.h"
 #include "table/ascii.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -64,9 +67,53 @@ struct Reader {
   std::size_t heads = 0;
 };
 
-// Takes what responses() holds, as the connection would; false when nothing moved.
-bool read_response(evbuffer* in, Reader& reader) {
+// Checks a head as the connection would read it: its text within the bound and parsing back as
+// the same head, no connection-specific field, at most one framing.
+void check_head(const ResponseMessage& given, std::size_t head_bound) {
+  FUZZ_CHECK(given.text_size() <= head_bound);
+  const std::string text = given.text();
+  FUZZ_CHECK(text.size() == given.text_size());
+  const auto parsed = parse_response_head(text, 128 * 1024);
+  FUZZ_CHECK(parsed.status == ParseResult<ResponseHead>::Status::complete);
+  FUZZ_CHECK(parsed.consumed == text.size() && parsed.value->headers.size() == given.fields.size());
+  int framings = 0;
+  for (const MessageField& f : given.fields) {
+    for (const char* name : {"connection", "keep-alive", "proxy-connection", "upgrade", "te", "x-egress-refused",
+                             "http2-settings"}) {
+      FUZZ_CHECK(!iequals(f.name, name));
+    }
+    if (iequals(f.name, "transfer-encoding") || iequals(f.name, "content-length")) ++framings;
+  }
+  FUZZ_CHECK(given.status >= 200 ? framings <= 1 : framings == 0);
+}
+
+// Takes the heads the back gives and what responses() holds, as the connection would; false when
+// nothing moved.
+bool read_response(H2Back& back, Reader& reader, std::size_t head_bound) {
   bool moved = false;
+  evbuffer* in = back.responses();
+  while (!reader.final_head && back.head() != nullptr) {
+    check_head(*back.head(), head_bound);
+    const ResponseHead head = back.head()->view();
+    ++reader.heads;
+    moved = true;
+    if (head.status < 200) {
+      back.take_head();
+      continue;
+    }
+    const auto framing = response_framing(reader.method, head);
+    FUZZ_CHECK(std::holds_alternative<BodyFraming>(framing));
+    FUZZ_CHECK(std::get<BodyFraming>(framing).kind != BodyFraming::Kind::until_close);
+    reader.framing = std::get<BodyFraming>(framing);
+    reader.final_head = true;
+    back.take_head();
+    if (reader.framing.kind == BodyFraming::Kind::none ||
+        (reader.framing.kind == BodyFraming::Kind::length && reader.framing.length == 0)) {
+      reader.done = true;
+    }
+  }
+  if (reader.final_head) FUZZ_CHECK(back.head() == nullptr);  // nothing after the response
+  if (!reader.final_head) FUZZ_CHECK(evbuffer_get_length(in) == 0);  // no body byte before its head
   while (evbuffer_get_length(in) > 0) {
     const std::size_t length = evbuffer_get_length(in);
     if (reader.done && std::getenv("FUZZ_H2_TRACE") != nullptr) {
@@ -74,44 +121,6 @@ bool read_response(evbuffer* in, Reader& reader) {
       std::fprintf(stderr, "after the response: %.*s\n", static_cast<int>(length), reinterpret_cast<const char*>(d));
     }
     FUZZ_CHECK(!reader.done);  // nothing after the response
-    if (!reader.final_head) {
-      const std::size_t view = std::min<std::size_t>(length, 128 * 1024);
-      const auto* data = evbuffer_pullup(in, static_cast<ev_ssize_t>(view));
-      const auto parsed = parse_response_head({reinterpret_cast<const char*>(data), view}, 128 * 1024);
-      if (parsed.status == ParseResult<ResponseHead>::Status::need_more) {
-        FUZZ_CHECK(false);  // H2Back writes whole heads only
-      }
-      FUZZ_CHECK(parsed.status == ParseResult<ResponseHead>::Status::complete);
-      const ResponseHead& head = *parsed.value;
-      int framings = 0;
-      for (const HeaderField& f : head.headers) {
-        for (const char* name : {"connection", "keep-alive", "proxy-connection", "upgrade", "te", "x-egress-refused",
-                                 "http2-settings"}) {
-          FUZZ_CHECK(!iequals(f.name, name));
-        }
-        if (iequals(f.name, "transfer-encoding") || iequals(f.name, "content-length")) ++framings;
-      }
-      ++reader.heads;
-      if (head.status < 200) {
-        FUZZ_CHECK(framings == 0);
-        evbuffer_drain(in, parsed.consumed);
-        moved = true;
-        continue;
-      }
-      FUZZ_CHECK(framings <= 1);
-      const auto framing = response_framing(reader.method, head);
-      FUZZ_CHECK(std::holds_alternative<BodyFraming>(framing));
-      FUZZ_CHECK(std::get<BodyFraming>(framing).kind != BodyFraming::Kind::until_close);
-      reader.framing = std::get<BodyFraming>(framing);
-      reader.final_head = true;
-      evbuffer_drain(in, parsed.consumed);
-      moved = true;
-      if (reader.framing.kind == BodyFraming::Kind::none ||
-          (reader.framing.kind == BodyFraming::Kind::length && reader.framing.length == 0)) {
-        reader.done = true;
-      }
-      continue;
-    }
     evbuffer_iovec piece{};
     if (evbuffer_peek(in, -1, nullptr, &piece, 1) < 1) break;
     const std::string_view bytes(static_cast<const char*>(piece.iov_base), piece.iov_len);
@@ -160,7 +169,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       "POST /x HTTP/1.1\r\nHost: origin.test\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
   };
   reader.method = kind == 1 ? "HEAD" : kind == 0 ? "GET" : "POST";
-  evbuffer_add(back->requests(), kRequests[kind].data(), kRequests[kind].size());
+  {
+    // The head as the connection gives it (fields; parsed here only to build them), the body as framed.
+    const std::string request(kRequests[kind]);
+    const auto parsed = parse_request_head(request, request.size());
+    FUZZ_CHECK(parsed.status == ParseResult<RequestHead>::Status::complete);
+    const RequestMessage head = RequestMessage::from(*parsed.value);
+    back->send_head(head.view());
+    evbuffer_add(back->requests(), request.data() + parsed.consumed, request.size() - parsed.consumed);
+  }
 
   std::size_t at = 0;
   std::size_t i = 0;
@@ -176,20 +193,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bool moved = false;
     for (int round = 0; round < kMaxRounds; ++round) {
       const std::size_t before = evbuffer_get_length(back->responses());
+      const std::size_t heads_before = back->held().heads;
       bool step = false;
       try {
         step = back->pump(from_origin, to_origin, to_bound);
       } catch (...) {
         FUZZ_CHECK(false);
       }
-      if (ended_seen) FUZZ_CHECK(evbuffer_get_length(back->responses()) == before);
+      if (ended_seen) FUZZ_CHECK(evbuffer_get_length(back->responses()) == before && back->held().heads <= heads_before);
       if (back->ended()) {
         ended_seen = true;
         FUZZ_CHECK(!back->reusable());
       }
       // The origin reads what we send (else the bound on frames to it would stop everything).
       evbuffer_drain(to_origin, evbuffer_get_length(to_origin));
-      if (reads) step = read_response(back->responses(), reader) || step;
+      if (reads) step = read_response(*back, reader, head_bound) || step;
       const H2Back::Held held = back->held();
       FUZZ_CHECK(held.head_bytes <= head_bound);
       if (reader.done && back->reusable()) {
@@ -198,7 +216,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_CHECK(held.body <= kH2BackBodyHeld);
       // DATA within the window, each frame's chunk framing (a frame carries at least a byte), one
       // interim head below the window, the final head (fields, ": ", CRLF) and the 502's.
-      FUZZ_CHECK(held.responses <= 8 * static_cast<std::size_t>(kH2BackWindow) + 6 * head_bound + 1024 + kMaxQueued);
+      FUZZ_CHECK(held.responses <= 8 * static_cast<std::size_t>(kH2BackWindow) + 1024 + kMaxQueued);
+      // Interim heads kept below the window, one past it and the final head (or the 502), each at
+      // most twice the list's bound in memory (an entry of 64 bytes a field the list counts 32).
+      FUZZ_CHECK(held.heads <= static_cast<std::size_t>(kH2BackWindow) + 2 * (2 * head_bound + 256));
       if (!step) break;
       moved = true;
     }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The inspected HTTP/1.1 request path (SPEC §18), as an inspected connection runs it on every
 // request it reads inside TLS: parse_request_head, then judge_inspected_request, then the head the
-// origin gets (forward_origin_form_head) or the refusal's answer (inspect_refusal_response).
+// origin gets (forward_origin_form_message) or the refusal's answer (inspect_refusal_response).
 //
 // The first byte picks the endpoint (no rules, read-only, rules with a deny, report mode) and the
 // origin (a name on 443, an IPv6 literal on a port of its own, plain HTTP on 80); the rest is what
@@ -114,9 +114,13 @@ void check_refusal_answer(const InspectedRequest& judged) {
 
 void check_upstream_head(const RequestHead& head, const InspectedRequest& judged, const InspectEndpoint& endpoint,
                          const DecidedOrigin& origin, const FuzzSecrets& secrets) {
-  const auto again = parse_request_head(judged.upstream_head, kMaxHead + 1024);
+  // As an HTTP/1.1 origin gets it: the message's text, which parses back whole.
+  const std::string text = judged.upstream.text();
+  FUZZ_CHECK(text.size() == judged.upstream.text_size());
+  const auto again = parse_request_head(text, kMaxHead + 1024);
   FUZZ_CHECK(again.status == ParseResult<RequestHead>::Status::complete);
-  FUZZ_CHECK(again.consumed == judged.upstream_head.size());
+  FUZZ_CHECK(again.consumed == text.size());
+  FUZZ_CHECK(again.value->headers.size() == judged.upstream.fields.size());
   const RequestHead& sent = *again.value;
   FUZZ_CHECK(sent.method == head.method && sent.target == head.target && sent.version == "HTTP/1.1");
   FUZZ_CHECK(count_headers(sent, "Host") == 1);
@@ -157,13 +161,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (judged.refusal == Reason::secret_missing) FUZZ_CHECK(!endpoint.inject.empty() && !secrets.set);
 
   if (judged.refusal) {
-    FUZZ_CHECK(judged.upstream_head.empty());
+    FUZZ_CHECK(judged.upstream.method.empty());
     FUZZ_CHECK(!judged.websocket && !judged.report);
     FUZZ_CHECK(!judged.keep_after_refusal || judged.client_keep_alive);
     check_refusal_answer(judged);
     return 0;
   }
-  FUZZ_CHECK(!judged.upstream_head.empty());
+  FUZZ_CHECK(!judged.upstream.method.empty());
   FUZZ_CHECK(!judged.report || (endpoint.mode == InspectMode::report && judged.rule != "access"));
   check_upstream_head(head, judged, endpoint, origin, secrets);
   return 0;

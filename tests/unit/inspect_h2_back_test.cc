@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // proxy/inspect/h2_back: the origin-facing HTTP/2 session, driven against a real nghttp2 server
-// session playing the origin (no socket, no TLS): a request body never outlives its stream (an
-// early answer to an upload), header lists counted per field, trailers held to the section bound
-// the connection's ChunkedScanner reads them with.
+// session playing the origin (no socket, no TLS): heads cross as fields both ways (no HTTP/1.1 text
+// between the connection and the back), a request body never outlives its stream (an early answer
+// to an upload), header lists counted per field, trailers held to the section bound the
+// connection's ChunkedScanner reads them with.
 #include <doctest/doctest.h>
 
 #include "h2_frames.h"
@@ -20,6 +21,8 @@
 #include "proxy/inspect/h2_back.h"
 #include "proxy/inspect/h2_session_bounds.h"
 #include "proxy/wire/http_body.h"
+#include "proxy/wire/http_head.h"
+#include "proxy/wire/http_message.h"
 
 using namespace boxproxy;
 
@@ -49,6 +52,9 @@ struct Origin {
   nghttp2_session* session = nullptr;
   std::map<std::int32_t, std::string> data;  // DATA received per stream
   std::vector<std::int32_t> heads;           // streams whose request HEADERS arrived
+  std::map<std::int32_t, std::vector<std::pair<std::string, std::string>>> fields;  // their header lists
+  std::vector<std::pair<std::string, std::string>> interim;  // non-empty: an interim head before the answer
+  int interim_count = 1;                                     // sent so many times
   std::vector<std::pair<std::string, std::string>> response = {{":status", "200"}, {"content-length", "0"}};
   std::vector<std::pair<std::string, std::string>> trailers;  // non-empty: a body "hi", then these
   bool answer_on_head = false;      // answer as the request's head comes (before its body)
@@ -57,6 +63,12 @@ struct Origin {
 
   void answer(std::int32_t stream) {
     std::vector<nghttp2_nv> nva;
+    std::vector<nghttp2_nv> early;
+    for (const auto& [name, value] : interim) early.push_back(nv(name, value));
+    for (int i = 0; i < interim_count && !early.empty(); ++i) {
+      REQUIRE(nghttp2_submit_headers(session, NGHTTP2_FLAG_NONE, stream, nullptr, early.data(), early.size(),
+                                     nullptr) == 0);
+    }
     for (const auto& [name, value] : response) nva.push_back(nv(name, value));
     nghttp2_data_provider provider{};
     provider.read_callback = &read_body;
@@ -92,6 +104,13 @@ struct Origin {
     }
     return 0;
   }
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t name_length,
+                       const std::uint8_t* value, std::size_t value_length, std::uint8_t, void* self) {
+    static_cast<Origin*>(self)->fields[frame->hd.stream_id].emplace_back(
+        std::string(reinterpret_cast<const char*>(name), name_length),
+        std::string(reinterpret_cast<const char*>(value), value_length));
+    return 0;
+  }
   static int on_data(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* d, std::size_t n,
                      void* self) {
     static_cast<Origin*>(self)->data[id].append(reinterpret_cast<const char*>(d), n);
@@ -104,6 +123,7 @@ struct Origin {
     REQUIRE(nghttp2_session_callbacks_new(&cb) == 0);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &on_data);
+    nghttp2_session_callbacks_set_on_header_callback(cb, &on_header);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, &on_frame_send);
     nghttp2_option* opt = nullptr;
     REQUIRE(nghttp2_option_new(&opt) == 0);
@@ -144,6 +164,29 @@ void run(H2Back& back, Origin& origin, evbuffer* from_origin, evbuffer* to_origi
 
 void write(evbuffer* to, const std::string& bytes) { REQUIRE(evbuffer_add(to, bytes.data(), bytes.size()) == 0); }
 
+// What the connection does with a request: its head given as fields (send_head; the test parses its
+// text only to build them), its body written to requests() as framed.
+void send(H2Back& back, const std::string& request) {
+  const auto parsed = parse_request_head(request, request.size());
+  REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
+  const RequestMessage head = RequestMessage::from(*parsed.value);
+  back.send_head(head.view());
+  write(back.requests(), request.substr(parsed.consumed));
+}
+
+// A head given as fields, printed as an HTTP/1.1 origin would have sent it.
+std::string text_of(const ResponseMessage& head) { return head.text(); }
+
+// What the connection takes: every head given (as text), then what responses() holds.
+std::string take_response(H2Back& back) {
+  std::string out;
+  for (int i = 0; i < 100 && back.head() != nullptr; ++i) {
+    out += text_of(*back.head());
+    back.take_head();
+  }
+  return out + drain_all(back.responses());
+}
+
 std::string upload(std::size_t length) {
   return "POST /upload HTTP/1.1\r\nHost: origin.test\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n" +
          std::string(length, 'A');
@@ -163,14 +206,14 @@ TEST_CASE("an upload answered early never leaves its tail for the next request: 
   std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
   REQUIRE(back != nullptr);
   Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
-  write(back->requests(), upload(100000));
+  send(*back, upload(100000));
   run(*back, origin, from_origin.get(), to_origin.get());
   REQUIRE(origin.data[1].size() == 65535);  // the connection's window
   REQUIRE(back->held().body > 0);           // the rest waits for a window
   origin.answer(1);
   run(*back, origin, from_origin.get(), to_origin.get());
 
-  CHECK(drain_all(back->responses()).starts_with("HTTP/1.1 200 OK\r\n"));
+  CHECK(take_response(*back).starts_with("HTTP/1.1 200 OK\r\n"));
   CHECK_FALSE(back->ended());            // the answer is whole
   CHECK(back->held().body == 0);         // the rest of the upload is dropped...
   CHECK(evbuffer_get_length(back->requests()) == 0);
@@ -180,7 +223,7 @@ TEST_CASE("an upload answered early never leaves its tail for the next request: 
   // origin opens its windows, and no more DATA and no new stream come.
   nghttp2_session_consume_connection(origin.session, origin.data[1].size());
   origin.exchange(to_origin.get(), from_origin.get());
-  write(back->requests(), kSecond);
+  send(*back, kSecond);
   run(*back, origin, from_origin.get(), to_origin.get());
   CHECK(origin.heads.size() == 1);
   CHECK(origin.data[1].size() == 65535);
@@ -192,12 +235,12 @@ TEST_CASE("a stream the origin resets mid-upload: 502, the rest of the body drop
   std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
   REQUIRE(back != nullptr);
   Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
-  write(back->requests(), upload(100000));
+  send(*back, upload(100000));
   run(*back, origin, from_origin.get(), to_origin.get());
   REQUIRE(back->held().body > 0);
   REQUIRE(nghttp2_submit_rst_stream(origin.session, NGHTTP2_FLAG_NONE, 1, NGHTTP2_INTERNAL_ERROR) == 0);
   run(*back, origin, from_origin.get(), to_origin.get());
-  CHECK(drain_all(back->responses()).starts_with("HTTP/1.1 502 Bad Gateway\r\n"));
+  CHECK(take_response(*back).starts_with("HTTP/1.1 502 Bad Gateway\r\n"));
   CHECK(back->held().body == 0);
   CHECK_FALSE(back->reusable());
   // The rest of the body, written by the connection after the stream ended, is dropped too.
@@ -214,24 +257,24 @@ TEST_CASE("an upload whose END_STREAM went before the answer leaves the session 
   std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
   REQUIRE(back != nullptr);
   Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
-  write(back->requests(), upload(100000));
+  send(*back, upload(100000));
   run(*back, origin, from_origin.get(), to_origin.get());
-  CHECK(drain_all(back->responses()).starts_with("HTTP/1.1 200 OK\r\n"));
+  CHECK(take_response(*back).starts_with("HTTP/1.1 200 OK\r\n"));
   CHECK(origin.data[1].size() == 100000);
   CHECK_FALSE(back->ended());
   REQUIRE(back->reusable());
-  write(back->requests(), kSecond);
+  send(*back, kSecond);
   run(*back, origin, from_origin.get(), to_origin.get());
   REQUIRE(origin.heads.size() == 2);
   CHECK(origin.data[origin.heads[1]] == "BBBBB");
-  CHECK(drain_all(back->responses()).starts_with("HTTP/1.1 200 OK\r\n"));
+  CHECK(take_response(*back).starts_with("HTTP/1.1 200 OK\r\n"));
 }
 
 TEST_CASE("a header list of empty fields counts kH2FieldOverhead a field: 502, memory near its count") {
   std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
   REQUIRE(back != nullptr);
   Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
-  write(back->requests(), "GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n");
+  send(*back, "GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n");
   (void)back->pump(from_origin.get(), to_origin.get(), 64 * 1024);
   REQUIRE(evbuffer_get_length(to_origin.get()) > 0);  // preface, SETTINGS, HEADERS of stream 1
 
@@ -271,7 +314,7 @@ TEST_CASE("a header list of empty fields counts kH2FieldOverhead a field: 502, m
   CHECK(grown < 512 * 1024);
   write(from_origin.get(), frames.back());
   (void)back->pump(from_origin.get(), to_origin.get(), 64 * 1024);
-  const std::string response = drain_all(back->responses());
+  const std::string response = take_response(*back);
   CHECK(response.starts_with("HTTP/1.1 502 Bad Gateway\r\n"));  // the list passed the bound
   CHECK(response.size() < 1024);
   CHECK(back->held().head_bytes == 0);
@@ -293,9 +336,9 @@ TEST_CASE("trailers past kMaxTrailerSection are dropped whole; the body stays on
     std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
     REQUIRE(back != nullptr);
     Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
-    write(back->requests(), "GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n");
+    send(*back, "GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n");
     run(*back, origin, from_origin.get(), to_origin.get());
-    const std::string response = drain_all(back->responses());
+    const std::string response = take_response(*back);
     const std::size_t head_end = response.find("\r\n\r\n");
     REQUIRE(head_end != std::string::npos);
     CHECK(response.substr(0, head_end).find("transfer-encoding: chunked") != std::string::npos);
@@ -312,4 +355,84 @@ TEST_CASE("trailers past kMaxTrailerSection are dropped whole; the body stays on
     }
     CHECK_FALSE(back->ended());
   }
+}
+
+TEST_CASE("heads cross as fields: the request's are the stream's header list, the response's given in order") {
+  Origin origin(/*auto_window=*/true);
+  origin.answer_on_end = true;
+  origin.interim = {{":status", "103"}, {"link", "</a.css>; rel=preload"}};
+  origin.response = {{":status", "204"}, {"x-answer", "yes"}};
+  std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
+  REQUIRE(back != nullptr);
+  Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
+  // As the judgement composed it (rewritten, a credential injected): given, never printed.
+  const RequestMessage head{"GET", "/x?y=1", "HTTP/1.1",
+                            {{"Host", "origin.test"}, {"Accept", "*/*"}, {"Connection", "close"}, {"X-Key", "K3Y"}}};
+  back->send_head(head.view());
+  CHECK(evbuffer_get_length(back->requests()) == 0);  // no text between the connection and the back
+  run(*back, origin, from_origin.get(), to_origin.get());
+  REQUIRE(origin.heads.size() == 1);
+  const std::vector<std::pair<std::string, std::string>> sent = {
+      {":method", "GET"}, {":scheme", "https"}, {":authority", "origin.test"}, {":path", "/x?y=1"},
+      {"accept", "*/*"},  {"x-key", "K3Y"},     {"te", "trailers"}};
+  CHECK(origin.fields[1] == sent);
+
+  REQUIRE(back->head() != nullptr);  // the interim head first...
+  CHECK(back->head()->status == 103);
+  CHECK(text_of(*back->head()) == "HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n");
+  back->take_head();
+  REQUIRE(back->head() != nullptr);  // ...then the final one, its fields as the connection reads them
+  CHECK(text_of(*back->head()) == "HTTP/1.1 204 No Content\r\nx-answer: yes\r\n\r\n");
+  const ResponseHead view = back->head()->view();
+  CHECK(view.status == 204);
+  CHECK(view.headers.size() == 1);
+  back->take_head();
+  CHECK(back->head() == nullptr);
+  CHECK(evbuffer_get_length(back->responses()) == 0);
+  CHECK_FALSE(back->ended());
+  CHECK(back->reusable());
+}
+
+TEST_CASE("a head that cannot be carried (no Host) is not processed: no stream, nothing given") {
+  Origin origin(/*auto_window=*/true);
+  origin.answer_on_end = true;
+  std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
+  REQUIRE(back != nullptr);
+  Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
+  const RequestMessage head{"GET", "/", "HTTP/1.1", {{"Accept", "*/*"}}};
+  back->send_head(head.view());
+  run(*back, origin, from_origin.get(), to_origin.get());
+  CHECK(origin.heads.empty());
+  CHECK(back->ended());
+  CHECK(back->not_processed());  // the connection sends it again elsewhere when it can
+  CHECK(back->head() == nullptr);
+  CHECK_FALSE(back->reusable());
+}
+
+TEST_CASE("interim heads of many empty fields are kept by their memory, not their few bytes of text") {
+  // 12 interim heads of 1,500 empty fields: 49.5 KiB each as the list bound counts (32 a field),
+  // 7.5 KiB each as text, about 100 KiB each as fields (an entry of two strings a field).
+  Origin origin(/*auto_window=*/true);
+  origin.answer_on_end = true;
+  origin.interim = {{":status", "103"}};
+  for (int i = 0; i < 1500; ++i) origin.interim.emplace_back("a", "");
+  origin.interim_count = 12;
+  origin.response = {{":status", "204"}};
+  std::unique_ptr<H2Back> back = H2Back::open(64 * 1024);
+  REQUIRE(back != nullptr);
+  Buf from_origin(evbuffer_new()), to_origin(evbuffer_new());
+  send(*back, "GET / HTTP/1.1\r\nHost: origin.test\r\n\r\n");
+  run(*back, origin, from_origin.get(), to_origin.get());  // the connection takes nothing meanwhile
+  // Kept while less than kH2BackWindow is held: the interim heads kept hold at most that and one
+  // head more. Counted from what the connection takes (1,500 entries a head), not from held().
+  int interim = 0;
+  for (int i = 0; i < 20 && back->head() != nullptr && back->head()->status == 103; ++i) {
+    ++interim;
+    back->take_head();
+  }
+  const std::size_t entries = 1500 * sizeof(MessageField);
+  CHECK(interim >= 1);
+  CHECK(static_cast<std::size_t>(interim) * entries <= static_cast<std::size_t>(kH2BackWindow) + entries);
+  REQUIRE(back->head() != nullptr);
+  CHECK(back->head()->status == 204);  // the final answer still comes
 }

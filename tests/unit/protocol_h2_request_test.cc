@@ -190,7 +190,7 @@ TEST_CASE("what is let through is judged like HTTP/1.1: host mismatch and bad pa
   const InspectedRequest ok = judge(base_fields());
   CHECK_FALSE(ok.refusal);
   CHECK(ok.keep_after_refusal);
-  CHECK(ok.upstream_head.starts_with("GET /repos/acme/x?q=1 HTTP/1.1\r\nHost: api.example\r\n"));
+  CHECK(ok.upstream.text().starts_with("GET /repos/acme/x?q=1 HTTP/1.1\r\nHost: api.example\r\n"));
 }
 
 TEST_CASE("an origin's chunked answer decoded back to its bytes, fed whole or a byte at a time") {

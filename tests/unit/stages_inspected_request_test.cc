@@ -85,7 +85,7 @@ TEST_CASE("allowed: the rule's label, and the head the origin gets") {
   CHECK_FALSE(judged.report);
   CHECK(judged.client_keep_alive);
   CHECK_FALSE(judged.websocket);
-  CHECK(judged.upstream_head == "GET /repos/acme/x?ref=main HTTP/1.1\r\nHost: api.example\r\nAccept: */*\r\n\r\n");
+  CHECK(judged.upstream.text() == "GET /repos/acme/x?ref=main HTTP/1.1\r\nHost: api.example\r\nAccept: */*\r\n\r\n");
 }
 
 TEST_CASE("the order: framing, then Host, then the path, then the rules") {
@@ -169,7 +169,7 @@ TEST_CASE("report mode: a denial goes on, marked; every other refusal holds") {
   CHECK_FALSE(judged.refusal);
   CHECK(judged.report);
   CHECK(judged.rule == "deny[0]");
-  CHECK(judged.upstream_head == "DELETE /repos/acme/x HTTP/1.1\r\nHost: api.example\r\n\r\n");
+  CHECK(judged.upstream.text() == "DELETE /repos/acme/x HTTP/1.1\r\nHost: api.example\r\n\r\n");
   judged = judge("GET /repos/acme/%2F HTTP/1.1\r\nHost: api.example\r\n\r\n", acme_endpoint(InspectMode::report));
   CHECK(class_of(judged) == "bad path");
   judged = judge("GET /repos/acme/x HTTP/1.1\r\nHost: other\r\n\r\n", acme_endpoint(InspectMode::report));
@@ -196,7 +196,7 @@ TEST_CASE("bodies and keep-alive: what a refusal leaves usable") {
   judged = judge("GET /repos/acme/x HTTP/1.0\r\nHost: api.example\r\n\r\n");
   CHECK_FALSE(judged.client_keep_alive);
   CHECK(judged.client_http10);
-  CHECK(judged.upstream_head == "GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n\r\n");
+  CHECK(judged.upstream.text() == "GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n\r\n");
 }
 
 TEST_CASE("a websocket upgrade is judged like any request, and keeps its Upgrade when allowed") {
@@ -206,7 +206,7 @@ TEST_CASE("a websocket upgrade is judged like any request, and keeps its Upgrade
   auto judged = judge(ws);
   CHECK(class_of(judged) == "ok");
   CHECK(judged.websocket);
-  CHECK(judged.upstream_head ==
+  CHECK(judged.upstream.text() ==
         "GET /repos/acme/ws HTTP/1.1\r\nHost: api.example\r\nSec-WebSocket-Version: 13\r\n"
         "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n");
   judged = judge(
@@ -224,7 +224,7 @@ TEST_CASE("inject: every box header of the name is replaced by the expanded temp
       "AUTHORIZATION: again\r\n\r\n",
       endpoint, origin_of("api.example", 443), secrets);
   CHECK(class_of(judged) == "ok");
-  CHECK(judged.upstream_head ==
+  CHECK(judged.upstream.text() ==
         "GET /repos/acme/x HTTP/1.1\r\nHost: api.example\r\nAccept: */*\r\nAccept-Encoding: identity\r\n"
         "grpc-accept-encoding: identity\r\nAuthorization: Bearer ghp_real\r\n\r\n");
 }
@@ -243,7 +243,7 @@ TEST_CASE("inject: a secret not set is secret missing, 403, in report mode too, 
       }
       CHECK(class_of(judged) == "secret missing");
       CHECK_FALSE(judged.report);
-      CHECK(judged.upstream_head.empty());
+      CHECK(judged.upstream.method.empty());
       CHECK(judged.keep_after_refusal);
     }
   }
@@ -262,7 +262,7 @@ TEST_CASE("inject: a websocket upgrade refused as secret missing is no upgrade (
   CHECK(class_of(judged) == "secret missing");
   CHECK_FALSE(judged.websocket);
   CHECK_FALSE(judged.report);
-  CHECK(judged.upstream_head.empty());
+  CHECK(judged.upstream.method.empty());
 }
 
 TEST_CASE("inject: the framing checks and the rules come first") {
@@ -289,7 +289,7 @@ TEST_CASE("placeholders: misdirected before the rules; swapped once allowed; a s
       judged_with("DELETE /x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", acme_endpoint());
   CHECK(class_of(misdirected) == "secret misdirected");
   CHECK(misdirected.misdirected == std::optional<std::string>("key"));
-  CHECK(misdirected.upstream_head.empty());
+  CHECK(misdirected.upstream.method.empty());
 
   InspectEndpoint listed = acme_endpoint();
   listed.secrets = {"key"};
@@ -299,14 +299,14 @@ TEST_CASE("placeholders: misdirected before the rules; swapped once allowed; a s
   const InspectedRequest swapped =
       judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\nX-Key: " + key + "\r\n\r\n", listed);
   CHECK(class_of(swapped) == "ok");
-  CHECK(swapped.upstream_head == "GET /repos/acme/x?k=K3Y HTTP/1.1\r\nHost: api.example\r\nX-Key: K3Y\r\nAccept-Encoding: identity\r\n"
+  CHECK(swapped.upstream.text() == "GET /repos/acme/x?k=K3Y HTTP/1.1\r\nHost: api.example\r\nX-Key: K3Y\r\nAccept-Encoding: identity\r\n"
         "grpc-accept-encoding: identity\r\n\r\n");
   // Never swapped in the path (SPEC §19a): a placeholder there is misdirected, never sent.
   secrets.values["key"] = "../../other/y";
   const InspectedRequest escaped =
       judged_with("GET /repos/acme/" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed);
   CHECK(class_of(escaped) == "secret misdirected");
-  CHECK(escaped.upstream_head.empty());
+  CHECK(escaped.upstream.method.empty());
   secrets.values.clear();
   CHECK(class_of(judged_with("GET /repos/acme/x?k=" + key + " HTTP/1.1\r\nHost: api.example\r\n\r\n", listed)) ==
         "secret missing");
@@ -320,7 +320,7 @@ TEST_CASE("repeated equal Content-Lengths go on as one; different ones are bad f
                       posts);
   CHECK(class_of(judged) == "ok");
   CHECK(judged.framing.length == 5);
-  CHECK(judged.upstream_head == "POST /x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 5\r\nX-A: 1\r\n\r\n");
+  CHECK(judged.upstream.text() == "POST /x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 5\r\nX-A: 1\r\n\r\n");
   judged = judge("POST /x HTTP/1.1\r\nHost: api.example\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", posts);
   CHECK(class_of(judged) == "bad framing");
 }

@@ -131,15 +131,15 @@ TEST_CASE("judge_inspected_request: a body wanted is hold_body, nothing composed
   InspectedRequest held = judge_inspected_request(put().head, endpoint, origin, secrets, nullptr, SIZE_MAX, std::nullopt, &signer);
   CHECK(held.hold_body);
   CHECK_FALSE(held.refusal);
-  CHECK(held.upstream_head.empty());
+  CHECK(held.upstream.method.empty());
   InspectedRequest sent = judge_inspected_request(put().head, endpoint, origin, secrets, nullptr, SIZE_MAX, std::nullopt, &signer,
                                                   std::string(64, 'f'));
   CHECK(signer.hash_seen == std::string(64, 'f'));
   CHECK_FALSE(sent.hold_body);
   CHECK_FALSE(sent.refusal);
   // The box's Authorization is gone, the signer's is there, once.
-  CHECK(sent.upstream_head.find("AWS4-HMAC-SHA256 box") == std::string::npos);
-  CHECK(sent.upstream_head.find("Authorization: AWS4-HMAC-SHA256 x\r\n") != std::string::npos);
+  CHECK(sent.upstream.text().find("AWS4-HMAC-SHA256 box") == std::string::npos);
+  CHECK(sent.upstream.text().find("Authorization: AWS4-HMAC-SHA256 x\r\n") != std::string::npos);
   REQUIRE(sent.trace.size() == 1);
   CHECK(sent.trace[0].what == "aws-sigv4");
 }
