@@ -23,8 +23,13 @@ std::string compose_upstream_head(const RequestContext& context, bool websocket)
       return false;
     });
   }
-  std::string text =
-      forward_origin_form_head(sent, origin_host_field(context.origin), websocket, !context.client_keep_alive);
+  // An HTTP/1.1 box's Connection: close ends the box's connection, not the origin's: the
+  // origin connection stays alive to carry the next box connection's requests (the inspector's
+  // pool of idle origin connections, proxy/inspect/origin_pool.h, as squid keeps its server
+  // connections). An HTTP/1.0 box's request still asks the origin to close: its answer is then
+  // framed by the close rather than chunked, which an HTTP/1.0 client cannot read.
+  const bool close = !context.client_keep_alive && sent.version != "HTTP/1.1";
+  std::string text = forward_origin_form_head(sent, origin_host_field(context.origin), websocket, close);
   for (const auto& [name, value] : context.added_fields) {
     text.insert(text.size() - 2, name + ": " + value + "\r\n");  // before the blank line that ends the head
   }
