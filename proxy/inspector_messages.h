@@ -112,7 +112,7 @@ struct InspectorConnection {
   // The address §5 checked and serve dialled, as IpAddress::to_string writes it. The inspector's
   // pool of idle origin connections (proxy/inspect/origin_pool.h) keys on it; empty: not said, and
   // that connection neither takes nor leaves one.
-  std::string address;
+  std::string address{};
 };
 
 struct InspectorDialled {

@@ -114,7 +114,7 @@ TEST_CASE("serve's orders read back as written") {
   CHECK(order_back<InspectorConnection>(InspectorConnection{5, "a.test", 443, "a.test:443", "::1"}).address == "::1");
   for (const char* bad : {"127.1", "api.test", "10.0.0.1 ", ""}) {
     CHECK(order_refusal(std::string(R"({"op":"connection","id":1,"host":"a.test","port":443,"endpoint":"a.test:443",)") +
-                        R"("address":")" + bad + ""}") == "bad \"address\"");
+                        R"("address":")" + bad + R"("})") == R"(bad "address")");
   }
   const auto dialled = order_back<InspectorDialled>(InspectorDialled{3, true});
   CHECK((dialled.id == 3 && dialled.ok));
