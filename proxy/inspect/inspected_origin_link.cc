@@ -80,10 +80,11 @@ std::unique_ptr<TlsStream> InspectedOriginLink::release_idle() noexcept {
 }
 
 void InspectedOriginLink::adopt(std::unique_ptr<TlsStream> stream, const Opening& opening) {
+  std::string key = OriginSessions::key_of(decided_.target.host, decided_.target.port);  // may throw: first
   drop();
   stream_ = std::move(stream);
   session_slot_.sessions = opening.sessions;
-  session_slot_.key = OriginSessions::key_of(decided_.target.host, decided_.target.port);
+  session_slot_.key = std::move(key);
   (void)attach_origin_slot(stream_->ssl(), opening.sessions != nullptr ? &session_slot_ : nullptr);
   stream_->set_callbacks(opening.callbacks);
   state_ = State::ready;
