@@ -290,7 +290,7 @@ H2Front::Held H2Front::held() const noexcept {
     for (const H2Field& field : stream.fields) {
       held.head_bytes += field.name.size() + field.value.size() + kH2FieldOverhead;
     }
-    if (stream.request) held.head_bytes += stream.request->head.size();
+    if (stream.head && stream.state == RequestState::waiting) held.head_bytes += stream.head->text_size();
     if (stream.body) held.max_body = std::max(held.max_body, evbuffer_get_length(stream.body.get()));
     if (stream.out) held.max_answer = std::max(held.max_answer, evbuffer_get_length(stream.out.get()));
   }

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The box-facing HTTP/2 side of an inspected connection (SPEC §19, HTTP/2; issue 25 item 4, stage
 // 1): an nghttp2 server session over the plaintext of the box's TLS stream, chosen when the box
-// offers "h2" by ALPN. It turns every stream into one HTTP/1.1 request (proxy/wire/h2_request.h)
-// and hands the requests, one at a time, to its InspectedConnection as if the box had sent them
-// over HTTP/1.1: the connection reads them from requests() and writes its answers to answers()
-// instead of the TLS stream's plaintext, so each stream is judged, refused, forwarded and logged by
-// the one HTTP/1.1 path, over the one origin connection (HTTP/1.1, or HTTP/2 through an H2Back:
-// h2_back.h). Each answer is turned back into HEADERS and DATA on its stream, and a chunked
-// answer's trailers (filtered on the way, http_body.h) into trailing HEADERS. A stream the translation refuses is answered
+// offers "h2" by ALPN. It turns every stream into one request (proxy/wire/h2_request.h) and hands
+// the requests, one at a time, to its InspectedConnection: the head as a RequestMessage
+// (request(), take_request(); issue 34 item 2: no HTTP/1.1 text is written to be parsed again),
+// its body framed as an HTTP/1.1 body would be in requests(). The connection gives each answer's
+// head back as a ResponseMessage (answer_head) and writes its body to answers() instead of the TLS
+// stream's plaintext, so each stream is judged, refused, forwarded and logged by the one path, over
+// the one origin connection (HTTP/1.1, or HTTP/2 through an H2Back: h2_back.h). Each answer
+// becomes HEADERS and DATA on its stream, and a chunked answer's trailers (filtered on the way,
+// http_body.h) trailing HEADERS. A stream the translation refuses is answered
 // here (400 or 431 with x-egress-refused) and reported through Hooks; the others wait their turn.
 //
 // Bounds (every one a constant here, or the connection's --max-head-bytes), so that neither a
@@ -93,9 +95,20 @@ class H2Front {
   H2Front(const H2Front&) = delete;
   H2Front& operator=(const H2Front&) = delete;
 
-  // The HTTP/1.1 side: one stream's request at a time, and where its answer is written.
+  // The connection's side: one stream's request at a time, and where its answer's body is written.
   [[nodiscard]] evbuffer* requests() const noexcept { return requests_.get(); }
   [[nodiscard]] evbuffer* answers() const noexcept { return answers_.get(); }
+  // The head of the stream being served, until the connection takes it (null: none yet). Its body,
+  // framed by the head's content-length or transfer-encoding: chunked, comes in requests().
+  [[nodiscard]] const RequestMessage* request() const noexcept;
+  // The connection judged the head and is done with it: what request() gave is freed. (A head
+  // given leaves the bound on waiting heads when it is given: the one served, and those parked
+  // for an ask, are a head each.)
+  void take_request() noexcept;
+  // The head of the answer to the stream being served (interim ones, below 200, are dropped: this
+  // stage sends none): HEADERS on the stream, framed for the body that follows in answers().
+  // Without a stream being served (the box reset it) it is dropped.
+  void answer_head(const ResponseMessage& head);
 
   // Takes everything in `from` (the box's plaintext), serves the streams, and writes frames to `to`
   // while it holds less than `to_bound` bytes.
@@ -144,8 +157,8 @@ class H2Front {
     // the heads held would pass their bound (its list, cut short, must never pass as whole).
     refused,
     waiting,   // translated: waits its turn (in waiting_, or parked)
-    head_fed,  // its head is in requests(); its body follows
-    fed,       // the whole request (last chunk too) is in requests()
+    head_fed,  // its head is given (request()); its body follows in requests()
+    fed,       // the head is given and the whole body (last chunk too) is in requests()
   };
   // What is wrong with a list still coming; only worse (too_large wins when its HEADERS end).
   enum class ListFlaw : std::uint8_t {
@@ -173,7 +186,8 @@ class H2Front {
     RequestState state = RequestState::listing;
     ListFlaw flaw = ListFlaw::none;
     BoxSide box = BoxSide::open;
-    std::optional<H2Request> request;  // translated, waiting or being served
+    std::optional<H2Request> request;  // translated, waiting or being served (its head moved to `head`)
+    std::optional<RequestMessage> head;  // translated, until the connection takes it (take_request)
     EvBufferPtr body;                  // DATA received, not yet passed on
     std::uint64_t body_left = 0;       // with a content-length: bytes still to come
     // The answer.
@@ -208,7 +222,7 @@ class H2Front {
   struct Serving {
     std::int32_t id = 0;  // the stream whose request the connection reads (0: none)
     ExchangeState state = ExchangeState::going;
-    // Its answer's framing, read from its HTTP/1.1 head.
+    // Its answer's framing, read from its head (answer_head).
     BodyFraming framing;
     ChunkedDecoder chunks;
     std::uint64_t left = 0;
@@ -237,7 +251,6 @@ class H2Front {
                      bool whole);
   [[nodiscard]] bool serve();
   [[nodiscard]] bool feed_current(Stream& stream);
-  [[nodiscard]] bool read_answer_head(Stream& stream);
   [[nodiscard]] bool read_answer_body(Stream& stream);
   void finish_current();
   void release_head(Stream& stream) noexcept;

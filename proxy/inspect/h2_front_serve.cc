@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The box-facing HTTP/2 session's streams (proxy/inspect/h2_front.h): each head translated or
-// refused on its stream, then the translated ones served one at a time: the request written to
-// the HTTP/1.1 side, the answer read back from it into HEADERS and DATA.
+// refused on its stream, then the translated ones served one at a time: the head given to the
+// connection as a message, the body written to requests(); the answer's head taken as a message
+// and its body read back from answers() into HEADERS and DATA.
 #include "proxy/inspect/h2_front.h"
 
 #include <algorithm>
@@ -20,9 +21,6 @@ namespace {
 // What requests() may hold before more of a body is written to it: the connection reads it as
 // its box-facing input, bounded the same way (four TLS records).
 constexpr std::size_t kFeedBound = 64 * 1024;
-// The longest answer head the connection writes: an origin's head within kMaxResponseHeadBytes
-// (64 KiB), as rewrite_response_head leaves it (a Connection line more).
-constexpr std::size_t kMaxAnswerHeadBytes = 65 * 1024;
 
 // Fields an HTTP/1.1 answer may carry that HTTP/2 forbids (RFC 9113 §8.2.2): dropped. The body's
 // framing is the stream's own in HTTP/2.
@@ -87,10 +85,10 @@ void H2Front::head_ended(std::int32_t id, Stream& stream) {
     refuse_stream(id, stream, method, path, *refusal);
     return;
   }
-  // The translated head replaces the list in the count, and may be longer than it (a one-byte
-  // field becomes a five-byte line): checked again, or the waiting heads could pass the bound by
-  // one head (found by fuzz_h2_front). Refused as a list over it is.
-  const std::size_t translated_bytes = std::get<H2Request>(translated).head.size();
+  // The translated head replaces the list in the count, counted as its text would be, which may be
+  // longer than the list (a one-byte field is a five-byte line): checked again, or the waiting
+  // heads could pass the bound by one head (found by fuzz_h2_front). Refused as a list over it is.
+  const std::size_t translated_bytes = std::get<H2Request>(translated).message.text_size();
   if (held_head_bytes_ - std::min(held_head_bytes_, stream.held_bytes) + translated_bytes >
       kH2HeldHeadFactor * max_head_bytes_) {
     drop_stream(id, stream);
@@ -98,10 +96,11 @@ void H2Front::head_ended(std::int32_t id, Stream& stream) {
   }
   stream.state = RequestState::waiting;
   stream.request = std::get<H2Request>(std::move(translated));
+  stream.head = std::move(stream.request->message);
   stream.method = stream.request->method;
   stream.body_left = stream.request->length;
   release_head(stream);  // the translated head stands for it now (counted again below)
-  stream.held_bytes = stream.request->head.size();
+  stream.held_bytes = translated_bytes;
   held_head_bytes_ += stream.held_bytes;
   waiting_.push_back(id);
 }
@@ -162,7 +161,7 @@ bool H2Front::serve() {
     }
     bool moved = feed_current(*stream);
     if (serving_.state == ExchangeState::abandoned) return true;  // the connection acts first (abandon_current)
-    moved = (stream->answer != AnswerState::none ? read_answer_body(*stream) : read_answer_head(*stream)) || moved;
+    moved = (stream->answer != AnswerState::none && read_answer_body(*stream)) || moved;
     if (broken()) return true;
     if (stream->state == RequestState::fed && stream->answer == AnswerState::whole) {
       finish_current();
@@ -182,10 +181,10 @@ bool H2Front::feed_current(Stream& stream) {
   }
   const H2Request& request = *stream.request;
   if (stream.state == RequestState::waiting) {
-    if (evbuffer_add(requests_.get(), request.head.data(), request.head.size()) == -1) throw std::bad_alloc();
+    // Its head is given (request()) until the connection takes it; its body goes into requests().
+    // It leaves the count of waiting heads as a head written to requests() did: the one being
+    // served, and those parked (SPEC §20: at most kMaxParkedStreams), are one head each.
     release_head(stream);
-    stream.request->head.clear();  // written: only its framing is needed from here
-    stream.request->head.shrink_to_fit();
     stream.state = request.body == H2BodyMode::none ? RequestState::fed : RequestState::head_fed;
     moved = true;
   }
@@ -234,52 +233,50 @@ bool H2Front::feed_current(Stream& stream) {
   return moved;
 }
 
-bool H2Front::read_answer_head(Stream& stream) {
-  evbuffer* in = answers_.get();
-  for (;;) {
-    const std::size_t length = evbuffer_get_length(in);
-    if (length == 0) return false;
-    const std::size_t view = std::min(length, kMaxAnswerHeadBytes + 1);
-    const unsigned char* data = evbuffer_pullup(in, static_cast<ev_ssize_t>(view));
-    if (data == nullptr) throw std::bad_alloc();
-    const auto parsed =
-        parse_response_head({reinterpret_cast<const char*>(data), view}, kMaxAnswerHeadBytes);
-    if (parsed.status == ParseResult<ResponseHead>::Status::need_more && length <= kMaxAnswerHeadBytes) return false;
-    if (parsed.status != ParseResult<ResponseHead>::Status::complete) {
-      close(SessionState::broken);  // the connection wrote it: cannot happen, and nothing could be answered
-      return true;
-    }
-    const ResponseHead& head = *parsed.value;
-    if (head.status < 200) {  // an interim answer: HTTP/2 could carry it, this stage drops it
-      evbuffer_drain(in, parsed.consumed);
-      continue;
-    }
-    auto framing = response_framing(stream.method, head);
-    if (std::holds_alternative<Reason>(framing)) {
-      close(SessionState::broken);
-      return true;
-    }
-    serving_.framing = std::get<BodyFraming>(framing);
-    serving_.left = serving_.framing.length;
-    std::vector<std::string> names;
-    std::vector<std::string> values;
-    names.reserve(head.headers.size());
-    values.reserve(head.headers.size());
-    for (const HeaderField& f : head.headers) {
-      if (dropped_from_answer(f.name, serving_.framing)) continue;
-      names.push_back(lowercase(f.name));
-      values.emplace_back(f.value);
-    }
-    std::vector<nghttp2_nv> nva;
-    nva.reserve(names.size());
-    for (std::size_t i = 0; i < names.size(); ++i) nva.push_back(field(names[i], values[i]));
-    const unsigned status = head.status;
-    evbuffer_drain(in, parsed.consumed);  // `head` pointed into it: not used after
-    const bool whole = serving_.framing.kind == BodyFraming::Kind::none ||
-                       (serving_.framing.kind == BodyFraming::Kind::length && serving_.left == 0);
-    submit_answer(serving_.id, stream, status, nva, whole);
-    return true;
+const RequestMessage* H2Front::request() const noexcept {
+  if (serving_.id == 0 || serving_.state == ExchangeState::abandoned) return nullptr;
+  const auto it = streams_.find(serving_.id);
+  if (it == streams_.end() || it->second.state == RequestState::waiting || !it->second.head) return nullptr;
+  return &*it->second.head;
+}
+
+void H2Front::take_request() noexcept {
+  Stream* stream = find(serving_.id);
+  if (stream != nullptr) stream->head.reset();
+}
+
+void H2Front::answer_head(const ResponseMessage& message) {
+  Stream* stream = find(serving_.id);
+  if (stream == nullptr) return;  // none is served (abandoned): nothing could carry it
+  // A stream the box reset still takes its answer: submitting fails harmlessly, and its body is
+  // read and dropped (read_answer_body) until the exchange ends.
+  if (message.status < 200) return;  // an interim answer: HTTP/2 could carry it, this stage drops it
+  if (stream->answer != AnswerState::none) {
+    close(SessionState::broken);  // a second final head: the connection never writes one
+    return;
   }
+  const ResponseHead head = message.view();
+  auto framing = response_framing(stream->method, head);
+  if (std::holds_alternative<Reason>(framing)) {
+    close(SessionState::broken);
+    return;
+  }
+  serving_.framing = std::get<BodyFraming>(framing);
+  serving_.left = serving_.framing.length;
+  std::vector<std::string> names;
+  names.reserve(message.fields.size());
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(message.fields.size());
+  for (const MessageField& f : message.fields) {
+    if (!dropped_from_answer(f.name, serving_.framing)) names.push_back(lowercase(f.name));
+  }
+  std::size_t at = 0;  // `names` is not grown past here: its strings stay where they are
+  for (const MessageField& f : message.fields) {
+    if (!dropped_from_answer(f.name, serving_.framing)) nva.push_back(field(names[at++], f.value));
+  }
+  const bool whole = serving_.framing.kind == BodyFraming::Kind::none ||
+                     (serving_.framing.kind == BodyFraming::Kind::length && serving_.left == 0);
+  submit_answer(serving_.id, *stream, message.status, nva, whole);
 }
 
 bool H2Front::read_answer_body(Stream& stream) {

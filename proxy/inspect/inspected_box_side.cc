@@ -41,7 +41,8 @@ InspectedBoxSide::Sniffed InspectedBoxSide::sniff() noexcept {
 bool InspectedBoxSide::open_tls(const Accepting& accepting) {
   SslPtr ssl(SSL_new(accepting.ctx));
   if (!ssl || SSL_use_certificate(ssl.get(), accepting.certificate) != 1 ||
-      SSL_use_PrivateKey(ssl.get(), accepting.key) != 1 || !attach_server_name_check(ssl.get(), &sni_check_)) {
+      SSL_use_PrivateKey(ssl.get(), accepting.key) != 1 || !attach_server_name_check(ssl.get(), &sni_check_) ||
+      !bind_sessions_to_origin(ssl.get(), sni_check_.host, accepting.port)) {
     ERR_clear_error();
     return false;
   }

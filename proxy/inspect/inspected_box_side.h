@@ -41,12 +41,13 @@ class InspectedBoxSide {
     not_tls,  // not a TLS handshake record: SPEC §18's `not tls`
     tls,      // a TLS handshake record: the handshake may begin (open_tls)
   };
-  // What the box's TLS is served with: the box-facing context, the leaf and its key, the closer
-  // (proxy/loop_pass_closer.h; null: the socket closes at once), and the connection's callbacks for
-  // its stream. All but the callbacks' target must outlive the side.
+  // What the box's TLS is served with: the box-facing context, the decided port, the leaf and its
+  // key, the closer (proxy/loop_pass_closer.h; null: the socket closes at once), and the
+  // connection's callbacks for its stream. All but the callbacks' target must outlive the side.
   struct Accepting {
     event_base* base;
     SSL_CTX* ctx;
+    std::uint16_t port;  // the decided port: a resumed session must have been made for it and the host
     X509* certificate;
     EVP_PKEY* key;
     LoopPassCloser* closer;

@@ -117,6 +117,22 @@ void InspectedConnection::queue_to_client(std::string_view bytes) {
   exchange_.record.down += bytes.size();
 }
 
+bool InspectedConnection::send_answer_head(ResponseMessage head, bool staged) {
+  if (!h2()) {
+    std::string text = head.text();
+    if (staged && !exchange_.stage_head(text, kMaxResponseHeadBytes)) return false;
+    queue_to_client(text);
+    return true;
+  }
+  if (staged && !exchange_.stage_head(head, kMaxResponseHeadBytes)) return false;
+  h2()->answer_head(head);
+  // Counted as its text would be, so that the record reads the same whichever way the box spoke.
+  const std::size_t size = head.text_size();
+  box_.count_queued(size);
+  exchange_.record.down += size;
+  return true;
+}
+
 void InspectedConnection::queue_to_origin(std::string_view bytes) {
   add_or_throw(link_.out(), bytes);
   link_.count_sent(bytes.size());

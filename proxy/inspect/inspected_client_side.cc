@@ -12,8 +12,8 @@
 
 namespace boxproxy {
 bool InspectedConnection::open_client_tls() {
-  return box_.open_tls({base_, setup_.client_ctx, setup_.leaf->certificate.get(), setup_.leaf_key, setup_.closer,
-                        {&on_client_io, &on_client_io, &on_client_event, this}});
+  return box_.open_tls({base_, setup_.client_ctx, setup_.port, setup_.leaf->certificate.get(), setup_.leaf_key,
+                        setup_.closer, {&on_client_io, &on_client_io, &on_client_event, this}});
 }
 
 void InspectedConnection::sniff() {

@@ -15,9 +15,10 @@
 // turns the connection into a relay -> `ended`, once, as the last hook call.
 //
 // HTTP/2 (SPEC §19): when the box chose "h2" by ALPN, an H2Front (proxy/inspect/h2_front.h) stands
-// between the box's TLS stream and everything above: the state machine reads each stream as an
-// HTTP/1.1 request from the front (client_in) and writes its answer to it (client_out), so a stream
-// is judged, refused, forwarded and recorded exactly as an HTTP/1.1 request is. The front adds its
+// between the box's TLS stream and everything above: the state machine takes each stream's head
+// from the front as a message (read_h2_head) and its body from client_in, gives each answer's head
+// back as a message (send_answer_head) and its body to client_out, so a stream is judged, refused,
+// forwarded and recorded exactly as an HTTP/1.1 request is, with no head printed to be parsed. The front adds its
 // own bounds (h2_front.h) to those below. When the origin chose "h2" by ALPN, an H2Back
 // (proxy/inspect/h2_back.h) stands likewise between the origin's TLS stream and the state
 // machine's origin-facing reads and writes (InspectedOriginLink::in, out), in any pairing with the
@@ -245,12 +246,15 @@ class InspectedConnection {
   [[nodiscard]] bool pump_h2();  // the box's frames in, streams served, frames out
   void abandon_h2_exchange();    // the box reset the stream whose request was going up
   [[nodiscard]] bool read_head();
+  [[nodiscard]] bool read_h2_head();  // the front's next head, a message (no text to parse)
+  // `head_bytes`: its text at the front of the box's input (HTTP/1.1); 0 for the front's message.
   void begin_request(const RequestHead& head, std::size_t head_bytes);
+  void take_head(std::size_t head_bytes);  // `head` (begin_request's) is done with: it goes
   void hold_for_ask(const RequestHead& head);  // the ask stage waits: the owner is asked
   [[nodiscard]] bool drop_refused_body();
   // ---- a body held to be hashed for signing (inspected_held_body.cc) ----
   static void note_trace(InspectorRequest& record, const std::vector<TraceEntry>& trace);
-  void start_holding(const RequestHead& head, std::string_view head_text);
+  void start_holding(const RequestHead& head);
   [[nodiscard]] bool hold_body();
   void sign_held();
   void send_held_body();  // after its head, once an origin connection is ready
@@ -305,6 +309,12 @@ class InspectedConnection {
   enum class Toward : std::uint8_t { origin, client };
   [[nodiscard]] Moved move_toward(Toward toward, BodyCursor& cursor);
   void queue_to_client(std::string_view bytes);
+  // Every answer head the box gets (the origin's rewritten, interim ones, the proxy's refusals and
+  // 100 Continue) goes through here: written as HTTP/1.1 text to an HTTP/1.1 box, given as the
+  // message to the HTTP/2 front (issue 34 item 2: no text it would parse again). `staged`: through
+  // the response's stages first (the origin's heads); false, and nothing sent, when scrubbing grew
+  // it past kMaxResponseHeadBytes. Its body follows through queue_to_client or move_toward.
+  [[nodiscard]] bool send_answer_head(ResponseMessage head, bool staged);
   void queue_to_origin(std::string_view bytes);
 
   // The box-facing plaintext the state machine reads and writes (InspectedBoxSide::in, out).

@@ -8,7 +8,9 @@ namespace boxproxy {
 
 void InspectedConnection::refuse(Reason refusal, std::optional<TunnelEnd> close_with, std::string_view detail) {
   const ReasonInfo& row = info(refusal);
-  queue_to_client(inspect_refusal_response(refusal, close_with.has_value(), detail));
+  RefusalAnswer answer = inspect_refusal_answer(refusal, close_with.has_value(), detail);
+  static_cast<void>(send_answer_head(std::move(answer.head), false));  // not staged: it cannot fail
+  queue_to_client(answer.body);
   record_request(refusal, row.http_status);
   if (close_with) {
     close_after_flush(*close_with);

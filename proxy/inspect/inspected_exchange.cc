@@ -48,6 +48,7 @@ bool InspectedConnection::read_head() {
   }
   // Earlier answers go out first: pipelined requests refused one after another never pile up.
   if (evbuffer_get_length(client_out()) >= kMaxQueued) return false;
+  if (h2()) return read_h2_head();
   evbuffer* in = client_in();
   const std::size_t length = evbuffer_get_length(in);
   if (length == 0) {
@@ -75,6 +76,27 @@ bool InspectedConnection::read_head() {
       return true;
   }
   return false;
+}
+
+// Over HTTP/2 the front gives the head as a message, checked as it was built (h2_request.h): it
+// is judged as it is, never printed and parsed again.
+bool InspectedConnection::read_h2_head() {
+  const RequestMessage* message = h2()->request();
+  if (message == nullptr) {
+    if (!box_.eof()) return false;
+    close_after_flush(TunnelEnd::client_closed);
+    return true;
+  }
+  begin_request(message->view(), 0);
+  return true;
+}
+
+void InspectedConnection::take_head(std::size_t head_bytes) {
+  if (h2()) {
+    h2()->take_request();
+  } else {
+    evbuffer_drain(client_in(), head_bytes);
+  }
 }
 
 void InspectedConnection::begin_request(const RequestHead& head, std::size_t head_bytes) {
@@ -105,8 +127,8 @@ void InspectedConnection::begin_request(const RequestHead& head, std::size_t hea
   const InspectedRequest& judged = exchange_.judged;
   exchange_.request_body = BodyCursor(judged.framing);
   exchange_.request_done = body_done_at_start(judged.framing);
-  if (judged.hold_body) start_holding(head, front_of(client_in(), head_bytes));  // copies the head
-  evbuffer_drain(client_in(), head_bytes);  // `head` points into what this drops: not used after
+  if (judged.hold_body) start_holding(head);  // copies the head
+  take_head(head_bytes);  // `head` points into what this drops: not used after
   if (judged.hold_body) return;
   if (judged.refusal) {
     // The connection ends after the answer when the body cannot be found, or the client leaves.
@@ -242,12 +264,12 @@ bool InspectedConnection::read_response_head() {
     if (head.status < 200) {
       // An interim response (100 Continue): passed on and the final one follows; never to an
       // HTTP/1.0 client, which does not know them (RFC 9110 §15.2).
-      std::string answer;
-      if (!exchange_.judged.client_http10) answer = rewrite_response_head(head, exchange_.judged.client_keep_alive);
+      const bool pass = !exchange_.judged.client_http10;
+      ResponseMessage answer = pass ? rewrite_response_message(head, exchange_.judged.client_keep_alive)
+                                    : ResponseMessage{};
       evbuffer_drain(in, parsed.consumed);
-      if (!exchange_.stage_head(answer, kMaxResponseHeadBytes)) return origin_broke();
-      if (!answer.empty()) {
-        queue_to_client(answer);
+      if (pass) {
+        if (!send_answer_head(std::move(answer), true)) return origin_broke();
         exchange_.response = InspectedExchange::Response::interim;
       }
       progress = true;
@@ -268,11 +290,10 @@ bool InspectedConnection::read_response_head() {
                             !box_.eof() && setup_.endpoint != nullptr;
     exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close;
     if (coding_unreadable(head)) return origin_broke();  // the connection ends: nothing of it reaches the box
-    std::string answer = rewrite_response_head(head, exchange_.keep_client);
+    ResponseMessage answer = rewrite_response_message(head, exchange_.keep_client);
     exchange_.record.status = static_cast<std::uint16_t>(head.status);
     evbuffer_drain(in, parsed.consumed);
-    if (!exchange_.stage_head(answer, kMaxResponseHeadBytes)) return origin_broke();
-    queue_to_client(answer);
+    if (!send_answer_head(std::move(answer), true)) return origin_broke();
     // Its trailers pass, filtered (ChunkedScanner::Trailers): gRPC's status travels in them (SPEC §19).
     exchange_.response_body = BodyCursor(body, ChunkedScanner::Trailers::filtered);
     using Response = InspectedExchange::Response;

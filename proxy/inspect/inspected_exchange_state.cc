@@ -85,6 +85,11 @@ bool InspectedExchange::stage_head(std::string& text, std::size_t most) {
   return text.size() <= most;
 }
 
+bool InspectedExchange::stage_head(ResponseMessage& head, std::size_t most) {
+  if (response_stages && !response_stages->on_head(head)) return false;
+  return head.text_size() <= most;
+}
+
 void InspectedExchange::flush_response_stages(std::string& out) {
   if (response_stages && response_stages->held() > 0) response_stages->flush(out);
 }

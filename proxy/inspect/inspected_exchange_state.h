@@ -39,7 +39,7 @@ struct InspectedExchange {
   // A request held for its body's hash (SPEC §20, inspected_held_body.cc): its head, copied (the
   // box's input it came in moves on), the endpoint that judged it, and its body as framed.
   struct HeldRequest {
-    std::string head;
+    RequestMessage head;
     std::shared_ptr<const InspectEndpoint> endpoint;
     H2Front::EvBufferPtr body;
   };
@@ -66,6 +66,9 @@ struct InspectedExchange {
   // A head about to go to the box, through the stages; false when it must not go: grown past
   // `most` by scrubbing.
   [[nodiscard]] bool stage_head(std::string& text, std::size_t most);
+  // The same for a head given as a message (to the HTTP/2 front): ResponseChain::on_head's, each
+  // field as its line would go; false also when a line no longer reads as a field.
+  [[nodiscard]] bool stage_head(ResponseMessage& head, std::size_t most);
   // Everything the stages hold, appended to `out` (for the box).
   void flush_response_stages(std::string& out);
   // The response is whole and recorded: its stages go (a connection left idle must not keep the

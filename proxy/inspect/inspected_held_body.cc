@@ -40,7 +40,7 @@ bool expects_continue(const RequestHead& head) {
 
 }  // namespace
 
-void InspectedConnection::start_holding(const RequestHead& head, std::string_view head_text) {
+void InspectedConnection::start_holding(const RequestHead& head) {
   const BodyFraming& framing = exchange_.judged.framing;
   // A body declared longer than the bound is refused before a byte of it is held; the body is then
   // read and dropped as a refused one's is (the framing is sound).
@@ -52,14 +52,16 @@ void InspectedConnection::start_holding(const RequestHead& head, std::string_vie
     return;
   }
   auto held = std::make_unique<InspectedExchange::HeldRequest>();
-  held->head.assign(head_text);
+  held->head = RequestMessage::from(head);  // owned: the box's input (or the front's message) moves on
   held->endpoint = setup_.endpoint;  // the endpoint it was judged by, even if it changes meanwhile
   held->body.reset(evbuffer_new());
   if (!held->body) throw std::bad_alloc();
   exchange_.held = std::move(held);
   // A client waiting for 100 Continue before its body is told to go on here: the body is wanted
   // before any origin is asked (the signer drops its Expect: the body follows the head at once).
-  if (expects_continue(head) && !exchange_.judged.client_http10) queue_to_client("HTTP/1.1 100 Continue\r\n\r\n");
+  if (expects_continue(head) && !exchange_.judged.client_http10) {
+    static_cast<void>(send_answer_head(ResponseMessage{100, "Continue", "HTTP/1.1", {}}, false));
+  }
   phase_ = Phase::holding_body;
   arm(TimerRole::drain);  // a box that stops sending its body is cut after head_timeout of quiet
 }
@@ -106,8 +108,7 @@ bool InspectedConnection::hold_body() {
 void InspectedConnection::sign_held() {
   InspectedExchange::HeldRequest& held = *exchange_.held;
   const auto hash = exchange_.held_body_hash();
-  const auto parsed = parse_request_head(held.head, held.head.size());
-  if (!hash || parsed.status != ParseResult<RequestHead>::Status::complete) {
+  if (!hash) {
     refuse_held(Reason::request_denied, TunnelEnd::error);  // OpenSSL failed: never sent unsigned
     return;
   }
@@ -115,7 +116,7 @@ void InspectedConnection::sign_held() {
   // Judged again as it was, with the supervisor's answer when it was asked about (the ask stage,
   // before the sign stage, must not ask twice), and now the body's hash.
   const std::optional<RequestAsked> asked = exchange_.judged.asked;
-  exchange_.judged = judge_inspected_request(*parsed.value, *held.endpoint, link_.decided(),
+  exchange_.judged = judge_inspected_request(held.head.view(), *held.endpoint, link_.decided(),
                                              setup_.secrets != nullptr ? *setup_.secrets : no_secrets(),
                                              setup_.placeholders, setup_.max_head_bytes, asked,
                                              &sigv4_request_signer(), *hash);
@@ -137,12 +138,8 @@ void InspectedConnection::sign_held() {
 
 void InspectedConnection::refuse_held(Reason refusal, std::optional<TunnelEnd> close_with) {
   const InspectedExchange::HeldRequest& held = *exchange_.held;
-  const auto parsed = parse_request_head(held.head, held.head.size());
-  std::string detail;  // what the refusal's body names (the held head parses: it did when it came)
-  if (parsed.status == ParseResult<RequestHead>::Status::complete) {
-    detail = refusal_detail(*held.endpoint, parsed.value->method, parsed.value->target, refusal);
-  }
-  refuse(refusal, close_with, detail);
+  // What the refusal's body names.
+  refuse(refusal, close_with, refusal_detail(*held.endpoint, held.head.method, held.head.target, refusal));
 }
 
 void InspectedConnection::send_held_body() {

@@ -3,11 +3,15 @@
 #include "proxy/inspect/tls_contexts.h"
 
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/tls1.h>
 
+#include <array>
 #include <stdexcept>
+#include <string>
 
 #include "proxy/inspect/origin_sessions.h"
+#include "proxy/wire/sni.h"
 #include "table/ascii.h"
 
 namespace boxproxy {
@@ -34,19 +38,37 @@ int server_name_check_index() noexcept {
 // would be shown names the decided host only, but a client that ignores the certificate would
 // still be talking to a proxy that judges its requests for a host it does not mean. A hello with
 // no server name is accepted ("or none", as §16's check).
-int check_server_name(SSL* ssl, int* alert, void*) {
+//
+// Read from the hello's own extension, in the hello callback, before OpenSSL looks at any session
+// the hello offers: SSL_get_servername (what the server name callback would read) answers, on a
+// TLS 1.2 resumption, the name of the handshake that made the session and not the one this hello
+// sends, so a box offering a session of the decided host's could name any host and pass.
+// A server_name OpenSSL would refuse as malformed is refused here too (a decode error, not a
+// mismatch): fail closed, as proxy/wire/sni.h's reader.
+int check_client_hello(SSL* ssl, int* alert, void*) {
   const int index = server_name_check_index();
   auto* check = index < 0 ? nullptr : static_cast<ServerNameCheck*>(SSL_get_ex_data(ssl, index));
   if (check == nullptr) {
     *alert = SSL_AD_INTERNAL_ERROR;  // a connection set up without its check is never served
-    return SSL_TLSEXT_ERR_ALERT_FATAL;
+    return SSL_CLIENT_HELLO_ERROR;
   }
-  const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-  if (name == nullptr || server_name_matches(name, check->host)) return SSL_TLSEXT_ERR_OK;
+  const unsigned char* body = nullptr;
+  std::size_t length = 0;
+  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &body, &length) != 1) return SSL_CLIENT_HELLO_SUCCESS;
+  std::string_view name;
+  if (!read_server_name_extension({reinterpret_cast<const char*>(body), length}, name)) {
+    *alert = SSL_AD_DECODE_ERROR;
+    return SSL_CLIENT_HELLO_ERROR;
+  }
+  if (server_name_matches(name, check->host)) return SSL_CLIENT_HELLO_SUCCESS;
   check->mismatched = true;
   *alert = SSL_AD_UNRECOGNIZED_NAME;
-  return SSL_TLSEXT_ERR_ALERT_FATAL;
+  return SSL_CLIENT_HELLO_ERROR;
 }
+
+// The name was checked by check_client_hello; this only says it was used, so OpenSSL acknowledges
+// it in its answer (RFC 6066 §3) as it did when the check was made here.
+int acknowledge_server_name(SSL*, int*, void*) { return SSL_TLSEXT_ERR_OK; }
 
 // "h2" when the client offers it, else "http/1.1" when it offers that; else no ALPN at all (the
 // client then decides whether to go on; a client that speaks HTTP/2 without having agreed to it
@@ -76,6 +98,27 @@ int select_protocol(SSL*, const unsigned char** out, unsigned char* out_length, 
 // would make. The box side picks by this order (server preference), the origin side offers it.
 constexpr const char* kTls13Suites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
 
+// How long a session the box may resume lasts (the ticket's lifetime, SSL_CTX_set_timeout): two
+// hours, well inside the leaf's validity (7 days on from when it is made, SPEC §18), so a resumed
+// session never stands for a leaf that has expired; long enough that a client polling an API
+// resumes, short enough that a stolen ticket is soon worthless.
+constexpr long kBoxSessionSeconds = 2 * 60 * 60;
+
+// The box-facing side's sessions: stateless tickets (TLS 1.3 and 1.2), no server-side cache, so
+// the inspector's memory does not grow with the connections it has served. The ticket keys are
+// the ones OpenSSL draws at random for the context: in this process's memory only, never written,
+// gone when it ends. One ticket a handshake (OpenSSL's default is two): a client resumes with the
+// newest, and each ticket costs an encryption and a record. No 0-RTT (max early data 0, OpenSSL's
+// default, set so that it stays so): early data is sent before the handshake ends and can be
+// replayed by whoever saw it, and refusing a replay would take a server-side record of every
+// ticket used; the inspector reads a box's requests only once the handshake is complete.
+void offer_resumption(SSL_CTX* ctx) {
+  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_timeout(ctx, kBoxSessionSeconds);
+  if (SSL_CTX_set_num_tickets(ctx, 1) != 1) fail("cannot set how many tickets it issues");
+  if (SSL_CTX_set_max_early_data(ctx, 0) != 1) fail("cannot turn early data off");
+}
+
 }  // namespace
 
 bool server_name_matches(std::string_view server_name, std::string_view host) noexcept {
@@ -89,13 +132,13 @@ SslCtxPtr make_client_facing_context() {
   if (!context) fail("cannot make the box-facing TLS context");
   SSL_CTX* ctx = context.get();
   if (SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1) fail("cannot set its lowest TLS version");
-  SSL_CTX_set_options(ctx, kBoxFacingOptions | SSL_OP_NO_TICKET | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(ctx, kBoxFacingOptions | SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (SSL_CTX_set_ciphersuites(ctx, kTls13Suites) != 1) fail("cannot set its TLS 1.3 suites");
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
-  SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-  if (SSL_CTX_set_num_tickets(ctx, 0) != 1) fail("cannot turn TLS 1.3 tickets off");
+  offer_resumption(ctx);
   if (server_name_check_index() < 0) fail("cannot reserve the server name check's slot");
-  if (SSL_CTX_set_tlsext_servername_callback(ctx, &check_server_name) != 1) fail("cannot set the SNI check");
+  SSL_CTX_set_client_hello_cb(ctx, &check_client_hello, nullptr);
+  if (SSL_CTX_set_tlsext_servername_callback(ctx, &acknowledge_server_name) != 1) fail("cannot set the SNI answer");
   SSL_CTX_set_alpn_select_cb(ctx, &select_protocol, nullptr);
   return context;
 }
@@ -117,6 +160,23 @@ SslCtxPtr make_origin_context(X509StorePtr store) {
     fail("cannot set its ALPN");
   }
   return context;
+}
+
+bool bind_sessions_to_origin(SSL* ssl, std::string_view host, std::uint16_t port) noexcept {
+  try {
+    if (host.ends_with('.')) host.remove_suffix(1);
+    // A label first, so that no other use of a digest of the same bytes could ever be the same.
+    const std::string origin = "boxproxy box session\n" + ascii_lower(host) + "\n" + std::to_string(port);
+    std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+    unsigned int length = 0;
+    if (EVP_Digest(origin.data(), origin.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1 ||
+        length > SSL_MAX_SID_CTX_LENGTH) {
+      return false;
+    }
+    return SSL_set_session_id_context(ssl, digest.data(), length) == 1;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
 }
 
 bool attach_server_name_check(SSL* ssl, ServerNameCheck* check) noexcept {

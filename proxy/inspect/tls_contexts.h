@@ -11,6 +11,7 @@
 // never on the shared context.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -36,17 +37,29 @@ struct ServerNameCheck {
 };
 
 // The box-facing context: a TLS server, with the callbacks that check each ClientHello's server
-// name against the connection's ServerNameCheck (attach_server_name_check) and select
-// "http/1.1" by ALPN (or nothing, when the client offers it not). No session cache and no
-// tickets: every connection makes a full handshake, so no session of one connection (made for
-// one host) ever stands in for another's. Throws std::runtime_error when OpenSSL cannot make it
-// (a start-up failure).
+// name against the connection's ServerNameCheck (attach_server_name_check), on every handshake,
+// resumed or not, and select "h2" or "http/1.1" by ALPN (or nothing, when the client offers
+// neither). The box may resume its sessions: stateless tickets (TLS 1.3 and 1.2), one a
+// handshake, valid two hours, under keys OpenSSL draws for the context (in memory only, gone with
+// the process); no server-side cache and no early data. A session is resumed only on a connection
+// decided for the same host and port (bind_sessions_to_origin). Throws std::runtime_error when
+// OpenSSL cannot make it (a start-up failure).
 [[nodiscard]] SslCtxPtr make_client_facing_context();
 
 // The origin-facing context: a TLS client that trusts `store` (the system's CAs, or
 // --upstream-ca's) and verifies the peer (SSL_VERIFY_PEER); the host name is checked per
 // connection. Takes `store`. Throws std::runtime_error when OpenSSL cannot make it.
 [[nodiscard]] SslCtxPtr make_origin_context(X509StorePtr store);
+
+// Binds the sessions `ssl` (of the box-facing context) resumes or issues to the connection's
+// decided host and port: its session id context is a SHA-256 of them (the host without regard to
+// case or one trailing dot), which OpenSSL keeps inside each ticket it issues and compares before
+// it resumes one. A ticket issued on a connection decided for another host or port then makes a
+// full handshake, with that connection's own leaf. What it stops: a box replaying a session made
+// on an allowed host's connection on another host's, to skip the leaf that other host's
+// connection would show, or to blur which host a session authenticates. Call it before the
+// handshake; false when OpenSSL cannot (the connection is dropped).
+[[nodiscard]] bool bind_sessions_to_origin(SSL* ssl, std::string_view host, std::uint16_t port) noexcept;
 
 // Makes `ssl` (of the box-facing context) check its ClientHello's server name against `check`,
 // which must outlive the handshake. False when OpenSSL cannot (the connection is dropped).

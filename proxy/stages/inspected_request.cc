@@ -39,23 +39,22 @@ std::string compose_upstream_head(const RequestContext& context, bool websocket)
 }  // namespace
 
 std::string inspect_refusal_response(Reason refusal, bool close, std::string_view detail) {
+  const RefusalAnswer answer = inspect_refusal_answer(refusal, close, detail);
+  return answer.head.text() + answer.body;
+}
+
+RefusalAnswer inspect_refusal_answer(Reason refusal, bool close, std::string_view detail) {
   const std::string_view log_class_text = log_class(refusal);
-  const std::string words = "egress refused: " + std::string(log_class_text);
-  const std::size_t body_bytes = words.size() + 1 + detail.size();
-  std::string out;
-  out.reserve(192 + detail.size());
-  out += "HTTP/1.1 ";
-  out += std::to_string(info(refusal).http_status);
-  out += ' ';
-  out += words;
-  out += "\r\nx-egress-refused: ";
-  out += log_class_text;
-  out += "\r\ncontent-type: text/plain\r\ncontent-length: ";
-  out += std::to_string(body_bytes);
-  out += close ? "\r\nconnection: close\r\n\r\n" : "\r\n\r\n";
-  out += words;
-  out += detail;
-  out += '\n';
+  std::string words = "egress refused: " + std::string(log_class_text);
+  RefusalAnswer out;
+  out.body.reserve(words.size() + detail.size() + 1);
+  out.body.append(words).append(detail).append("\n");
+  out.head.status = info(refusal).http_status;
+  out.head.reason = std::move(words);
+  out.head.fields = {{"x-egress-refused", std::string(log_class_text)},
+                     {"content-type", "text/plain"},
+                     {"content-length", std::to_string(out.body.size())}};
+  if (close) out.head.fields.push_back({"connection", "close"});
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "proxy/stages/request_context.h"
+#include "proxy/wire/http_message.h"
 #include "table/reason.h"
 
 namespace boxproxy {
@@ -27,6 +28,13 @@ namespace boxproxy {
 // or refusal_detail.h's hint for an endpoint that says "hint": true), then "\n". Only for a refusal
 // with an HTTP status (SPEC §6's table).
 [[nodiscard]] std::string inspect_refusal_response(Reason refusal, bool close, std::string_view detail = {});
+// The same answer as a head and its body (head.text() + body is inspect_refusal_response's), for a
+// box that takes the head as a message (the inspector's HTTP/2 front).
+struct RefusalAnswer {
+  ResponseMessage head;
+  std::string body;
+};
+[[nodiscard]] RefusalAnswer inspect_refusal_answer(Reason refusal, bool close, std::string_view detail = {});
 
 struct InspectedRequest {
   std::optional<Reason> refusal;  // set: answer it instead of sending the request on

@@ -80,7 +80,7 @@ bool valid_pseudo(const Pseudo& p) noexcept {
 }
 
 struct Regular {
-  std::string lines;   // "name: value\r\n" for each field forwarded
+  std::vector<MessageField> kept;  // each field forwarded, in order
   std::string cookie;  // every cookie field joined
   std::optional<std::string_view> host;
   std::optional<std::string_view> content_length;
@@ -112,7 +112,7 @@ bool take_regular(const H2Field& field, Regular& out) {
     out.cookie += field.value;
     return true;
   }
-  out.lines.append(field.name).append(": ").append(field.value).append("\r\n");
+  out.kept.push_back({field.name, field.value});
   return true;
 }
 
@@ -158,15 +158,18 @@ std::variant<H2Request, Reason> translate_h2_request(const std::vector<H2Field>&
     out.body = H2BodyMode::chunked;
   }
 
-  std::string& head = out.head;
-  head.reserve(64 + regular.lines.size() + regular.cookie.size());
-  head.append(out.method).append(" ").append(out.path).append(" HTTP/1.1\r\nhost: ").append(*authority).append("\r\n");
-  head += regular.lines;
-  if (!regular.cookie.empty()) head.append("cookie: ").append(regular.cookie).append("\r\n");
-  if (out.body == H2BodyMode::length) head.append("content-length: ").append(*regular.content_length).append("\r\n");
-  if (out.body == H2BodyMode::chunked) head += "transfer-encoding: chunked\r\n";
-  head += "\r\n";
-  if (head.size() > max_head_bytes) return Reason::head_too_large;
+  // Host first, as the request line's next line would carry it; then the fields as they came.
+  RequestMessage& message = out.message;
+  message.method = out.method;
+  message.target = out.path;
+  message.fields.reserve(regular.kept.size() + 3);
+  message.fields.push_back({"host", std::string(*authority)});
+  for (MessageField& field : regular.kept) message.fields.push_back(std::move(field));
+  if (!regular.cookie.empty()) message.fields.push_back({"cookie", std::move(regular.cookie)});
+  if (out.body == H2BodyMode::length) message.fields.push_back({"content-length", std::string(*regular.content_length)});
+  if (out.body == H2BodyMode::chunked) message.fields.push_back({"transfer-encoding", "chunked"});
+  // Counted as the HTTP/1.1 text of the head would be (--max-head-bytes means the same for both).
+  if (message.text_size() > max_head_bytes) return Reason::head_too_large;
   return out;
 }
 

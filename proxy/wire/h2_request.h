@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// One HTTP/2 request's header list turned into the HTTP/1.1 request head that an inspected
-// connection judges and forwards (SPEC §19, HTTP/2): the box-facing HTTP/2 side
-// (proxy/inspect/h2_front.h) hands every stream's HEADERS to this, and feeds what it builds to the
+// One HTTP/2 request's header list turned into the request head (a RequestMessage, never text) that
+// an inspected connection judges and forwards (SPEC §19, HTTP/2): the box-facing HTTP/2 side
+// (proxy/inspect/h2_front.h) hands every stream's HEADERS to this, and gives what it builds to the
 // same judge (inspected_request.h) and the same head rewrite (http_forward.h) as an HTTP/1.1
 // request, so every rule, check and injection applies to a stream with no second copy. Pure: no
 // nghttp2, no I/O.
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "proxy/wire/http_body.h"
+#include "proxy/wire/http_message.h"
 #include "table/reason.h"
 
 namespace boxproxy {
@@ -41,14 +42,17 @@ enum class H2BodyMode : std::uint8_t {
 };
 
 struct H2Request {
-  std::string head;      // "METHOD path HTTP/1.1\r\nhost: ...\r\n...\r\n\r\n"
+  // The head, as fields (no HTTP/1.1 text is written: http_message.h): host first, the regular
+  // fields kept, one cookie, then the body's framing (content-length, or transfer-encoding:
+  // chunked when the stream gave no length: the front writes the DATA bytes in chunks).
+  RequestMessage message;
   std::string method;    // :method, for the response's framing (HEAD) and the record
   std::string path;      // :path as sent, for the record (--log-paths)
   H2BodyMode body = H2BodyMode::none;
   std::uint64_t length = 0;  // with H2BodyMode::length
 };
 
-// Builds the HTTP/1.1 head for a stream whose HEADERS carried `fields`; `end_stream`: the stream
+// Builds the request head for a stream whose HEADERS carried `fields`; `end_stream`: the stream
 // has no body. Refused (a refusal of Reason's table, answered on the stream):
 //   bad_request: a pseudo-header other than :method, :scheme, :authority, :path, or one twice, or
 //     one after a regular field; :method missing or not a token; CONNECT (nothing here can carry a
@@ -59,7 +63,8 @@ struct H2Request {
 //     keep-alive, proxy-connection, transfer-encoding or upgrade (connection-specific, malformed
 //     in HTTP/2); te other than "trailers"; more than one content-length, or one that is not
 //     plain digits, or a non-zero one with END_STREAM on HEADERS;
-//   head_too_large: the head built is longer than `max_head_bytes`.
+//   head_too_large: the head built, counted as its HTTP/1.1 text (text_size), is longer than
+//     `max_head_bytes`.
 // Dropped (never forwarded): te (hop-by-hop) and expect (no interim response goes back to an
 // HTTP/2 client). Several cookie fields are joined into one with "; " (RFC 9113 §8.2.3); an empty one is dropped.
 [[nodiscard]] std::variant<H2Request, Reason> translate_h2_request(const std::vector<H2Field>& fields,

@@ -235,8 +235,20 @@ std::string response_head_start(const ResponseHead& head) {
 }  // namespace
 
 std::string rewrite_response_head(const ResponseHead& head, bool keep_alive) {
-  std::string out = response_head_start(head);
-  out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+  return rewrite_response_message(head, keep_alive).text();
+}
+
+ResponseMessage rewrite_response_message(const ResponseHead& head, bool keep_alive) {
+  // Our own version: the client talks to us, and we speak HTTP/1.1.
+  ResponseMessage out{head.status, std::string(head.reason), "HTTP/1.1", {}};
+  const auto connection_listed = list_tokens(head.headers, "Connection");
+  out.fields.reserve(head.headers.size() + 1);
+  for (const auto& field : head.headers) {
+    // x-egress-refused means this proxy refused; an origin must not be able to forge one.
+    if (iequals(field.name, "x-egress-refused") || !is_kept(field.name, connection_listed)) continue;
+    out.fields.push_back({std::string(field.name), std::string(field.value)});
+  }
+  out.fields.push_back({"Connection", keep_alive ? "keep-alive" : "close"});
   return out;
 }
 

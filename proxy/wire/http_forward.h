@@ -9,6 +9,7 @@
 
 #include "proxy/wire/http_body.h"
 #include "proxy/wire/http_head.h"
+#include "proxy/wire/http_message.h"
 #include "table/target.h"
 
 namespace boxproxy {
@@ -37,6 +38,9 @@ struct ForwardRequest {
 // x-egress-refused removed (that header always means this proxy refused), and a Connection header
 // that says whether the client connection stays open (`keep_alive`).
 [[nodiscard]] std::string rewrite_response_head(const ResponseHead& head, bool keep_alive);
+// The same head as a message (http_message.h: its text() is rewrite_response_head's, byte for
+// byte), for a box that does not take HTTP/1.1 text (the inspector's HTTP/2 front).
+[[nodiscard]] ResponseMessage rewrite_response_message(const ResponseHead& head, bool keep_alive);
 
 // Whether a request asks to keep the client connection open afterwards: HTTP/1.1 unless
 // "Connection: close"; HTTP/1.0 only with "Connection: keep-alive" (or Proxy-Connection).

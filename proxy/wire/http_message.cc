@@ -26,6 +26,11 @@ std::size_t fields_text_size(const std::vector<MessageField>& fields) noexcept {
   return size;
 }
 
+void append_fields(std::string& out, const std::vector<MessageField>& fields) {
+  for (const MessageField& field : fields) out.append(field.name).append(": ").append(field.value).append("\r\n");
+  out += "\r\n";
+}
+
 }  // namespace
 
 RequestHead RequestMessage::view() const { return RequestHead{method, target, version, field_views(fields)}; }
@@ -39,6 +44,14 @@ std::size_t RequestMessage::text_size() const noexcept {
   return method.size() + 1 + target.size() + 1 + version.size() + 2 + fields_text_size(fields);
 }
 
+std::string RequestMessage::text() const {
+  std::string out;
+  out.reserve(text_size());
+  out.append(method).append(" ").append(target).append(" ").append(version).append("\r\n");
+  append_fields(out, fields);
+  return out;
+}
+
 ResponseHead ResponseMessage::view() const { return ResponseHead{version, status, reason, field_views(fields)}; }
 
 ResponseMessage ResponseMessage::from(const ResponseHead& head) {
@@ -47,6 +60,14 @@ ResponseMessage ResponseMessage::from(const ResponseHead& head) {
 
 std::size_t ResponseMessage::text_size() const noexcept {
   return version.size() + 1 + 3 + 1 + reason.size() + 2 + fields_text_size(fields);
+}
+
+std::string ResponseMessage::text() const {
+  std::string out;
+  out.reserve(text_size());
+  out.append(version).append(" ").append(std::to_string(status)).append(" ").append(reason).append("\r\n");
+  append_fields(out, fields);
+  return out;
 }
 
 }  // namespace boxproxy

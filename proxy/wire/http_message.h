@@ -33,6 +33,9 @@ struct RequestMessage {
   [[nodiscard]] static RequestMessage from(const RequestHead& head);
   // The bytes its head would take as HTTP/1.1 text (the request line's record and bounds count it).
   [[nodiscard]] std::size_t text_size() const noexcept;
+  // The head as HTTP/1.1 text ("METHOD target version\r\n", "name: value\r\n" each, the blank
+  // line): for an HTTP/1.1 peer, and for tests. text().size() == text_size().
+  [[nodiscard]] std::string text() const;
 };
 
 struct ResponseMessage {
@@ -44,6 +47,9 @@ struct ResponseMessage {
   [[nodiscard]] ResponseHead view() const;
   [[nodiscard]] static ResponseMessage from(const ResponseHead& head);
   [[nodiscard]] std::size_t text_size() const noexcept;
+  // The head as HTTP/1.1 text ("version status reason\r\n", the fields, the blank line): what an
+  // HTTP/1.1 box gets. text().size() == text_size() for a status of three digits.
+  [[nodiscard]] std::string text() const;
 };
 
 }  // namespace boxproxy

@@ -53,21 +53,20 @@ class Cursor {
   bool ok_ = true;
 };
 
-// The server_name extension's body (RFC 6066 §3): a ServerNameList of exactly one host_name.
+}  // namespace
+
 // More than one entry is refused as OpenSSL and others refuse it: a list that one server reads as
 // naming A and another as naming B must never pass.
-bool read_server_name(std::string_view body, std::string& name) {
+bool read_server_name_extension(std::string_view body, std::string_view& name) noexcept {
   Cursor cursor(body);
   Cursor list(cursor.vector(2));
   if (!cursor.ok() || !cursor.empty()) return false;
   const std::size_t type = list.number(1);
   const std::string_view host = list.vector(2);
   if (!list.ok() || !list.empty() || type != kHostNameType || host.empty()) return false;
-  name.assign(host);
+  name = host;
   return true;
 }
-
-}  // namespace
 
 SniReader::Verdict SniReader::answer(Verdict verdict) noexcept {
   verdict_ = verdict;
@@ -145,7 +144,9 @@ SniReader::Verdict SniReader::read_client_hello() {
     if (!extensions.ok()) return answer(Verdict::unreadable);
     if (type != kServerNameExtension) continue;
     // Two server_name extensions (RFC 8446 §4.2 forbids repeats): servers disagree on which counts.
-    if (named || !read_server_name(body, name_)) return answer(Verdict::unreadable);
+    std::string_view name;
+    if (named || !read_server_name_extension(body, name)) return answer(Verdict::unreadable);
+    name_.assign(name);
     named = true;
   }
   return answer(named ? Verdict::sni : Verdict::no_sni);

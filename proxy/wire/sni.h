@@ -76,6 +76,11 @@ class SniReader {
   std::string name_;
 };
 
+// The server_name extension's body (RFC 6066 §3), a ServerNameList of exactly one non-empty
+// host_name: true with `name` the name's bytes (a view into `body`); false for anything else.
+// Also what the inspector checks a box's ClientHello with (proxy/inspect/tls_contexts.cc).
+[[nodiscard]] bool read_server_name_extension(std::string_view body, std::string_view& name) noexcept;
+
 // True when an SNI host_name names `host` (a target's host, its trailing dot already dropped):
 // compared without regard to ASCII case, one trailing dot of the SNI ignored. Bytes outside ASCII
 // letters are compared exactly, so an odd byte never matches by accident.

@@ -4,8 +4,9 @@
 // connection preface, then frames with HPACK header blocks), handed to H2Front::pump in pieces as
 // the TLS stream hands them over. No socket and no TLS: the front reads and writes evbuffers, and
 // this target plays the InspectedConnection above it (proxy/inspect/inspected_connection.cc): it
-// reads each request from requests() as the HTTP/1.1 path does, reads its body by its framing,
-// writes an origin's answer to answers() and says when the exchange ended; it abandons the
+// takes each request's head as a message (request(), take_request()), reads its body from
+// requests() by its framing, gives an origin's answer (its head to answer_head, its body to
+// answers()) and says when the exchange ended; it abandons the
 // exchange when the front says so, and stops feeding once the session is over.
 //
 // The first byte is the shape:
@@ -18,7 +19,7 @@
 // Then the split framing (fuzz_support.h): the pieces the box's bytes arrive in.
 //
 // Invariants (each a FUZZ_CHECK: an abort keeps the input):
-//   - every request handed on is an HTTP/1.1 head that parse_request_head accepts whole within
+//   - every request handed on is a head whose HTTP/1.1 text parse_request_head accepts whole within
 //     --max-head-bytes: exactly one Host, no CR, LF or NUL inside a field, no hop-by-hop field, no
 //     Transfer-Encoding but the front's own "chunked" (and then no Content-Length), a framing
 //     request_framing accepts;
@@ -172,7 +173,7 @@ std::vector<std::string> expected_heads(std::string_view frames, std::size_t max
     std::vector<H2Field> fields;
     if (!inflate(inflater.get(), block, fields)) break;
     auto translated = translate_h2_request(fields, block_end_stream, max_head);
-    if (auto* request = std::get_if<H2Request>(&translated)) heads.push_back(std::move(request->head));
+    if (auto* request = std::get_if<H2Request>(&translated)) heads.push_back(request->message.text());
   }
   return heads;
 }
@@ -214,13 +215,13 @@ struct Connection {
   }
 
   void read_head() {
-    evbuffer* in = front.requests();
-    const std::string_view bytes = front_of(in);
+    // The message's text, read back by the strict parser: whatever it holds, an HTTP/1.1 origin
+    // could be sent it exactly (the translation refuses what text cannot carry).
+    const std::string bytes = front.request()->text();
     const auto parsed = parse_request_head(bytes, shape.max_head);
-    // The front writes a head whole, within the bound the connection reads it with.
-    FUZZ_CHECK(parsed.status == ParseResult<RequestHead>::Status::complete);
+    FUZZ_CHECK(parsed.status == ParseResult<RequestHead>::Status::complete && parsed.consumed == bytes.size());
     const RequestHead& head = *parsed.value;
-    const std::string_view text = bytes.substr(0, parsed.consumed);
+    const std::string_view text = bytes;
     FUZZ_CHECK(head.version == "HTTP/1.1");
     FUZZ_CHECK(head.method != "CONNECT" && !head.target.empty());
     FUZZ_CHECK(count(head, "Host") == 1);
@@ -246,7 +247,7 @@ struct Connection {
     ++next_expected;
     ++requests;
     method.assign(head.method);
-    evbuffer_drain(in, parsed.consumed);
+    front.take_request();  // `bytes` is a copy: `head` stays readable, and is not read after
     body_left = framing.kind == BodyFraming::Kind::length ? framing.length : 0;
     chunks = ChunkedScanner{};
     state = framing.kind == BodyFraming::Kind::none || (framing.kind == BodyFraming::Kind::length && body_left == 0)
@@ -279,10 +280,12 @@ struct Connection {
         "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n",
         "HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 200 OK\r\n\r\n"};
     static constexpr std::array<std::string_view, 4> kBodies = {"hello", "5\r\nhello\r\n0\r\n\r\n", "", "hello"};
-    std::string answer(kHeads[shape.answer]);
-    if (method != "HEAD") answer += kBodies[shape.answer];
-    FUZZ_CHECK(evbuffer_add(front.answers(), answer.data(), answer.size()) == 0);
-    answer_bytes += answer.size();
+    const auto head = parse_response_head(kHeads[shape.answer], kHeads[shape.answer].size());
+    FUZZ_CHECK(head.status == ParseResult<ResponseHead>::Status::complete);
+    front.answer_head(ResponseMessage::from(*head.value));
+    const std::string_view body = method != "HEAD" ? kBodies[shape.answer] : std::string_view();
+    FUZZ_CHECK(evbuffer_add(front.answers(), body.data(), body.size()) == 0);
+    answer_bytes += kHeads[shape.answer].size() + body.size();
     front.exchange_ended();  // the origin's answer is whole (or the origin closed after it)
     state = State::head;
   }
@@ -291,7 +294,7 @@ struct Connection {
   bool step() {
     switch (state) {
       case State::head:
-        if (evbuffer_get_length(front.requests()) == 0) return false;
+        if (front.request() == nullptr) return false;
         read_head();
         return true;
       case State::body:

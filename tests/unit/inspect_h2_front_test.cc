@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "proxy/inspect/h2_front.h"
+#include "proxy/wire/http_message.h"
 
 using namespace boxproxy;
 
@@ -55,6 +56,53 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> resets(std::string_view out
   return found;
 }
 
+// Every frame of `type` on `stream` in what the front wrote: its payload (a HEADERS frame's with
+// END_HEADERS: the front writes no CONTINUATION for a small list).
+std::vector<std::string> payloads(std::string_view out, std::uint8_t type, std::uint32_t stream) {
+  std::vector<std::string> found;
+  const auto u8 = [&](std::size_t i) { return std::uint32_t{static_cast<unsigned char>(out[i])}; };
+  while (out.size() >= 9) {
+    const std::uint32_t length = (u8(0) << 16) | (u8(1) << 8) | u8(2);
+    if (out.size() < 9 + length) break;
+    const std::uint32_t id = ((u8(5) & 0x7f) << 24) | (u8(6) << 16) | (u8(7) << 8) | u8(8);
+    if (static_cast<std::uint8_t>(out[3]) == type && id == stream) found.emplace_back(out.substr(9, length));
+    out.remove_prefix(9 + length);
+  }
+  return found;
+}
+
+// A header block decoded (one decoder: the front's first block, with an empty dynamic table).
+std::vector<std::pair<std::string, std::string>> decoded(const std::string& block) {
+  nghttp2_hd_inflater* raw = nullptr;
+  REQUIRE(nghttp2_hd_inflate_new(&raw) == 0);
+  std::unique_ptr<nghttp2_hd_inflater, decltype(&nghttp2_hd_inflate_del)> inflater(raw, &nghttp2_hd_inflate_del);
+  std::vector<std::pair<std::string, std::string>> fields;
+  auto* in = reinterpret_cast<std::uint8_t*>(const_cast<char*>(block.data()));
+  std::size_t left = block.size();
+  for (int i = 0; i < 100; ++i) {
+    nghttp2_nv nv{};
+    int flags = 0;
+    const ssize_t n = nghttp2_hd_inflate_hd2(inflater.get(), &nv, &flags, in, left, 1);
+    REQUIRE(n >= 0);
+    in += n;
+    left -= static_cast<std::size_t>(n);
+    if ((flags & NGHTTP2_HD_INFLATE_EMIT) != 0) {
+      fields.emplace_back(std::string(reinterpret_cast<char*>(nv.name), nv.namelen),
+                          std::string(reinterpret_cast<char*>(nv.value), nv.valuelen));
+    }
+    if ((flags & NGHTTP2_HD_INFLATE_FINAL) != 0) break;
+  }
+  return fields;
+}
+
+using DeflaterPtr = std::unique_ptr<nghttp2_hd_deflater, decltype(&nghttp2_hd_deflate_del)>;
+
+DeflaterPtr new_deflater() {
+  nghttp2_hd_deflater* raw = nullptr;
+  REQUIRE(nghttp2_hd_deflate_new(&raw, 4096) == 0);
+  return DeflaterPtr(raw, &nghttp2_hd_deflate_del);
+}
+
 struct EvBufferFree {
   void operator()(evbuffer* b) const noexcept { evbuffer_free(b); }
 };
@@ -70,9 +118,7 @@ TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, tra
   constexpr std::size_t kMaxHead = 1100;
   std::unique_ptr<H2Front> front = H2Front::open(kMaxHead, {nullptr, [](void*, const H2Front::Refused&) {}});
   REQUIRE(front != nullptr);
-  nghttp2_hd_deflater* raw = nullptr;
-  REQUIRE(nghttp2_hd_deflate_new(&raw, 4096) == 0);
-  std::unique_ptr<nghttp2_hd_deflater, decltype(&nghttp2_hd_deflate_del)> deflater(raw, &nghttp2_hd_deflate_del);
+  const DeflaterPtr deflater = new_deflater();
 
   std::string box(kPreface);
   box += frame(NGHTTP2_SETTINGS, 0, 0, "");
@@ -82,7 +128,8 @@ TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, tra
   std::unique_ptr<evbuffer, EvBufferFree> from(evbuffer_new()), to(evbuffer_new());
   REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
   REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
-  REQUIRE(evbuffer_get_length(front->requests()) > 0);  // stream 1 went on: it holds no head now
+  REQUIRE(front->request() != nullptr);  // stream 1 is served: its head counts no more
+  front->take_request();                 // and judged, as the connection does
   box.clear();
   for (std::uint32_t stream = 3; stream <= 41; stream += 2) {
     std::vector<std::pair<std::string, std::string>> fields = {
@@ -116,9 +163,7 @@ TEST_CASE("a header list of many empty fields counts kH2FieldOverhead a field: 4
                                  static_cast<std::vector<Reason>*>(owner)->push_back(r.refusal);
                                }});
   REQUIRE(front != nullptr);
-  nghttp2_hd_deflater* raw = nullptr;
-  REQUIRE(nghttp2_hd_deflate_new(&raw, 4096) == 0);
-  std::unique_ptr<nghttp2_hd_deflater, decltype(&nghttp2_hd_deflate_del)> deflater(raw, &nghttp2_hd_deflate_del);
+  const DeflaterPtr deflater = new_deflater();
   std::vector<std::pair<std::string, std::string>> fields = {
       {":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}};
   for (int i = 0; i < 2000; ++i) fields.emplace_back("a", "");
@@ -131,7 +176,65 @@ TEST_CASE("a header list of many empty fields counts kH2FieldOverhead a field: 4
   REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
   CHECK(front->pump(from.get(), to.get(), 64 * 1024).alive);
   CHECK(evbuffer_get_length(front->requests()) == 0);  // not served
+  CHECK(front->request() == nullptr);
   REQUIRE(refused.size() == 1);
   CHECK(refused[0] == Reason::head_too_large);
   CHECK(front->held().head_bytes == 0);  // nothing of it is kept
+}
+
+TEST_CASE("a stream's head goes to the connection as a message and its answer's head comes back as one") {
+  // Issue 34 item 2: no HTTP/1.1 text between the front and the exchange. The request's head is
+  // request() (requests() holds only its body, none here), and the answer's head is answer_head:
+  // bytes written to answers() are the body, never read as a head. Either round trip through text
+  // coming back fails here: a head in requests(), or "HTTP/1.1 ..." taken for a status line.
+  std::unique_ptr<H2Front> front = H2Front::open(32 * 1024, {nullptr, [](void*, const H2Front::Refused&) {}});
+  REQUIRE(front != nullptr);
+  const DeflaterPtr deflater = new_deflater();
+  std::string box(kPreface);
+  box += frame(NGHTTP2_SETTINGS, 0, 0, "");
+  box += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, 1,
+               block(deflater.get(), {{":method", "GET"},
+                                      {":scheme", "https"},
+                                      {":authority", "api.example"},
+                                      {":path", "/x?q=1"},
+                                      {"accept", "a:b, \"c\""},
+                                      {"cookie", "a=1"},
+                                      {"cookie", "b=2"}}));
+  std::unique_ptr<evbuffer, EvBufferFree> from(evbuffer_new()), to(evbuffer_new());
+  REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
+  REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
+  CHECK(evbuffer_get_length(front->requests()) == 0);  // no head text: a GET has no body either
+  const RequestMessage* request = front->request();
+  REQUIRE(request != nullptr);
+  const RequestHead head = request->view();
+  CHECK(head.method == "GET");
+  CHECK(head.target == "/x?q=1");
+  REQUIRE(head.headers.size() == 3);
+  CHECK(head.headers[0].name == "host");
+  CHECK(head.headers[0].value == "api.example");
+  CHECK(head.headers[1].value == "a:b, \"c\"");
+  CHECK(head.headers[2].value == "a=1; b=2");
+  front->take_request();
+  CHECK(front->request() == nullptr);
+
+  const std::string body = "HTTP/1.1 500 Not a head\r\n\r\n";  // the body, as it is
+  const std::string length = std::to_string(body.size());
+  const ResponseMessage answer{
+      200, "OK", "HTTP/1.1", {{"Content-Type", "text/plain"}, {"Content-Length", length}, {"Connection", "keep-alive"}}};
+  front->answer_head(answer);
+  REQUIRE(evbuffer_add(front->answers(), body.data(), body.size()) == 0);
+  evbuffer_drain(to.get(), evbuffer_get_length(to.get()));
+  REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
+  std::string out(evbuffer_get_length(to.get()), '\0');
+  evbuffer_copyout(to.get(), out.data(), out.size());
+  const auto heads = payloads(out, NGHTTP2_HEADERS, 1);
+  REQUIRE(heads.size() == 1);
+  const auto fields = decoded(heads[0]);
+  REQUIRE(fields.size() == 3);  // Connection is not carried over HTTP/2
+  CHECK(fields[0] == std::pair<std::string, std::string>{":status", "200"});
+  CHECK(fields[1] == std::pair<std::string, std::string>{"content-type", "text/plain"});
+  CHECK(fields[2] == std::pair<std::string, std::string>{"content-length", length});
+  std::string data;
+  for (const std::string& piece : payloads(out, NGHTTP2_DATA, 1)) data += piece;
+  CHECK(data == body);
 }

@@ -45,13 +45,13 @@ Reason refused(const std::vector<H2Field>& fields, bool end_stream = true, std::
 
 TEST_CASE("a plain GET becomes an HTTP/1.1 head the strict parser reads back") {
   const H2Request r = translated(with(base_fields(), {"accept", "*/*"}));
-  CHECK(r.head == "GET /repos/acme/x?q=1 HTTP/1.1\r\nhost: api.example\r\naccept: */*\r\n\r\n");
+  CHECK(r.message.text() == "GET /repos/acme/x?q=1 HTTP/1.1\r\nhost: api.example\r\naccept: */*\r\n\r\n");
   CHECK(r.method == "GET");
   CHECK(r.path == "/repos/acme/x?q=1");
   CHECK(r.body == H2BodyMode::none);
-  const auto parsed = parse_request_head(r.head, kMaxHead);
+  const auto parsed = parse_request_head(r.message.text(), kMaxHead);
   REQUIRE(parsed.status == ParseResult<RequestHead>::Status::complete);
-  CHECK(parsed.consumed == r.head.size());
+  CHECK(parsed.consumed == r.message.text().size());
 }
 
 TEST_CASE("a body: content-length kept, else chunked; te trailers and expect dropped; cookies joined") {
@@ -60,16 +60,16 @@ TEST_CASE("a body: content-length kept, else chunked; te trailers and expect dro
   const H2Request sized = translated(with(fields, {"content-length", "5"}), false);
   CHECK(sized.body == H2BodyMode::length);
   CHECK(sized.length == 5);
-  CHECK(sized.head.find("content-length: 5\r\n") != std::string::npos);
+  CHECK(sized.message.text().find("content-length: 5\r\n") != std::string::npos);
 
   auto more = with(with(with(fields, {"te", "trailers"}), {"expect", "100-continue"}), {"cookie", "a=1"});
   more.push_back({"cookie", "b=2"});
   const H2Request chunked = translated(more, false);
   CHECK(chunked.body == H2BodyMode::chunked);
-  CHECK(chunked.head.find("transfer-encoding: chunked\r\n") != std::string::npos);
-  CHECK(chunked.head.find("cookie: a=1; b=2\r\n") != std::string::npos);
-  CHECK(chunked.head.find("te:") == std::string::npos);
-  CHECK(chunked.head.find("expect") == std::string::npos);
+  CHECK(chunked.message.text().find("transfer-encoding: chunked\r\n") != std::string::npos);
+  CHECK(chunked.message.text().find("cookie: a=1; b=2\r\n") != std::string::npos);
+  CHECK(chunked.message.text().find("te:") == std::string::npos);
+  CHECK(chunked.message.text().find("expect") == std::string::npos);
 
   CHECK(h2_chunk_prefix(255) == "ff\r\n");
 }
@@ -81,19 +81,19 @@ TEST_CASE("an empty cookie crumb is dropped, never joined into a value that ends
   fields.push_back({"cookie", "a=1"});
   fields.push_back({"cookie", ""});
   const H2Request last = translated(fields);
-  CHECK(last.head.find("cookie: a=1\r\n") != std::string::npos);
+  CHECK(last.message.text().find("cookie: a=1\r\n") != std::string::npos);
   fields.insert(fields.begin() + 4, {"cookie", ""});
-  CHECK(translated(fields).head.find("cookie: a=1\r\n") != std::string::npos);
+  CHECK(translated(fields).message.text().find("cookie: a=1\r\n") != std::string::npos);
   const H2Request none = translated(with(base_fields(), {"cookie", ""}));
-  CHECK(none.head.find("cookie") == std::string::npos);
+  CHECK(none.message.text().find("cookie") == std::string::npos);
 }
 
 TEST_CASE("host alone stands for :authority; both must agree") {
   auto fields = base_fields();
   fields.erase(fields.begin() + 2);
-  CHECK(translated(with(fields, {"host", "api.example:443"})).head.find("host: api.example:443\r\n") !=
+  CHECK(translated(with(fields, {"host", "api.example:443"})).message.text().find("host: api.example:443\r\n") !=
         std::string::npos);
-  CHECK(translated(with(base_fields(), {"host", "API.example"})).head.find("host: api.example\r\n") !=
+  CHECK(translated(with(base_fields(), {"host", "API.example"})).message.text().find("host: api.example\r\n") !=
         std::string::npos);
   CHECK(refused(with(base_fields(), {"host", "evil.example"})) == Reason::bad_request);
   CHECK(refused(fields) == Reason::bad_request);  // neither
@@ -177,9 +177,9 @@ TEST_CASE("what is let through is judged like HTTP/1.1: host mismatch and bad pa
   REQUIRE(std::holds_alternative<InspectEndpoint>(endpoint));
   auto judge = [&](const std::vector<H2Field>& fields) {
     const H2Request r = translated(fields);
-    const auto head = parse_request_head(r.head, kMaxHead);
-    REQUIRE(head.status == ParseResult<RequestHead>::Status::complete);
-    return judge_inspected_request(*head.value, std::get<InspectEndpoint>(endpoint), origin, kNoSecrets, nullptr);
+    // The message itself, as the connection judges it (no text between: issue 34 item 2).
+    return judge_inspected_request(r.message.view(), std::get<InspectEndpoint>(endpoint), origin, kNoSecrets,
+                                   nullptr);
   };
   auto other = base_fields();
   other[2].value = "other.example";

@@ -229,6 +229,19 @@ TEST_CASE("unreadable: server_name lists that servers could read differently") {
   CHECK(feed_whole(in_records(client_hello(u16(0) + u16(200) + "short"))) == Verdict::unreadable);
 }
 
+TEST_CASE("read_server_name_extension: one host_name's body read alone (the inspector's check of a box's hello)") {
+  const std::string body = server_name("api.example").substr(4);  // without the type and length
+  std::string_view name;
+  REQUIRE(read_server_name_extension(body, name));
+  CHECK(name == "api.example");
+  CHECK((name.data() > body.data() && name.data() + name.size() == body.data() + body.size()));  // a view into it
+  const std::string two = u8(0) + u16(9) + "a.example" + u8(0) + u16(9) + "b.example";
+  CHECK_FALSE(read_server_name_extension(u16(two.size()) + two, name));
+  CHECK_FALSE(read_server_name_extension(body + "x", name));  // a byte after the list
+  CHECK_FALSE(read_server_name_extension(u16(3) + u8(0) + u16(0), name));  // an empty name
+  CHECK_FALSE(read_server_name_extension("", name));
+}
+
 TEST_CASE("garbage that looks like TLS is bounded: answered by kMaxSniHoldBytes at the latest") {
   // A handshake record stream that never completes its message: 1-byte records of a message
   // declared just under the bound.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "proxy/stages/response_chain.h"
 #include "proxy/stages/scrub_stage.h"
 #include "proxy/wire/body_sink.h"
 
@@ -65,4 +66,26 @@ TEST_CASE("scrub stage: a revoked secret is not searched for in what comes after
   feed(stage, kOldValue + "\n", out);
   stage.flush(out);
   CHECK(out == "a\n" + kOldValue + "\n");
+}
+
+TEST_CASE("scrub stage: a head given as fields is scrubbed as its text would be, field by field") {
+  // The inspector's HTTP/2 box side takes the head as a message, never as text (issue 34 item 2):
+  // what its text would have lost to the scrubber, the message loses too.
+  ResponseChain chain;
+  chain.add(std::make_unique<ScrubStage>(patterns_of({kOld})));
+  ResponseMessage head{200, "OK " + kOldValue, "HTTP/1.1",
+                       {{"x-echo", "key=" + kOldValue}, {"x-" + kOldValue, "v"}, {"content-length", "0"}}};
+  std::string text = head.text();
+  chain.on_head(text);
+  REQUIRE(chain.on_head(head));
+  CHECK(head.text() == text);  // the same bytes either way
+  CHECK(head.fields[0].value == "key=bxp_old");
+  CHECK(head.fields[1].name == "x-bxp_old");  // a name too, as the text's reader would read it
+  CHECK(head.reason == "OK bxp_old");
+
+  // A match that takes in the colon leaves a line that is no field: the head does not go.
+  ResponseChain other;
+  other.add(std::make_unique<ScrubStage>(patterns_of({ScrubSecret{"SPAN", "abcdefgh-ijklmnop:", "bxp_span"}})));
+  ResponseMessage spanning{200, "OK", "HTTP/1.1", {{"x-abcdefgh-ijklmnop", "v"}}};
+  CHECK_FALSE(other.on_head(spanning));
 }
