@@ -102,7 +102,11 @@ ClientConnection::Next ClientConnection::hand_over() {
   const InspectEndpoint* endpoint = inspected_endpoint();
   if (link == nullptr || endpoint == nullptr) return Next::close;  // removed meanwhile: not let through
   const Target& target = request_.target;
-  const InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host)};
+  // The address dialled goes too: the inspector's idle origin connections are kept per checked
+  // address (proxy/inspect/origin_pool.h); "-" (none, which cannot be here) is left out.
+  const std::string& address = dialer_.address_text();
+  const InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host),
+                                 address == "-" ? std::string() : address};
   // The sockets go with their events freed; the link closes serve's copies once the loop has
   // taken them out of epoll (proxy/loop_pass_closer.h).
   if (!link->hand_over(*this, what, client_.release_socket(), dialer_.upstream().release_socket())) {
