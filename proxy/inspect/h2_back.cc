@@ -64,10 +64,14 @@ bool H2Back::init() noexcept {
                                                      &on_data_chunk, &on_stream_close});
   if (!option || !callbacks) return false;
   nghttp2_option_set_max_reserved_remote_streams(option.get(), 0);  // no pushed stream is kept
+  // No dynamic table for what we send: HPACK would keep an injected credential's or a swapped
+  // secret's field there for the connection's life, beyond the scrubbing of our own copies (found
+  // in review). Requests to an origin cost a little more header bytes.
+  nghttp2_option_set_max_deflate_dynamic_table_size(option.get(), 0);
   nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks.get(), &on_invalid_frame_recv);
   nghttp2_session_callbacks_set_on_frame_send_callback(callbacks.get(), &on_frame_send);
   nghttp2_session* raw = nullptr;
-  if (nghttp2_session_client_new2(&raw, callbacks.get(), this, option.get()) != 0) return false;
+  if (nghttp2_session_client_new3(&raw, callbacks.get(), this, option.get(), zeroing_h2_mem()) != 0) return false;
   session_.reset(raw);
   const std::array<nghttp2_settings_entry, 4> settings{{
       {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},

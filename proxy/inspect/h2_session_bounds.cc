@@ -2,7 +2,43 @@
 // The bounds both nghttp2 sessions share (proxy/inspect/h2_session_bounds.h).
 #include "proxy/inspect/h2_session_bounds.h"
 
+#include <malloc.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
 namespace boxproxy {
+namespace {
+
+void* zeroing_malloc(std::size_t size, void*) { return std::malloc(size); }
+void* zeroing_calloc(std::size_t count, std::size_t size, void*) { return std::calloc(count, size); }
+
+void zeroing_free(void* block, void*) {
+  if (block == nullptr) return;
+  explicit_bzero(block, malloc_usable_size(block));
+  std::free(block);
+}
+
+// Never realloc in place: a block that moves would leave its old bytes behind unzeroed.
+void* zeroing_realloc(void* block, std::size_t size, void*) {
+  if (block == nullptr) return std::malloc(size);
+  if (size == 0) {
+    zeroing_free(block, nullptr);
+    return nullptr;
+  }
+  void* moved = std::malloc(size);
+  if (moved == nullptr) return nullptr;  // the old block stays, as realloc's contract says
+  std::memcpy(moved, block, std::min(size, malloc_usable_size(block)));
+  zeroing_free(block, nullptr);
+  return moved;
+}
+
+nghttp2_mem zeroing_mem{nullptr, &zeroing_malloc, &zeroing_free, &zeroing_calloc, &zeroing_realloc};
+
+}  // namespace
+
+nghttp2_mem* zeroing_h2_mem() noexcept { return &zeroing_mem; }
 
 H2OptionPtr bounded_h2_option() noexcept {
   nghttp2_option* raw = nullptr;

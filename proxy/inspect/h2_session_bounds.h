@@ -56,4 +56,11 @@ struct H2ReadCallbacks {
 // cannot allocate.
 [[nodiscard]] H2CallbacksPtr new_h2_callbacks(const H2ReadCallbacks& read) noexcept;
 
+// nghttp2's allocator for a session that carries secrets (H2Back: injected credentials, swapped
+// placeholders, the signer's fields): every block is overwritten before it is freed or moved by a
+// realloc. What it stops: nghttp2 copies a request's header list at submit and frees the copy, not
+// zeroed, once the frame is sent, so a revoked secret's value stayed in the heap (SPEC §19:
+// overwritten when replaced or revoked; found in review).
+[[nodiscard]] nghttp2_mem* zeroing_h2_mem() noexcept;
+
 }  // namespace boxproxy

@@ -18,6 +18,9 @@ bool InspectedConnection::switch_to_relay(const ResponseHead& head, std::size_t 
   queue_to_client(answer);
   exchange_.response = InspectedExchange::Response::body;  // the 101's: the relay carries the rest
   exchange_.record.status = 101;
+  // After a 101 the head is never sent again, and the relay never reaches finish_exchange: its
+  // injected credential (SPEC §19) is overwritten now, not when the connection goes (review).
+  scrub(exchange_.judged.upstream);
   exchange_.request_body = BodyCursor(BodyFraming{BodyFraming::Kind::until_close, 0});
   exchange_.response_body = BodyCursor(BodyFraming{BodyFraming::Kind::until_close, 0});
   phase_ = Phase::relaying;

@@ -376,6 +376,9 @@ TEST_CASE("heads cross as fields: the request's are the stream's header list, th
       {":method", "GET"}, {":scheme", "https"}, {":authority", "origin.test"}, {":path", "/x?y=1"},
       {"accept", "*/*"},  {"x-key", "K3Y"},     {"te", "trailers"}};
   CHECK(origin.fields[1] == sent);
+  // Nothing sent is indexed (HPACK's dynamic table stays empty on both ends): a credential's field
+  // is never kept in the encoder's table for the connection's life.
+  CHECK(nghttp2_session_get_hd_inflate_dynamic_table_size(origin.session) == 0);
 
   REQUIRE(back->head() != nullptr);  // the interim head first...
   CHECK(back->head()->status == 103);
