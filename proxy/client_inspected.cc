@@ -102,14 +102,7 @@ ClientConnection::Next ClientConnection::hand_over() {
   const InspectEndpoint* endpoint = inspected_endpoint();
   if (link == nullptr || endpoint == nullptr) return Next::close;  // removed meanwhile: not let through
   const Target& target = request_.target;
-  // The address dialled goes too: the inspector's idle origin connections are kept per checked
-  // address (proxy/inspect/origin_pool.h); "-" (none, which cannot be here) is left out, and so
-  // is an address with an IPv6 zone, whose text names no zone: fe80::1%eth0 and fe80::1%eth1 are
-  // two hosts, and a connection kept for one must never carry the other's requests (review).
-  const std::string& address = dialer_.address_text();
-  const bool keyable = address != "-" && !dialer_.address_zoned();
-  const InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host),
-                                 keyable ? address : std::string()};
+  const InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host)};
   // The sockets go with their events freed; the link closes serve's copies once the loop has
   // taken them out of epoll (proxy/loop_pass_closer.h).
   if (!link->hand_over(*this, what, client_.release_socket(), dialer_.upstream().release_socket())) {

@@ -25,7 +25,6 @@ Dialer::Result Dialer::dial_next() {
   while (next_answer_ < answers_.size()) {
     const IpAddress& address = answers_[next_answer_++];
     address_text_ = address.to_string();
-    address_zoned_ = !address.zone.empty();
     upstream_.reset();
     if (connect_to(address)) return Result::pending;
   }

@@ -58,8 +58,6 @@ class Dialer {
   [[nodiscard]] Endpoint& upstream() noexcept { return upstream_; }
   // The address dialled (or tried last), as the log writes it; "-" before any.
   [[nodiscard]] const std::string& address_text() const noexcept { return address_text_; }
-  // Whether the address dialled has an IPv6 zone, which address_text() leaves out.
-  [[nodiscard]] bool address_zoned() const noexcept { return address_zoned_; }
 
  private:
   [[nodiscard]] Result dial_next();
@@ -73,7 +71,6 @@ class Dialer {
   std::size_t next_answer_ = 0;
   std::uint16_t port_ = 0;
   std::string address_text_ = "-";
-  bool address_zoned_ = false;
 };
 
 }  // namespace boxproxy

@@ -9,7 +9,6 @@
 #include "proxy/fd_channel.h"
 #include "proxy/inspector_request_line.h"
 #include "proxy/wire/json_nesting.h"
-#include "table/address.h"
 #include "table/inspect_endpoint.h"
 #include "table/placeholder.h"
 
@@ -153,12 +152,6 @@ InspectorOrder order_of(const Json& message) {
     connection.host = text(message, "host", 255);
     connection.port = static_cast<std::uint16_t>(number(message, "port", 65535));
     connection.endpoint = text(message, "endpoint", 300);
-    if (message.contains("address")) {
-      // Typed here, once: only an address (its canonical text) keys the inspector's origin pool.
-      const auto address = parse_strict_address(text(message, "address", 64));
-      if (!address) refuse_key("address");
-      connection.address = address->to_string();
-    }
     return connection;
   }
   if (op == "dialled") return InspectorDialled{id_of(message), flag(message, "ok")};
@@ -214,10 +207,8 @@ struct OrderWriter {
     return {{"op", "endpoints"}, {"endpoints", endpoints(update.endpoints_json)}};
   }
   Json operator()(const InspectorConnection& connection) const {
-    Json json = {{"op", "connection"}, {"id", connection.id}, {"host", connection.host}, {"port", connection.port},
-                 {"endpoint", connection.endpoint}};
-    if (!connection.address.empty()) json["address"] = connection.address;
-    return json;
+    return {{"op", "connection"}, {"id", connection.id}, {"host", connection.host}, {"port", connection.port},
+            {"endpoint", connection.endpoint}};
   }
   Json operator()(const InspectorDialled& dialled) const {
     return {{"op", "dialled"}, {"id", dialled.id}, {"ok", dialled.ok}};

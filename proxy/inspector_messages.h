@@ -109,10 +109,6 @@ struct InspectorConnection {
   std::string host;  // decided
   std::uint16_t port = 0;
   std::string endpoint;  // its host entry
-  // The address §5 checked and serve dialled, as IpAddress::to_string writes it. The inspector's
-  // pool of idle origin connections (proxy/inspect/origin_pool.h) keys on it; empty: not said, and
-  // that connection neither takes nor leaves one.
-  std::string address{};
 };
 
 struct InspectorDialled {

@@ -65,11 +65,9 @@ bool InspectedConnection::init(UniqueFd upstream) {
   kick_event_ = make_event(base_, -1, 0, &on_kick, this);
   if (!kick_event_ || !timer_.valid() || !link_.valid()) return false;
   if (!box_.watch(base_, &on_sniff, this)) return false;
-  // An idle origin connection from the pool when one is kept for this host, port and checked
-  // address: the socket serve dialled then closes unused (origin_pool.h). Otherwise the origin's
-  // handshake goes on while the box's first byte is awaited: the first request does not wait for
-  // it more than it must.
-  if (!take_pooled_origin() && !open_origin_tls(std::move(upstream))) return false;
+  // The origin's handshake goes on while the box's first byte is awaited: the first request does
+  // not wait for it more than it must.
+  if (!open_origin_tls(std::move(upstream))) return false;
   arm(TimerRole::handshake);
   return true;
 }

@@ -80,7 +80,6 @@
 #include "proxy/inspect/inspected_exchange_state.h"
 #include "proxy/inspect/inspected_origin_link.h"
 #include "proxy/inspect/leaf_cert.h"
-#include "proxy/inspect/origin_pool.h"
 #include "proxy/inspect/openssl_owners.h"
 #include "proxy/inspect/origin_sessions.h"
 #include "proxy/inspect/scrub_source.h"
@@ -112,10 +111,6 @@ struct InspectedSetup {
   SSL_CTX* origin_ctx = nullptr;  // the origin-facing context (make_origin_context); must outlive this
   // Origins' TLS sessions, to resume (origin_sessions.h); must outlive this. Null: none kept.
   OriginSessions* origin_sessions = nullptr;
-  // Idle origin connections kept across box connections (origin_pool.h); must outlive this. Null,
-  // or no address: none taken or left.
-  OriginPool* origin_pool = nullptr;
-  std::string address;  // the address §5 checked, serve dialled (InspectorConnection::address)
   bool log_paths = false;
   // The session's secrets, for the endpoint's "inject" (SPEC §19); must outlive this. Null: none
   // set (the unit tests' setups), so an injecting endpoint's every request is `secret missing`.
@@ -211,10 +206,6 @@ class InspectedConnection {
   [[nodiscard]] bool init(UniqueFd upstream);
   [[nodiscard]] bool open_client_tls();  // box_.open_tls with the leaf and this connection's callbacks
   [[nodiscard]] bool open_origin_tls(UniqueFd fd);  // link_.open with this connection's callbacks
-  // An idle origin connection for this host, port and checked address from the pool, taken as the
-  // link's (origin_pool.h); false when there is none.
-  [[nodiscard]] bool take_pooled_origin();
-  void pool_idle_origin() noexcept;  // the link's origin connection, if idle and clean, to the pool
 
   // ---- libevent's callbacks: each acts, then advances, then delivers the hooks ----
   static void on_sniff(evutil_socket_t, short, void* self) noexcept;

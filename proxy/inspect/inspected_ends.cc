@@ -73,7 +73,6 @@ void InspectedConnection::end_now(TunnelEnd end) {
   timer_role_ = TimerRole::none;
   due_.need_upstream = false;
   box_.close(end != TunnelEnd::error, setup_.closer);
-  pool_idle_origin();  // an idle, clean origin connection outlives this one in the pool (origin_pool.h)
   link_.drop();
   InspectorEnded record;
   record.id = setup_.id;

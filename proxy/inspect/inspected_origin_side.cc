@@ -5,8 +5,6 @@
 // the link's (inspected_origin_link.h).
 #include "proxy/inspect/inspected_connection.h"
 
-#include <new>
-
 #include "proxy/wire/http_forward.h"
 
 namespace boxproxy {
@@ -26,31 +24,6 @@ bool InspectedConnection::open_origin_tls(UniqueFd fd) {
                                     {&on_origin_io, &on_origin_io, &on_origin_event, this}});
 }
 
-// The pool's key holds the checked address as well as the decided host and port (origin_pool.h:
-// an origin connection never carries a request to an address §5 did not check for its box
-// connection); a connection whose address serve did not say takes none.
-bool InspectedConnection::take_pooled_origin() {
-  if (setup_.origin_pool == nullptr || setup_.address.empty()) return false;
-  std::unique_ptr<TlsStream> stream =
-      setup_.origin_pool->take(OriginPool::key_of(setup_.host, setup_.port, setup_.address));
-  if (!stream) return false;
-  link_.adopt(std::move(stream), {base_, setup_.origin_ctx, setup_.origin_sessions, setup_.closer,
-                                  {&on_origin_io, &on_origin_io, &on_origin_event, this}});
-  return true;
-}
-
-void InspectedConnection::pool_idle_origin() noexcept {
-  if (setup_.origin_pool == nullptr || setup_.address.empty()) return;
-  try {
-    std::unique_ptr<TlsStream> stream = link_.release_idle();
-    if (!stream) return;
-    setup_.origin_pool->put(OriginPool::key_of(setup_.host, setup_.port, setup_.address), std::move(stream),
-                            setup_.origin_sessions, OriginSessions::key_of(setup_.host, setup_.port));
-  } catch (const std::bad_alloc&) {
-    // The keys could not be made: the origin connection (if taken out) closes here.
-  }
-}
-
 bool InspectedConnection::wait_for_origin() {
   using State = InspectedOriginLink::State;
   switch (link_.state()) {
@@ -65,10 +38,6 @@ bool InspectedConnection::wait_for_origin() {
     case State::asked:
       return false;
     case State::gone:
-      // An idle one from the pool first, unless this is the request sent again after a reused
-      // connection closed under it: that goes on a connection dialled new, so that a second stale
-      // one cannot cost it its answer.
-      if (!exchange_.retried && take_pooled_origin()) return true;
       link_.set_state(State::asked);
       due_.need_upstream = true;
       return true;

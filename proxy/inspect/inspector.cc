@@ -237,8 +237,6 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.client_ctx = setup_.client_ctx.get();
   setup.origin_ctx = setup_.origin_ctx.get();
   setup.origin_sessions = &origin_sessions_;
-  setup.origin_pool = &origin_pool_;
-  setup.address = what.address;
   setup.log_paths = setup_.log_paths;
   setup.max_head_bytes = setup_.max_head_bytes;
   setup.max_held_body = setup_.max_held_body;

@@ -17,7 +17,6 @@
 #include "proxy/fd_channel.h"
 #include "proxy/inspect/inspected_connection.h"
 #include "proxy/inspect/leaf_cache.h"
-#include "proxy/inspect/origin_pool.h"
 #include "proxy/inspect/origin_sessions.h"
 #include "proxy/inspect/scrub_source.h"
 #include "proxy/inspect/secret_store.h"
@@ -90,9 +89,6 @@ class Inspector {
   LeafCache leaves_;
   LoopPassCloser closer_;  // the connections' sockets, one loop pass late; declared before them: outlives them
   OriginSessions origin_sessions_;  // origins' TLS sessions to resume; declared before the connections
-  // Idle origin connections kept across box connections (origin_pool.h): after the closer and the
-  // sessions its connections use, before the connections that leave and take them.
-  OriginPool origin_pool_{base_, setup_.idle_timeout};
   SecretStore secrets_;  // SPEC §19: read by every request that injects, set and revoked by serve
   Placeholders placeholders_;  // SPEC §19: the session's stand-ins, made by serve at start
   ScrubSource scrub_source_{secrets_, placeholders_};  // SPEC §19a: what every response is scrubbed for
