@@ -107,6 +107,27 @@ struct EvBufferFree {
   void operator()(evbuffer* b) const noexcept { evbuffer_free(b); }
 };
 
+// A front whose stream 1 (a POST whose body never ends) is served and judged, as the connection
+// does: every later stream waits with its head held.
+struct BusyFront {
+  std::unique_ptr<H2Front> front;
+  DeflaterPtr deflater = new_deflater();
+  std::unique_ptr<evbuffer, EvBufferFree> from{evbuffer_new()}, to{evbuffer_new()};
+
+  explicit BusyFront(std::size_t max_head)
+      : front(H2Front::open(max_head, {nullptr, [](void*, const H2Front::Refused&) {}})) {
+    REQUIRE(front != nullptr);
+    std::string box(kPreface);
+    box += frame(NGHTTP2_SETTINGS, 0, 0, "");
+    box += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
+                 block(deflater.get(), {{":method", "POST"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}}));
+    REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
+    REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
+    REQUIRE(front->request() != nullptr);  // stream 1 is served: its head counts no more
+    front->take_request();                 // and judged
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, translated heads included") {
@@ -116,21 +137,9 @@ TEST_CASE("the heads waiting stay within kHeldHeadFactor x --max-head-bytes, tra
   // values, 30 fields of 32) and its head 183: the twentieth waiting stream passes the bound while
   // its list is read (19 x 183 + 1,051 > 4 x 1,100).
   constexpr std::size_t kMaxHead = 1100;
-  std::unique_ptr<H2Front> front = H2Front::open(kMaxHead, {nullptr, [](void*, const H2Front::Refused&) {}});
-  REQUIRE(front != nullptr);
-  const DeflaterPtr deflater = new_deflater();
-
-  std::string box(kPreface);
-  box += frame(NGHTTP2_SETTINGS, 0, 0, "");
-  // Stream 1's body never ends: it is served, and every later stream waits with its head held.
-  box += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
-               block(deflater.get(), {{":method", "POST"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}}));
-  std::unique_ptr<evbuffer, EvBufferFree> from(evbuffer_new()), to(evbuffer_new());
-  REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
-  REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
-  REQUIRE(front->request() != nullptr);  // stream 1 is served: its head counts no more
-  front->take_request();                 // and judged, as the connection does
-  box.clear();
+  BusyFront busy(kMaxHead);
+  auto& [front, deflater, from, to] = busy;
+  std::string box;
   for (std::uint32_t stream = 3; stream <= 41; stream += 2) {
     std::vector<std::pair<std::string, std::string>> fields = {
         {":method", "GET"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}};
@@ -157,18 +166,9 @@ TEST_CASE("heads of many empty fields waiting are counted as what they hold, not
   // was), 4 x 32 KiB let about 50 of them wait, 1.3 MB held; counted as held, about 5.
   constexpr std::size_t kMaxHead = 32 * 1024;
   constexpr std::size_t kFields = 400;
-  std::unique_ptr<H2Front> front = H2Front::open(kMaxHead, {nullptr, [](void*, const H2Front::Refused&) {}});
-  REQUIRE(front != nullptr);
-  const DeflaterPtr deflater = new_deflater();
-  std::string box(kPreface);
-  box += frame(NGHTTP2_SETTINGS, 0, 0, "");
-  box += frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS, 1,
-               block(deflater.get(), {{":method", "POST"}, {":scheme", "https"}, {":authority", "a"}, {":path", "/"}}));
-  std::unique_ptr<evbuffer, EvBufferFree> from(evbuffer_new()), to(evbuffer_new());
-  REQUIRE(evbuffer_add(from.get(), box.data(), box.size()) == 0);
-  REQUIRE(front->pump(from.get(), to.get(), 64 * 1024).alive);
-  REQUIRE(front->request() != nullptr);
-  front->take_request();  // stream 1 is served and its body never ends: the others wait
+  BusyFront busy(kMaxHead);
+  auto& [front, deflater, from, to] = busy;
+  std::string box;
   constexpr std::uint32_t kLast = 3 + 2 * 59;
   for (std::uint32_t stream = 3; stream <= kLast; stream += 2) {
     std::vector<std::pair<std::string, std::string>> fields = {
