@@ -125,11 +125,6 @@ void for_each_kept(const std::vector<HeaderField>& headers, bool drop_refused, b
   }
 }
 
-void append_kept(std::string& out, const std::vector<HeaderField>& headers, bool drop_refused, bool drop_host) {
-  for_each_kept(headers, drop_refused, drop_host, /*one_length=*/false,
-                [&](const HeaderField& field) { append_field(out, field.name, field.value); });
-}
-
 }  // namespace
 
 std::string_view origin_target_of(std::string_view upstream_head) noexcept {
@@ -222,19 +217,17 @@ std::variant<ForwardRequest, Reason> prepare_forward_request(const RequestHead& 
 
 namespace {
 
-// A response head's status line and kept headers, as the client gets them; the caller ends it
-// with its Connection header(s) and the blank line.
-std::string response_head_start(const ResponseHead& head) {
-  std::string out;
-  out.reserve(256);
+// A response head's status line and kept headers, as the client gets them; the caller adds its
+// Connection header(s).
+ResponseMessage kept_response(const ResponseHead& head) {
   // Our own version: the client talks to us, and we speak HTTP/1.1.
-  out += "HTTP/1.1 ";
-  out += std::to_string(head.status);
-  out += ' ';
-  out += head.reason;
-  out += "\r\n";
+  ResponseMessage out{head.status, std::string(head.reason), "HTTP/1.1", {}};
+  out.fields.reserve(head.headers.size() + 2);
   // x-egress-refused means this proxy refused; an origin must not be able to forge one.
-  append_kept(out, head.headers, /*drop_refused=*/true, /*drop_host=*/false);
+  for_each_kept(head.headers, /*drop_refused=*/true, /*drop_host=*/false, /*one_length=*/false,
+                [&](const HeaderField& field) {
+                  out.fields.push_back({std::string(field.name), std::string(field.value)});
+                });
   return out;
 }
 
@@ -245,15 +238,7 @@ std::string rewrite_response_head(const ResponseHead& head, bool keep_alive) {
 }
 
 ResponseMessage rewrite_response_message(const ResponseHead& head, bool keep_alive) {
-  // Our own version: the client talks to us, and we speak HTTP/1.1.
-  ResponseMessage out{head.status, std::string(head.reason), "HTTP/1.1", {}};
-  const auto connection_listed = list_tokens(head.headers, "Connection");
-  out.fields.reserve(head.headers.size() + 1);
-  for (const auto& field : head.headers) {
-    // x-egress-refused means this proxy refused; an origin must not be able to forge one.
-    if (iequals(field.name, "x-egress-refused") || !is_kept(field.name, connection_listed)) continue;
-    out.fields.push_back({std::string(field.name), std::string(field.value)});
-  }
+  ResponseMessage out = kept_response(head);
   out.fields.push_back({"Connection", keep_alive ? "keep-alive" : "close"});
   return out;
 }
@@ -303,9 +288,10 @@ std::string forward_origin_form_head(const RequestHead& head, std::string_view h
 bool switches_to_websocket(const ResponseHead& head) { return upgrades_to_websocket(head.headers); }
 
 std::string rewrite_switching_head(const ResponseHead& head) {
-  std::string out = response_head_start(head);
-  out += "Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n";
-  return out;
+  ResponseMessage out = kept_response(head);
+  out.fields.push_back({"Connection", "Upgrade"});
+  out.fields.push_back({"Upgrade", "websocket"});
+  return out.text();
 }
 
 bool origin_keeps_alive(const ResponseHead& head) {
