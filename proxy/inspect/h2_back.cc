@@ -34,14 +34,6 @@ void scrub_list(H2UpstreamRequest& request) noexcept {
   }
 }
 
-// What a head given holds in memory: its names and values, and an entry (two strings) a field. A
-// head of many empty fields is counted by its entries, not by its few bytes of text.
-std::size_t held_bytes(const ResponseMessage& head) noexcept {
-  std::size_t bytes = sizeof(ResponseMessage) + head.reason.size();
-  for (const MessageField& f : head.fields) bytes += sizeof(MessageField) + f.name.size() + f.value.size();
-  return bytes;
-}
-
 }  // namespace
 
 std::unique_ptr<H2Back> H2Back::open(std::size_t max_response_head) noexcept {
@@ -538,7 +530,8 @@ H2Back::Held H2Back::held() const noexcept {
   for (const H2Field& f : response_.fields) held.head_bytes += f.name.size() + f.value.size() + kH2FieldOverhead;
   held.body = evbuffer_get_length(body_.get());
   held.responses = evbuffer_get_length(responses_.get());
-  for (const ResponseMessage& head : heads_) held.heads += held_bytes(head);
+  // A head of many empty fields is counted by its entries, not by its few bytes of text.
+  for (const ResponseMessage& head : heads_) held.heads += head.held_size();
   return held;
 }
 

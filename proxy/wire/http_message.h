@@ -56,6 +56,9 @@ struct ResponseMessage {
   // The head as HTTP/1.1 text ("version status reason\r\n", the fields, the blank line): what an
   // HTTP/1.1 box gets. text().size() == text_size() for a status of three digits.
   [[nodiscard]] std::string text() const;
+  // What holding it costs, for a bound on heads held (H2Back's heads not yet taken), as
+  // RequestMessage::held_size: its text and each field's own object.
+  [[nodiscard]] std::size_t held_size() const noexcept { return text_size() + fields.size() * sizeof(MessageField); }
 };
 
 // Overwrites every byte of `message` (table/secret_value.h's scrub) and frees it: a request head
