@@ -9,7 +9,8 @@
 // DATA, a chunked one decoded); it takes each response head (interim ones first) from head() as a
 // ResponseMessage made from the HEADERS, and reads the body from responses(), framed by the
 // origin's content-length, else chunked with the trailers in its trailer section. One request at
-// a time: the connection serves one exchange at a time. The HTTP/2 connection is kept across requests until the origin sends GOAWAY or closes, or misbehaves.
+// a time: the connection serves one exchange at a time. The HTTP/2 connection is kept across
+// requests until the origin sends GOAWAY or closes, or misbehaves.
 //
 // What the connection sees when things go wrong:
 //   - the origin broke the protocol before the response's head (a PUSH_PROMISE, which our

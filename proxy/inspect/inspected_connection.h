@@ -18,9 +18,9 @@
 // between the box's TLS stream and everything above: the state machine takes each stream's head
 // from the front as a message (read_h2_head) and its body from client_in, gives each answer's head
 // back as a message (send_answer_head) and its body to client_out, so a stream is judged, refused,
-// forwarded and recorded exactly as an HTTP/1.1 request is, with no head printed to be parsed. The front adds its
-// own bounds (h2_front.h) to those below. When the origin chose "h2" by ALPN, an H2Back
-// (proxy/inspect/h2_back.h) stands likewise between the origin's TLS stream and the state
+// forwarded and recorded exactly as an HTTP/1.1 request is, with no head printed to be parsed. The
+// front adds its own bounds (h2_front.h) to those below. When the origin chose "h2" by ALPN, an
+// H2Back (proxy/inspect/h2_back.h) stands likewise between the origin's TLS stream and the state
 // machine's origin-facing reads and writes (InspectedOriginLink::in, out), in any pairing with the
 // front.
 //
