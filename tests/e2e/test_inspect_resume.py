@@ -186,6 +186,17 @@ class InspectResumeTest(ProxyTestCase):
         self.each_version(check)
         self.assert_nothing_refused()
 
+    def test_a_ticket_lasts_two_hours(self):
+        def check(name, version, context, session):
+            # The manual's two hours (REQUEST INSPECTION), as the ticket tells the box: its lifetime
+            # hint, the session's timeout on the proxy's side (SSL_CTX_set_timeout), which is
+            # what the proxy holds a ticket to when it is offered. (session.timeout is the
+            # client's own, 7200 by OpenSSL's default whatever the proxy says: no witness.)
+            self.assertTrue(session.has_ticket, name)
+            self.assertEqual(session.ticket_lifetime_hint, 7200, name)
+        self.each_version(check)
+        self.assert_nothing_refused()
+
     def test_a_session_does_not_outlive_the_proxy_that_made_it(self):
         port = self.origin.port
 
