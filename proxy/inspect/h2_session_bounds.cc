@@ -14,23 +14,27 @@ namespace {
 void* zeroing_malloc(std::size_t size, void*) { return std::malloc(size); }
 void* zeroing_calloc(std::size_t count, std::size_t size, void*) { return std::calloc(count, size); }
 
-void zeroing_free(void* block, void*) {
+void release_to_heap(void* block) { std::free(block); }
+
+// `user` is the table's mem_user_data: null in production (the heap's free), a test's H2Release
+// otherwise (zeroing_h2_mem_releasing_to).
+void zeroing_free(void* block, void* user) {
   if (block == nullptr) return;
   explicit_bzero(block, malloc_usable_size(block));
-  std::free(block);
+  (user == nullptr ? &release_to_heap : *static_cast<H2Release*>(user))(block);
 }
 
 // Never realloc in place: a block that moves would leave its old bytes behind unzeroed.
-void* zeroing_realloc(void* block, std::size_t size, void*) {
+void* zeroing_realloc(void* block, std::size_t size, void* user) {
   if (block == nullptr) return std::malloc(size);
   if (size == 0) {
-    zeroing_free(block, nullptr);
+    zeroing_free(block, user);
     return nullptr;
   }
   void* moved = std::malloc(size);
   if (moved == nullptr) return nullptr;  // the old block stays, as realloc's contract says
   std::memcpy(moved, block, std::min(size, malloc_usable_size(block)));
-  zeroing_free(block, nullptr);
+  zeroing_free(block, user);
   return moved;
 }
 
@@ -39,6 +43,12 @@ nghttp2_mem zeroing_mem{nullptr, &zeroing_malloc, &zeroing_free, &zeroing_calloc
 }  // namespace
 
 nghttp2_mem* zeroing_h2_mem() noexcept { return &zeroing_mem; }
+
+nghttp2_mem zeroing_h2_mem_releasing_to(H2Release* release) noexcept {
+  nghttp2_mem mem = zeroing_mem;
+  mem.mem_user_data = release;
+  return mem;
+}
 
 H2OptionPtr bounded_h2_option() noexcept {
   nghttp2_option* raw = nullptr;

@@ -63,4 +63,11 @@ struct H2ReadCallbacks {
 // overwritten when replaced or revoked; found in review).
 [[nodiscard]] nghttp2_mem* zeroing_h2_mem() noexcept;
 
+// A test's seam (tests/unit/inspect_h2_mem_test.cc): the same functions as zeroing_h2_mem()'s,
+// except that a block, once overwritten, goes to `*release` (which must free it) instead of back
+// to the heap, so that a test can read the bytes a freed or moved block held when it was let go.
+// Production never calls it; zeroing_h2_mem()'s table releases to the heap.
+using H2Release = void (*)(void* block);
+[[nodiscard]] nghttp2_mem zeroing_h2_mem_releasing_to(H2Release* release) noexcept;
+
 }  // namespace boxproxy

@@ -11,17 +11,20 @@ and port resumes only on another decided for the same; anywhere else it is a ful
 that connection's own leaf. The SNI check holds on an offered session, requests on a resumed
 connection are judged as any, ALPN still picks h2 or http/1.1, and the inspector's seccomp filter
 refuses nothing of it. A ticket does not outlive the inspector that sealed it (its keys are drawn
-at start, held in memory only). Loopback only; every wait bounded."""
+at start, held in memory only), says it lasts two hours, and allows no early data (0-RTT: seen by
+openssl s_client, through `boxproxy bridge`). Loopback only; every wait bounded."""
 
 import json
 import os
+import re
 import ssl
+import subprocess
 import tempfile
 import unittest
 
 from harness import ProxyTestCase, read_http_response, recv_exact
 from inspect_support import INSPECTOR, make_signed_certificate, make_test_ca
-from box_support import TlsOrigin
+from box_support import Bridge, TlsOrigin
 from test_confine import REFUSED
 
 try:
@@ -30,6 +33,7 @@ except ImportError:  # python3-h2 is missing: the ALPN test's h2 half skips
     H2Client = None
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
+S_CLIENT_TIMEOUT = 30.0  # one `openssl s_client` run: a handshake, one request, the answer
 VERSIONS = (("TLS 1.3", ssl.TLSVersion.TLSv1_3), ("TLS 1.2", ssl.TLSVersion.TLSv1_2))
 
 
@@ -184,6 +188,59 @@ class InspectResumeTest(ProxyTestCase):
                 self.assertEqual(tls.selected_alpn_protocol(), "http/1.1")
                 self.assertEqual(self.ask(tls, "origin.test", port).status, 200)
         self.each_version(check)
+        self.assert_nothing_refused()
+
+    def test_a_ticket_lasts_two_hours(self):
+        def check(name, version, context, session):
+            # The manual's two hours (REQUEST INSPECTION), as the ticket tells the box: its lifetime
+            # hint, the session's timeout on the proxy's side (SSL_CTX_set_timeout), which is
+            # what the proxy holds a ticket to when it is offered. (session.timeout is the
+            # client's own, 7200 by OpenSSL's default whatever the proxy says: no witness.)
+            self.assertTrue(session.has_ticket, name)
+            self.assertEqual(session.ticket_lifetime_hint, 7200, name)
+        self.each_version(check)
+        self.assert_nothing_refused()
+
+    def s_client(self, bridge, *args):
+        """`openssl s_client` in TLS 1.3 to origin.test through `bridge` (its CONNECT, `-proxy`),
+        verifying the session's CA, sending one GET / (Connection: close) and reading until the
+        proxy closes, so that the ticket sent after the handshake has come: its standard output."""
+        port = self.origin.port
+        argv = ["openssl", "s_client", "-proxy", f"{bridge.host}:{bridge.port}", "-connect", f"origin.test:{port}",
+                "-servername", "origin.test", "-CAfile", self.ca, "-verify_return_error", "-tls1_3", "-ign_eof",
+                *args]
+        request = f"GET / HTTP/1.1\r\nHost: origin.test:{port}\r\nConnection: close\r\n\r\n".encode()
+        done = subprocess.run(argv, input=request, capture_output=True, timeout=S_CLIENT_TIMEOUT)
+        out = done.stdout.decode("utf-8", "replace")
+        self.assertEqual(done.returncode, 0, out + done.stderr.decode("utf-8", "replace"))
+        self.assertIn("HTTP/1.1 200 OK", out)
+        return out
+
+    def test_no_early_data_is_taken(self):
+        # A real 0-RTT client: openssl s_client keeps the ticket of one connection, then offers
+        # it with early data on the next. The ticket itself says how much early data the proxy
+        # would take (its max_early_data): 0, so the client sends none; a request sent early could
+        # be replayed by whoever saw it. Python's ssl has no early data; s_client cannot reach a
+        # Unix socket through a proxy, so `boxproxy bridge` (loopback TCP to the socket) stands
+        # between, as in a box.
+        bridge = Bridge(self.p.socket_path)
+        self.addCleanup(bridge.kill)
+        session = os.path.join(self.dir, "box-session.pem")
+        early = os.path.join(self.dir, "early.txt")
+        with open(early, "wb") as f:
+            f.write(f"GET /early HTTP/1.1\r\nHost: origin.test:{self.origin.port}\r\n\r\n".encode())
+        first = self.s_client(bridge, "-sess_out", session)
+        offered = subprocess.run(["openssl", "sess_id", "-in", session, "-noout", "-text"], capture_output=True,
+                                 text=True, check=True, timeout=S_CLIENT_TIMEOUT).stdout
+        self.assertIn("TLS session ticket lifetime hint: 7200", offered)  # a ticket of this proxy's
+        self.assertIn("Max Early Data: 0\n", offered)
+        out = self.s_client(bridge, "-sess_in", session, "-early_data", early)
+        self.assertIn("Reused, TLSv1.3", out)  # the ticket was offered and taken
+        self.assertIn("Early data was not sent", out)
+        # Every ticket either connection was given (s_client prints each as it comes) allows none.
+        self.assertEqual(set(re.findall(r"Max Early Data: (\d+)", first + out)), {"0"})
+        self.assertNotIn("/early", [r["path"] for r in self.origin.requests])
+        self.assertEqual(bridge.stop(), 0)
         self.assert_nothing_refused()
 
     def test_a_session_does_not_outlive_the_proxy_that_made_it(self):
