@@ -189,21 +189,18 @@ def wait_slots_free(proxy, timeout=5.0):
 
 
 def wait_settled(read, timeout=5.0, still=0.3, interval=0.05):
-    """Polls `read()` until it returns the same value for `still` seconds (or `timeout` passes);
-    returns the last value."""
-    deadline = time.monotonic() + timeout
-    last = read()
-    since = time.monotonic()
-    while time.monotonic() < deadline:
-        # A sleep, not a wait on an event: "settled" means that nothing changes for `still`
-        # seconds, and no event says that a figure such as resident memory will not change.
-        time.sleep(interval)
-        value = read()
-        if value != last:
-            last, since = value, time.monotonic()
-        elif time.monotonic() - since >= still:
-            break
-    return last
+    """Polls `read()` (wait_until's poll) until it returns the same value for `still` seconds (or
+    `timeout` passes); returns the last value. "Settled" means that nothing changes for `still`
+    seconds: no event says that a figure such as resident memory will not change."""
+    seen = {"value": read(), "since": time.monotonic()}
+
+    def settled():
+        value, now = read(), time.monotonic()
+        if value != seen["value"]:
+            seen.update(value=value, since=now)
+        return now - seen["since"] >= still
+    wait_until(settled, timeout, interval)
+    return seen["value"]
 
 
 def linger_reset(sock):

@@ -46,7 +46,7 @@ def wait_until(predicate, timeout=5.0, interval=0.02):
     deadline = time.monotonic() + timeout
     value = predicate()
     while not value and time.monotonic() < deadline:
-        time.sleep(interval)  # the one poll every wait of the tests goes through
+        time.sleep(interval)  # a sleep: the harness's one poll, between looks; every wait goes through it
         value = predicate()
     return value
 
@@ -54,13 +54,8 @@ def wait_until(predicate, timeout=5.0, interval=0.02):
 def holds_for(predicate, period, interval=0.02):
     """True when `predicate` stays true for `period` seconds; False as soon as it does not. What
     it proves is that something does not happen within a period, which no event can say, so it
-    polls for the whole period (a sleep on purpose)."""
-    deadline = time.monotonic() + period
-    while time.monotonic() < deadline:
-        if not predicate():
-            return False
-        time.sleep(interval)
-    return bool(predicate())
+    polls (wait_until's poll) for the whole period, its last look at the period's end."""
+    return not wait_until(lambda: not predicate(), period, interval)
 
 
 def trickle(sock, data, step=1, pause=0.002):
@@ -68,7 +63,7 @@ def trickle(sock, data, step=1, pause=0.002):
     it in many reads. A sleep on purpose: what matters is the gap between sends, not an event."""
     for i in range(0, len(data), step):
         sock.sendall(data[i:i + step])
-        time.sleep(pause)
+        time.sleep(pause)  # a sleep: the gap between sends is the point
 
 
 # --------------------------------------------------------------------------------------------
@@ -947,7 +942,7 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
                                        ("x-egress-refused", "forged by origin"), ("X-Kept", "yes")])
         elif path == "/slow":
             self._record()
-            time.sleep(float(self.headers.get("X-Delay", "1")))  # an origin slow on purpose
+            time.sleep(float(self.headers.get("X-Delay", "1")))  # a sleep: an origin slow on purpose
             self._send(200, b"slow\n")
         else:
             self._record()
@@ -956,6 +951,7 @@ class _OriginHandler(http.server.BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def do_POST(self):
+        self.server.heads.append(self.path)  # the head has come; the body is still to be read
         try:
             body, chunked = self._read_body()
         except _MalformedBody:
@@ -984,6 +980,7 @@ class HttpOrigin:
 
         self.server = Server((host, port), handler or _OriginHandler)
         self.server.requests = []
+        self.server.heads = []  # the path of each POST whose head came, before its body is read
         self.host = host
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
@@ -992,6 +989,10 @@ class HttpOrigin:
     @property
     def requests(self):
         return self.server.requests
+
+    @property
+    def heads(self):
+        return self.server.heads
 
     def close(self):
         self.server.shutdown()

@@ -2,7 +2,7 @@
 """Sends what `run --transparent` must refuse, from inside a box (test_transparent_refusals.py).
 
     python3 refusal_probe.py HOST_NET_NS '[[LABEL, FAMILY, TYPE, PROTOCOL, [HOST, PORT], CONNECTED], ...]'
-    python3 refusal_probe.py --hold FILE
+    python3 refusal_probe.py --hold MARK
 
 Prints one JSON object: LABEL -> {"socket": ..., "connect": ..., "send": [...], "recv": ...,
 "send_s": ..., "recv_s": ...}, each step "ok" or the errno name ("EPERM"), the times in seconds.
@@ -14,13 +14,15 @@ inode of the test's own /proc/self/ns/net) and whose only interface is the loopb
 addresses it names are documentation addresses (192.0.2.1, 2001:db8::1), and a box that failed to
 isolate its network must not send them anywhere.
 
---hold waits (at most HOLD_SECONDS) for FILE to exist, so the test can enter the box's network
-namespace meanwhile.
+--hold waits (at most HOLD_SECONDS) for its standard input to end, so the test can enter the box's
+network namespace meanwhile; it prints {"held": true} when the input ended in time. MARK is not
+read: it is a word in the command line by which the test finds the process.
 """
 
 import errno
 import json
 import os
+import select
 import socket
 import sys
 import time
@@ -100,18 +102,15 @@ def probe(family, kind, protocol, address, connected):
     return result
 
 
-def hold(path):
-    deadline = time.monotonic() + HOLD_SECONDS
-    while not os.path.exists(path) and time.monotonic() < deadline:
-        # A poll (a sleep between looks): the probe runs alone in the box, without the harness,
-        # and a file the test creates outside is the only word it gets.
-        time.sleep(0.05)
-    print(json.dumps({"held": os.path.exists(path)}))
+def hold():
+    # The test closes its end of our standard input (run passes it on to COMMAND) to release us.
+    readable, _, _ = select.select([0], [], [], HOLD_SECONDS)
+    print(json.dumps({"held": bool(readable) and os.read(0, 1) == b""}))
 
 
 def main():
     if sys.argv[1] == "--hold":
-        hold(sys.argv[2])
+        hold()
         return
     why = isolated(int(sys.argv[1]))
     if why:

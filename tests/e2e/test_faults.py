@@ -162,8 +162,7 @@ class FaultTest(ProxyTestCase):
                     break  # nothing taken for a second: back-pressure reached the client
                 select.select([], [s], [], 0.1)
         cpu0 = cpu_seconds(p.pid)
-        # A sleep: what is measured is that nothing happens (no CPU used) over a period.
-        time.sleep(1.0)
+        time.sleep(1.0)  # a sleep: what is measured is that nothing happens (no CPU used) over a period
         cpu_idle = cpu_seconds(p.pid) - cpu0
         anon_after = wait_settled(lambda: anon_kib(p.pid), timeout=3)
         # SPEC/man RESOURCE BOUNDS: a tunnel holds at most 272 KiB (one read each way: 256 KiB

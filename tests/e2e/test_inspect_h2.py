@@ -349,9 +349,9 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         self.addCleanup(tls.close)
         client = H2Client(tls, self.target)
         sid = client.begin_upload("/allowed/upload", 100, b"0123456789")
-        # A sleep: the reset is meant to come after the head and first bytes left for the origin,
-        # which nothing the test sees reports (the test's assertions hold either way).
-        time.sleep(0.3)
+        # The reset is meant to come while the request is under way at the origin: once its head
+        # has come there (the client sent the first bytes with it; the assertions hold either way).
+        wait_until(lambda: "/allowed/upload" in self.origin.heads, 10)
         client.conn.reset_stream(sid, error_code=8)  # CANCEL
         client.flush()
         after = client.request("/allowed/after")
@@ -522,9 +522,9 @@ class InspectH2Test(InspectRig, ProxyTestCase):
         client.flush()
         pad = "p" * 600
         ids = [client.request(f"/allowed/{n}", extra=[("x-pad", pad), ("x-last", "1")]) for n in range(7)]
-        # A sleep: the later heads are to be read and held while the first stream waits, and
-        # nothing the client sees says that they have been.
-        time.sleep(0.5)
+        # The later heads are to be read and held while the first stream waits: the last one's
+        # refusal (REFUSED_STREAM, the bound passed) says that every one of them has been read.
+        client.collect([ids[-1]])
         client.conn.send_data(first, b"12345", end_stream=True)
         client.flush()
         got = client.collect([first, *ids])

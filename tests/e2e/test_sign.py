@@ -431,7 +431,7 @@ class SignDripTest(InspectRig, ProxyTestCase):
         before = rss_kib(inspector)
         for _ in range(self.DRIPS - 1):
             tls.send(b"x")  # one TLS record each
-            time.sleep(0.0002)  # the pace is the point: each record read on its own, as a slow box's
+            time.sleep(0.0002)  # a sleep: the pace is the point, each record read alone (a slow box)
         grown = rss_kib(inspector) - before
         tls.send(b"x")
         tls.settimeout(10)

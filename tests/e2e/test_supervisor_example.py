@@ -194,9 +194,9 @@ class SupervisorSecretTest(unittest.TestCase):
             f.write("sk-second-4d5e6f\n")
         self.assertTrue(wait_until(lambda: b"[supervisor] secret api rotated" in s.stderr(), TIMEOUT),
                         s.stderr()[-3000:])
-        # A sleep: the op's line reaches serve, and serve's message the inspector, and neither
-        # says so to anyone the test can see (the second request shows whether it did).
-        time.sleep(0.2)
+        # supervisor.py says "rotated" once it has sent the op, not once serve has answered (it
+        # shows only failed answers), and serve logs no op: nothing says the op was taken.
+        time.sleep(0.2)  # a sleep: the op reaches serve, unseen (the second request shows it did)
         open(os.path.join(d, "go"), "w").close()
         code, out, err = s.finish()
         self.assertEqual(code, 0, err[-3000:])

@@ -117,16 +117,17 @@ class RefusedAtOnceTest(CaptureTestCase):
             self.skipTest("needs root, to enter the box's network namespace with a raw socket")
         if not shutil.which("nsenter"):
             self.skipTest("nsenter (util-linux) is not installed")
-        released = os.path.join(self.box.dir, "released")
-        box = subprocess.Popen(self.box.argv(["--transparent"], [sys.executable, PROBE, "--hold", released]),
-                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # COMMAND holds the box open until the test closes its standard input; `mark` finds it.
+        mark = os.path.join(self.box.dir, "held")
+        box = subprocess.Popen(self.box.argv(["--transparent"], [sys.executable, PROBE, "--hold", mark]),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                env=self.box.env())
         try:
             host = host_net_namespace()
 
             def command_in_the_box():
-                # COMMAND itself, not `boxproxy run` (whose argv names the file too, in the host's namespace).
-                for pid in processes_mentioning(released):
+                # COMMAND itself, not `boxproxy run` (whose argv names the mark too, in the host's namespace).
+                for pid in processes_mentioning(mark):
                     try:
                         with open(f"/proc/{pid}/cmdline", "rb") as f:
                             argv0 = f.read().split(b"\0")[0]
@@ -144,8 +145,8 @@ class RefusedAtOnceTest(CaptureTestCase):
             self.assertEqual(r.returncode, 0, (r.stdout, r.stderr))
             out = probe_output(r.stdout.decode())
         finally:
-            open(released, "w").close()
             try:
+                # communicate() closes the box's standard input first: that releases COMMAND.
                 stdout, stderr = box.communicate(timeout=RUN_TIMEOUT)
             except subprocess.TimeoutExpired:
                 box.kill()
