@@ -497,7 +497,7 @@ bool H2Back::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
   // Asked first whether anything is queued (a few loads): pump runs several times a request, mostly
   // with nothing to send, and an empty nghttp2_session_mem_send still walks the session's queues
   // (about a twentieth of a request's instructions over both sessions, measured with callgrind;
-  // bench/README.md, 2026-12-07 22:xx). The same frames go out: mem_send sends nothing when
+  // bench/README.md, 2026-12-07 22:30). The same frames go out: mem_send sends nothing when
   // want_write is 0 (no frame in progress, none queued, or only DATA with no window to send it).
   while (evbuffer_get_length(to) < to_bound && nghttp2_session_want_write(session_.get()) != 0) {
     const std::uint8_t* frames = nullptr;
