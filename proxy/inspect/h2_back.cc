@@ -18,6 +18,7 @@ namespace boxproxy {
 namespace {
 
 constexpr std::string_view kBadGatewayBody = "egress: the origin broke HTTP/2\n";
+constexpr std::size_t kH2BackFieldsReserved = 16;  // a response list's first allocation, in fields
 
 nghttp2_nv field(const H2Field& f) noexcept {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(f.name.data())),
@@ -129,6 +130,10 @@ int H2Back::on_header(nghttp2_session*, const nghttp2_frame* frame, const std::u
     return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
   }
   try {
+    // Room for a usual response's fields at once (a list grown 1, 2, 4, 8 cost four allocations and
+    // seven moves a response: callgrind, bench/README.md). Memory: kH2BackFieldsReserved entries
+    // (1 KiB) for the one list being read, given back after each (forget_fields).
+    if (b->response_.fields.capacity() == 0) b->response_.fields.reserve(kH2BackFieldsReserved);
     b->response_.fields.push_back({std::string(reinterpret_cast<const char*>(name), name_length),
                           std::string(reinterpret_cast<const char*>(value), value_length)});
   } catch (...) {
@@ -489,7 +494,12 @@ bool H2Back::pump(evbuffer* from, evbuffer* to, std::size_t to_bound) {
     unconsumed_ = 0;
     progress = true;
   }
-  while (evbuffer_get_length(to) < to_bound) {
+  // Asked first whether anything is queued (a few loads): pump runs several times a request, mostly
+  // with nothing to send, and an empty nghttp2_session_mem_send still walks the session's queues
+  // (about a twentieth of a request's instructions over both sessions, measured with callgrind;
+  // bench/README.md, 2026-12-07 22:30). The same frames go out: mem_send sends nothing when
+  // want_write is 0 (no frame in progress, none queued, or only DATA with no window to send it).
+  while (evbuffer_get_length(to) < to_bound && nghttp2_session_want_write(session_.get()) != 0) {
     const std::uint8_t* frames = nullptr;
     const ssize_t n = nghttp2_session_mem_send(session_.get(), &frames);
     if (n < 0) {

@@ -237,7 +237,8 @@ H2Front::Pumped H2Front::pump(evbuffer* from, evbuffer* to, std::size_t to_bound
     nghttp2_session_terminate_session(session_.get(), NGHTTP2_INTERNAL_ERROR);
     close(SessionState::over);
   }
-  while (evbuffer_get_length(to) < to_bound) {
+  // want_write first: an idle mem_send still walks the queues (as H2Back::pump says).
+  while (evbuffer_get_length(to) < to_bound && nghttp2_session_want_write(session_.get()) != 0) {
     const std::uint8_t* frames = nullptr;
     const ssize_t n = nghttp2_session_mem_send(session_.get(), &frames);
     if (n < 0) {

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "proxy/wire/h2_fields.h"
 #include "proxy/wire/h2_request.h"
 #include "proxy/wire/h2_upstream.h"
 #include "proxy/wire/http_message.h"
@@ -373,4 +374,23 @@ TEST_CASE("h1_last_chunk_with_trailers: a section past kMaxTrailerSection is dro
     CHECK_FALSE(step.malformed);
     CHECK(step.finished);
   }
+}
+
+// is_lower_token and is_carriable_value read a table of byte classes (h2_fields.cc): every byte
+// is checked against the rule as written (RFC 9110 tchar without uppercase; no control character
+// but HTAB, no DEL; no blank at either end), alone and inside a value.
+TEST_CASE("h2 fields: every byte classed as the rule says") {
+  for (unsigned c = 0; c < 256; ++c) {
+    CAPTURE(c);
+    const auto ch = static_cast<unsigned char>(c);
+    const std::string one(1, static_cast<char>(ch));
+    const bool token = is_token_char(ch) && !(ch >= 'A' && ch <= 'Z');
+    CHECK(is_lower_token(one) == token);
+    CHECK(is_lower_token("a" + one + "b") == token);
+    const bool carriable = !((ch < 0x20 && ch != '\t') || ch == 0x7f);
+    CHECK(is_carriable_value("a" + one + "b") == carriable);
+    CHECK(is_carriable_value(one) == (carriable && ch != ' ' && ch != '\t'));
+  }
+  CHECK_FALSE(is_lower_token(""));
+  CHECK(is_carriable_value(""));
 }
