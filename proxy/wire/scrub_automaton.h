@@ -35,9 +35,12 @@
 // overwritten when the automaton goes.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -52,6 +55,24 @@ constexpr std::array<std::uint8_t, 256> byte_classes() noexcept {
   return out;
 }
 inline constexpr std::array<std::uint8_t, 256> kByteClass = byte_classes();
+
+// Eight bytes at once, for the skip and the runs' ends: bit 7 of each byte of the result set where
+// that byte of `word` is of class 0 (outside 0x21 to 0x7e), exactly, byte by byte (no sum carries
+// out of its byte: the low 7 bits plus 1 or 0x5f stay below 0x100).
+constexpr std::uint64_t class0_bits(std::uint64_t word) noexcept {
+  constexpr std::uint64_t kOnes = 0x0101010101010101u;
+  const std::uint64_t low = word & (kOnes * 0x7f);
+  const std::uint64_t above = word | (low + kOnes);  // bit 7: the byte is 0x7f or more
+  const std::uint64_t below = ~(low + kOnes * 0x5f);  // bit 7: its low 7 bits are below 0x21
+  return (above | below) & (kOnes * 0x80);
+}
+// The eight bytes at `p` as a word, the first in the lowest bits whatever the machine's order.
+inline std::uint64_t load8(const unsigned char* p) noexcept {
+  std::uint64_t word;
+  std::memcpy(&word, p, sizeof word);
+  if constexpr (std::endian::native == std::endian::big) word = __builtin_bswap64(word);
+  return word;
+}
 
 }  // namespace scrub_detail
 
@@ -94,37 +115,41 @@ class ScrubAutomaton {
   ScrubAutomaton& operator=(ScrubAutomaton&&) noexcept = default;
 
   // Runs `text` from `cursor` (left where the text ends), calling on_match(index, pattern) for each
-  // byte at which a pattern ends (the longest one ending there: every shorter one is its suffix).
+  // byte at which a pattern ends (the longest one ending there: every shorter one is its suffix), in
+  // the order of the text. Two runs of visible bytes are stepped at once (see the top of this file).
   template <class OnMatch>
   void for_each_match(Cursor& cursor, std::string_view text, Work& work, OnMatch&& on_match) const {
     const auto* data = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t size = text.size();
-    const std::uint32_t* const table = table_.data();  // a local: on_match cannot move it
-    const std::uint8_t* const classes = kClassOf.data();
     std::size_t i = 0;
     while (i < size) {
+      // The first run: the one a chunk ended in (its state carried), or the next the skip keeps.
+      std::size_t a = i;
       if (!cursor.stepping) {
-        const std::size_t to = skip(data, size, i);
-        work.skips += to - i;
-        i = to;
-        if (i == size) break;
-        cursor.stepping = true;
+        a = skip(data, size, i);
+        work.skips += a - i;
+        if (a == size) break;
       }
-      const std::size_t from = i;
-      std::uint32_t state = cursor.state;
-      while (i < size) {
-        const std::uint8_t cls = classes[data[i]];
-        const std::uint32_t entry = table[state + cls];
-        state = entry & kStateMask;
-        if ((entry & kMatchBit) != 0) on_match(i, match_[state / kClasses]);
-        ++i;
-        if (cls == 0) {  // the start again: the skip judges what follows
-          cursor.stepping = false;
-          break;
-        }
+      const std::size_t a_end = run_end(data, size, verified(size, a, cursor.stepping));
+      // The second, from the start (the first ended on a class-0 byte), if the text has one.
+      std::size_t b = a_end;
+      if (a_end < size) {
+        b = skip(data, size, a_end);
+        work.skips += b - a_end;
       }
-      work.steps += i - from;
-      cursor.state = state;
+      const std::size_t b_end = b < size ? run_end(data, size, verified(size, b, false)) : b;
+      std::uint32_t a_state = cursor.state;
+      std::uint32_t b_state = 0;
+      const std::size_t paired = step_pair(a_state, data + a, b_state, data + b, std::min(a_end - a, b_end - b));
+      a_state = step_run(a_state, data, a + paired, a_end, on_match);
+      b_state = step_run(b_state, data, b + paired, b_end, on_match);
+      work.steps += (a_end - a) + (b_end - b);
+      // Where the text stands: in a run a chunk end cut (stepped on), or at the start (skipped on).
+      // Judged by the last byte's class, never by the state (the state depends on the values).
+      const std::size_t last = b_end > b ? b_end : a_end;
+      cursor.stepping = kClassOf[data[last - 1]] != 0;
+      cursor.state = b_end > b ? b_state : a_state;
+      i = last;
     }
   }
   [[nodiscard]] std::size_t pattern_size(std::uint32_t pattern) const noexcept { return sizes_[pattern]; }
@@ -132,6 +157,63 @@ class ScrubAutomaton {
   [[nodiscard]] std::size_t shortest_pattern() const noexcept { return window_; }
 
  private:
+  void number_accepting_last();
+  // One step: the next state's offset. The class's column is found off the dependent chain (the
+  // byte is known ahead), so the chain from one state to the next is one load and nothing else:
+  // the empty asm keeps the compiler from adding the state and the class first (an add on the
+  // chain, a cycle of every step's five). States are carried as size_t: no zero extension either.
+  [[nodiscard]] std::size_t next(std::size_t state, unsigned char byte) const noexcept {
+    const std::uint32_t* column = table_.data() + kClassOf[byte];
+#if defined(__GNUC__)
+    asm("" : "+r"(column));
+#endif
+    return column[state];
+  }
+  // Steps two runs at once, `count` bytes each (the processor overlaps the two chains of loads),
+  // while neither enters an accepting state: how many it stepped (`count` unless a match stopped
+  // it before that step, which step_run then takes again, one at a time and in order).
+  [[nodiscard]] std::size_t step_pair(std::uint32_t& a_state, const unsigned char* a, std::uint32_t& b_state,
+                                      const unsigned char* b, std::size_t count) const noexcept {
+    std::size_t sa = a_state;
+    std::size_t sb = b_state;
+    std::size_t k = 0;
+    for (; k < count; ++k) {
+      const std::size_t na = next(sa, a[k]);
+      const std::size_t nb = next(sb, b[k]);
+      if (std::max(na, nb) >= first_accepting_) break;  // accepting states are numbered last
+      sa = na;
+      sb = nb;
+    }
+    a_state = static_cast<std::uint32_t>(sa);
+    b_state = static_cast<std::uint32_t>(sb);
+    return k;
+  }
+  // Steps data[from, to) from `state`, one chain, reporting each match: the state after.
+  template <class OnMatch>
+  std::uint32_t step_run(std::uint32_t from_state, const unsigned char* data, std::size_t from, std::size_t to,
+                         OnMatch& on_match) const {
+    std::size_t state = from_state;
+    for (std::size_t i = from; i < to; ++i) {
+      state = next(state, data[i]);
+      if (state >= first_accepting_) on_match(i, match_[state / kClasses]);
+    }
+    return static_cast<std::uint32_t>(state);
+  }
+  // The end of the run of visible bytes at `at`: one past its first class-0 byte, or the text's end.
+  // Eight bytes a test; the caller may start it past bytes it knows are visible.
+  [[nodiscard]] static std::size_t run_end(const unsigned char* data, std::size_t size, std::size_t at) noexcept {
+    for (; size - at >= 8; at += 8) {
+      const std::uint64_t bits = scrub_detail::class0_bits(scrub_detail::load8(data + at));
+      if (bits != 0) return at + static_cast<std::size_t>(std::countr_zero(bits)) / 8 + 1;
+    }
+    while (at < size && kClassOf[data[at]] != 0) ++at;
+    return at < size ? at + 1 : size;
+  }
+  // Where a run's end is looked for from: past the window the skip found all visible, if it did
+  // (it judges a whole window when the text holds one from `at`), else `at`.
+  [[nodiscard]] std::size_t verified(std::size_t size, std::size_t at, bool carried) const noexcept {
+    return !carried && size - at >= window_ ? at + window_ : at;
+  }
   // From the start before data[at], a run not being stepped: the first position at or after `at`
   // at which a match may begin (size when none is judged possible before the end), by the fixed
   // class alone: the window [at, at + window_) is read back from its end to its last class-0 byte,
@@ -141,18 +223,30 @@ class ScrubAutomaton {
   [[nodiscard]] std::size_t skip(const unsigned char* data, std::size_t size, std::size_t at) const noexcept {
     while (size - at >= window_) {
       std::size_t end = at + window_;
-      while (end > at && kClassOf[data[end - 1]] != 0) --end;
-      if (end == at) return at;  // a window of visible bytes: stepped
-      at = end;                  // past the class-0 byte
+      for (;;) {  // back from end, eight bytes a test (bytes before `at` read, not judged)
+        const std::size_t n = std::min<std::size_t>(end - at, 8);
+        if (end < 8) {  // too near the text's start to read eight: a byte a test
+          while (end > at && kClassOf[data[end - 1]] != 0) --end;
+          if (end == at) return at;
+          at = end;
+          break;
+        }
+        const std::uint64_t bits = scrub_detail::class0_bits(scrub_detail::load8(data + end - 8)) & (~std::uint64_t{0} << (8 * (8 - n)));
+        if (bits != 0) {  // past the last class-0 byte
+          at = end - 8 + static_cast<std::size_t>(63 - std::countl_zero(bits)) / 8 + 1;
+          break;
+        }
+        end -= n;
+        if (end == at) return at;  // a window of visible bytes: stepped
+      }
     }
     return at;
   }
   static constexpr const std::array<std::uint8_t, 256>& kClassOf = scrub_detail::kByteClass;
-  static constexpr std::uint32_t kMatchBit = 0x80000000u;
-  static constexpr std::uint32_t kStateMask = 0x7fffffffu;
 
   std::vector<std::uint32_t> table_;  // by state offset (state x kClasses) + class: the next state's offset
   std::vector<std::uint32_t> match_;  // by state: the longest pattern ending there, or kNoMatch
+  std::uint32_t first_accepting_ = 0; // the offset of the first state that ends a pattern (all after it do)
   std::vector<std::uint32_t> sizes_;
   std::size_t window_ = 0;            // the shortest pattern (0: none)
 };
