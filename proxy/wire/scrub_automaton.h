@@ -116,40 +116,50 @@ class ScrubAutomaton {
 
   // Runs `text` from `cursor` (left where the text ends), calling on_match(index, pattern) for each
   // byte at which a pattern ends (the longest one ending there: every shorter one is its suffix), in
-  // the order of the text. Two runs of visible bytes are stepped at once (see the top of this file).
+  // the order of the text. Up to kLanes runs of visible bytes are stepped at once (see the top).
   template <class OnMatch>
   void for_each_match(Cursor& cursor, std::string_view text, Work& work, OnMatch&& on_match) const {
     const auto* data = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t size = text.size();
     std::size_t i = 0;
     while (i < size) {
-      // The first run: the one a chunk ended in (its state carried), or the next the skip keeps.
-      std::size_t a = i;
-      if (!cursor.stepping) {
-        a = skip(data, size, i);
-        work.skips += a - i;
-        if (a == size) break;
+      // The next runs the skip keeps, the first the one a chunk ended in if it did (its state
+      // carried), each after the last's class-0 byte (so from the start). A lane with no run of
+      // its own steps the first's again, its result unused: the loop below has no lane count.
+      Lanes from{};
+      Lanes to{};
+      std::size_t runs = 0;
+      for (bool carried = cursor.stepping; runs < kLanes && i < size; carried = false) {
+        const std::size_t start = carried ? i : skip(data, size, i);
+        work.skips += start - i;
+        i = start;
+        if (start == size) break;
+        i = run_end(data, size, verified(size, start, carried));
+        from[runs] = start;
+        to[runs] = i;
+        work.steps += i - start;
+        ++runs;
       }
-      const std::size_t a_end = run_end(data, size, verified(size, a, cursor.stepping));
-      // The second, from the start (the first ended on a class-0 byte), if the text has one.
-      std::size_t b = a_end;
-      if (a_end < size) {
-        b = skip(data, size, a_end);
-        work.skips += b - a_end;
+      if (runs == 0) break;
+      Lanes states{};
+      states[0] = cursor.state;
+      std::size_t count = SIZE_MAX;
+      for (std::size_t lane = 0; lane < kLanes; ++lane) {
+        if (lane >= runs) {
+          from[lane] = from[0];
+          to[lane] = to[0];
+          states[lane] = states[0];
+        }
+        count = std::min(count, to[lane] - from[lane]);
       }
-      const std::size_t b_end = b < size ? run_end(data, size, verified(size, b, false)) : b;
-      std::uint32_t a_state = cursor.state;
-      std::uint32_t b_state = 0;
-      const std::size_t paired = step_pair(a_state, data + a, b_state, data + b, std::min(a_end - a, b_end - b));
-      a_state = step_run(a_state, data, a + paired, a_end, on_match);
-      b_state = step_run(b_state, data, b + paired, b_end, on_match);
-      work.steps += (a_end - a) + (b_end - b);
+      const std::size_t stepped = step_lanes(states, data, from, count);
+      for (std::size_t lane = 0; lane < runs; ++lane) {
+        states[lane] = step_run(states[lane], data, from[lane] + stepped, to[lane], on_match);
+      }
       // Where the text stands: in a run a chunk end cut (stepped on), or at the start (skipped on).
       // Judged by the last byte's class, never by the state (the state depends on the values).
-      const std::size_t last = b_end > b ? b_end : a_end;
-      cursor.stepping = kClassOf[data[last - 1]] != 0;
-      cursor.state = b_end > b ? b_state : a_state;
-      i = last;
+      cursor.stepping = kClassOf[data[i - 1]] != 0;
+      cursor.state = static_cast<std::uint32_t>(states[runs - 1]);
     }
   }
   [[nodiscard]] std::size_t pattern_size(std::uint32_t pattern) const noexcept { return sizes_[pattern]; }
@@ -157,6 +167,9 @@ class ScrubAutomaton {
   [[nodiscard]] std::size_t shortest_pattern() const noexcept { return window_; }
 
  private:
+  // How many runs are stepped at once: enough chains of loads to keep the loads' latency hidden.
+  static constexpr std::size_t kLanes = 4;
+  using Lanes = std::array<std::size_t, kLanes>;
   void number_accepting_last();
   // One step: the next state's offset. The class's column is found off the dependent chain (the
   // byte is known ahead), so the chain from one state to the next is one load and nothing else:
@@ -169,35 +182,38 @@ class ScrubAutomaton {
 #endif
     return column[state];
   }
-  // Steps two runs at once, `count` bytes each (the processor overlaps the two chains of loads),
-  // while neither enters an accepting state: how many it stepped (`count` unless a match stopped
-  // it before that step, which step_run then takes again, one at a time and in order).
-  [[nodiscard]] std::size_t step_pair(std::uint32_t& a_state, const unsigned char* a, std::uint32_t& b_state,
-                                      const unsigned char* b, std::size_t count) const noexcept {
-    std::size_t sa = a_state;
-    std::size_t sb = b_state;
+  // Steps kLanes runs at once, `count` bytes each from `from` (the processor overlaps the chains
+  // of loads), while none enters an accepting state: how many it stepped (`count` unless a match
+  // stopped it before that step, which step_run then takes again, one at a time and in order).
+  [[nodiscard]] std::size_t step_lanes(Lanes& states, const unsigned char* data, const Lanes& from,
+                                       std::size_t count) const noexcept {
+    static_assert(kLanes == 4, "written out for four lanes: arrays would stay in memory");
+    const unsigned char* const p0 = data + from[0];
+    const unsigned char* const p1 = data + from[1];
+    const unsigned char* const p2 = data + from[2];
+    const unsigned char* const p3 = data + from[3];
+    std::size_t s0 = states[0], s1 = states[1], s2 = states[2], s3 = states[3];
     std::size_t k = 0;
     for (; k < count; ++k) {
-      const std::size_t na = next(sa, a[k]);
-      const std::size_t nb = next(sb, b[k]);
-      if (std::max(na, nb) >= first_accepting_) break;  // accepting states are numbered last
-      sa = na;
-      sb = nb;
+      const std::size_t n0 = next(s0, p0[k]);
+      const std::size_t n1 = next(s1, p1[k]);
+      const std::size_t n2 = next(s2, p2[k]);
+      const std::size_t n3 = next(s3, p3[k]);
+      if (std::max(std::max(n0, n1), std::max(n2, n3)) >= first_accepting_) break;  // accepting states are last
+      s0 = n0, s1 = n1, s2 = n2, s3 = n3;
     }
-    a_state = static_cast<std::uint32_t>(sa);
-    b_state = static_cast<std::uint32_t>(sb);
+    states = {s0, s1, s2, s3};
     return k;
   }
   // Steps data[from, to) from `state`, one chain, reporting each match: the state after.
   template <class OnMatch>
-  std::uint32_t step_run(std::uint32_t from_state, const unsigned char* data, std::size_t from, std::size_t to,
-                         OnMatch& on_match) const {
-    std::size_t state = from_state;
+  std::size_t step_run(std::size_t state, const unsigned char* data, std::size_t from, std::size_t to,
+                       OnMatch& on_match) const {
     for (std::size_t i = from; i < to; ++i) {
       state = next(state, data[i]);
       if (state >= first_accepting_) on_match(i, match_[state / kClasses]);
     }
-    return static_cast<std::uint32_t>(state);
+    return state;
   }
   // The end of the run of visible bytes at `at`: one past its first class-0 byte, or the text's end.
   // Eight bytes a test; the caller may start it past bytes it knows are visible.
