@@ -21,9 +21,17 @@
 //      time. Stepping stops at the run's first class-0 byte (the start again) and the skip resumes.
 //      The number of steps and of bytes passed over is thus a function of the text and of the
 //      shortest pattern's length alone (ResponseScrubber::work counts both for the tests).
+//   3. Made fast without changing which bytes are stepped or passed over (a step is a load whose
+//      address needs the last step's result, so one run waits on the loads' latency): four runs
+//      the skip keeps are stepped at once, their chains of loads overlapping; a step is that one
+//      load and nothing else on its chain (the class's column is added off it, and the states
+//      that end a pattern are numbered last, so a match is a compare of the state, not a flag to
+//      mask off); the skip and the runs' ends test eight bytes at once, exactly (class0_bits).
+//      How many bytes the four runs step together is the shortest run's length: text again.
 // What still differs: a match (the box sent a whole spelling: it knew the value) calls on_match,
-// which costs more; and which rows of the table a text touches, so a cache line's timing is not
-// hidden (the rows a text of one repeated unit touches are a handful either way).
+// which costs more (the four runs stop, and the rest of each is stepped one at a time, in order);
+// and which rows of the table a text touches, so a cache line's timing is not hidden (the rows a
+// text of one repeated unit touches are a handful either way).
 //
 // Memory: a row of kClasses 32-bit entries (380 bytes) per distinct pattern prefix, plus 4 bytes
 // of match per state. For 3 secrets of 40 bytes and all their spellings (about 360 to 720 bytes
@@ -86,7 +94,7 @@ class ScrubAutomaton {
   };
   // What a search did (tests compare it between two sets of values of the same lengths).
   struct Work {
-    std::uint64_t steps = 0;  // table lookups
+    std::uint64_t steps = 0;  // bytes stepped, a table lookup each (a match takes up to 4 again)
     std::uint64_t skips = 0;  // bytes passed over by the fixed-class skip
     bool operator==(const Work&) const = default;
   };
@@ -195,12 +203,15 @@ class ScrubAutomaton {
     std::size_t s0 = states[0], s1 = states[1], s2 = states[2], s3 = states[3];
     std::size_t k = 0;
     for (; k < count; ++k) {
-      const std::size_t n0 = next(s0, p0[k]);
+      const std::size_t n0 = next(s0, p0[k]);  // four loads, none waiting on another
       const std::size_t n1 = next(s1, p1[k]);
       const std::size_t n2 = next(s2, p2[k]);
       const std::size_t n3 = next(s3, p3[k]);
       if (std::max(std::max(n0, n1), std::max(n2, n3)) >= first_accepting_) break;  // accepting states are last
-      s0 = n0, s1 = n1, s2 = n2, s3 = n3;
+      s0 = n0;
+      s1 = n1;
+      s2 = n2;
+      s3 = n3;
     }
     states = {s0, s1, s2, s3};
     return k;
@@ -233,9 +244,10 @@ class ScrubAutomaton {
   // From the start before data[at], a run not being stepped: the first position at or after `at`
   // at which a match may begin (size when none is judged possible before the end), by the fixed
   // class alone: the window [at, at + window_) is read back from its end to its last class-0 byte,
-  // and everything up to that byte is passed over. A window that reaches past the text's end is
-  // not judged (stepped: the next chunk may complete it). Linear: a window read to its start
-  // without a class-0 byte is stepped next, so a byte is read at most twice.
+  // eight bytes a test (the first word may begin before `at`: text, read and not judged), and
+  // everything up to that byte is passed over. A window that reaches past the text's end is not
+  // judged (stepped: the next chunk may complete it). Linear: a window read to its start without a
+  // class-0 byte is stepped next (run_end starts past it), so a byte is read about twice at most.
   [[nodiscard]] std::size_t skip(const unsigned char* data, std::size_t size, std::size_t at) const noexcept {
     while (size - at >= window_) {
       std::size_t end = at + window_;
@@ -247,7 +259,8 @@ class ScrubAutomaton {
           at = end;
           break;
         }
-        const std::uint64_t bits = scrub_detail::class0_bits(scrub_detail::load8(data + end - 8)) & (~std::uint64_t{0} << (8 * (8 - n)));
+        const std::uint64_t last_n = ~std::uint64_t{0} << (8 * (8 - n));  // the word's last n bytes
+        const std::uint64_t bits = scrub_detail::class0_bits(scrub_detail::load8(data + end - 8)) & last_n;
         if (bits != 0) {  // past the last class-0 byte
           at = end - 8 + static_cast<std::size_t>(63 - std::countl_zero(bits)) / 8 + 1;
           break;
