@@ -160,8 +160,12 @@ class ScrubAutomaton {
         }
         count = std::min(count, to[lane] - from[lane]);
       }
-      const std::size_t stepped = step_lanes(states, data, from, count);
+      // One run alone is stepped alone (three copies of its chain would only slow it).
+      const std::size_t stepped = runs > 1 ? step_lanes(states, data, from, count) : 0;
       for (std::size_t lane = 0; lane < runs; ++lane) {
+        if (stepped > 0 && states[lane] >= first_accepting_) {  // the step that stopped the lanes
+          on_match(from[lane] + stepped - 1, match_[states[lane] / kClasses]);
+        }
         states[lane] = step_run(states[lane], data, from[lane] + stepped, to[lane], on_match);
       }
       // Where the text stands: in a run a chunk end cut (stepped on), or at the start (skipped on).
@@ -183,45 +187,52 @@ class ScrubAutomaton {
   // byte is known ahead), so the chain from one state to the next is one load and nothing else:
   // the empty asm keeps the compiler from adding the state and the class first (an add on the
   // chain, a cycle of every step's five). States are carried as size_t: no zero extension either.
-  [[nodiscard]] std::size_t next(std::size_t state, unsigned char byte) const noexcept {
-    const std::uint32_t* column = table_.data() + kClassOf[byte];
+  [[nodiscard]] static std::size_t next(const std::uint32_t* table, std::size_t state, unsigned char byte) noexcept {
+    const std::uint32_t* column = table + kClassOf[byte];
 #if defined(__GNUC__)
     asm("" : "+r"(column));
 #endif
     return column[state];
   }
   // Steps kLanes runs at once, `count` bytes each from `from` (the processor overlaps the chains
-  // of loads), while none enters an accepting state: how many it stepped (`count` unless a match
-  // stopped it before that step, which step_run then takes again, one at a time and in order).
+  // of loads), until a step leaves a lane in an accepting state: how many it stepped (`count`, or
+  // the steps up to and with that one, whose matches the caller reports, in order).
   [[nodiscard]] std::size_t step_lanes(Lanes& states, const unsigned char* data, const Lanes& from,
                                        std::size_t count) const noexcept {
-    static_assert(kLanes == 4, "written out for four lanes: arrays would stay in memory");
-    const unsigned char* const p0 = data + from[0];
-    const unsigned char* const p1 = data + from[1];
-    const unsigned char* const p2 = data + from[2];
-    const unsigned char* const p3 = data + from[3];
-    std::size_t s0 = states[0], s1 = states[1], s2 = states[2], s3 = states[3];
-    std::size_t k = 0;
-    for (; k < count; ++k) {
-      const std::size_t n0 = next(s0, p0[k]);  // four loads, none waiting on another
-      const std::size_t n1 = next(s1, p1[k]);
-      const std::size_t n2 = next(s2, p2[k]);
-      const std::size_t n3 = next(s3, p3[k]);
-      if (std::max(std::max(n0, n1), std::max(n2, n3)) >= first_accepting_) break;  // accepting states are last
-      s0 = n0;
-      s1 = n1;
-      s2 = n2;
-      s3 = n3;
+    // Written out for four lanes, one pointer and three distances, so that every value stays in
+    // a register (arrays stayed in memory; more registers spilled the states, a store and a
+    // reload on each chain).
+    static_assert(kLanes == 4);
+    const unsigned char* p = data + from[0];
+    const unsigned char* const start = p;
+    const unsigned char* const end = p + count;
+    const std::ptrdiff_t d1 = static_cast<std::ptrdiff_t>(from[1] - from[0]);
+    const std::ptrdiff_t d2 = static_cast<std::ptrdiff_t>(from[2] - from[0]);
+    const std::ptrdiff_t d3 = static_cast<std::ptrdiff_t>(from[3] - from[0]);
+    const std::uint32_t* const table = table_.data();
+    const std::size_t accepting = first_accepting_;  // accepting states are numbered last
+    std::size_t s0 = states[0];
+    std::size_t s1 = states[1];
+    std::size_t s2 = states[2];
+    std::size_t s3 = states[3];
+    while (p != end) {
+      s0 = next(table, s0, p[0]);  // four loads, none waiting on another
+      s1 = next(table, s1, p[d1]);
+      s2 = next(table, s2, p[d2]);
+      s3 = next(table, s3, p[d3]);
+      ++p;
+      if ((s0 >= accepting) | (s1 >= accepting) | (s2 >= accepting) | (s3 >= accepting)) break;
     }
     states = {s0, s1, s2, s3};
-    return k;
+    return static_cast<std::size_t>(p - start);
   }
   // Steps data[from, to) from `state`, one chain, reporting each match: the state after.
   template <class OnMatch>
   std::size_t step_run(std::size_t state, const unsigned char* data, std::size_t from, std::size_t to,
                        OnMatch& on_match) const {
+    const std::uint32_t* const table = table_.data();  // a local: on_match cannot move it
     for (std::size_t i = from; i < to; ++i) {
-      state = next(state, data[i]);
+      state = next(table, state, data[i]);
       if (state >= first_accepting_) on_match(i, match_[state / kClasses]);
     }
     return state;
