@@ -94,7 +94,7 @@ class ScrubAutomaton {
   };
   // What a search did (tests compare it between two sets of values of the same lengths).
   struct Work {
-    std::uint64_t steps = 0;  // bytes stepped, a table lookup each (a match takes up to 4 again)
+    std::uint64_t steps = 0;  // bytes stepped, a table lookup each
     std::uint64_t skips = 0;  // bytes passed over by the fixed-class skip
     bool operator==(const Work&) const = default;
   };
