@@ -26,7 +26,8 @@
 //      the skip keeps are stepped at once, their chains of loads overlapping; a step is that one
 //      load and nothing else on its chain (the class's column is added off it, and the states
 //      that end a pattern are numbered last, so a match is a compare of the state, not a flag to
-//      mask off); the skip and the runs' ends test eight bytes at once, exactly (class0_bits).
+//      mask off); the skip and the runs' ends test eight or sixteen bytes at once, exactly
+//      (class0_bits), and most windows the skip judges take one branch, not one a byte.
 //      How many bytes the four runs step together is the shortest run's length: text again.
 // What still differs: a match (the box sent a whole spelling: it knew the value) calls on_match,
 // which costs more (the four runs stop, and the rest of each is stepped one at a time, in order);
@@ -255,14 +256,25 @@ class ScrubAutomaton {
   // From the start before data[at], a run not being stepped: the first position at or after `at`
   // at which a match may begin (size when none is judged possible before the end), by the fixed
   // class alone: the window [at, at + window_) is read back from its end to its last class-0 byte,
-  // eight bytes a test (the first word may begin before `at`: text, read and not judged), and
+  // sixteen bytes a test, then eight (a word may begin before `at`: text, read and not judged), and
   // everything up to that byte is passed over. A window that reaches past the text's end is not
   // judged (stepped: the next chunk may complete it). Linear: a window read to its start without a
   // class-0 byte is stepped next (run_end starts past it), so a byte is read about twice at most.
   [[nodiscard]] std::size_t skip(const unsigned char* data, std::size_t size, std::size_t at) const noexcept {
     while (size - at >= window_) {
       std::size_t end = at + window_;
-      for (;;) {  // back from end, eight bytes a test (bytes before `at` read, not judged)
+      for (;;) {  // back from end
+        if (end - at >= 16 && end >= 16) {  // sixteen at first: one branch, which most windows take
+          const std::uint64_t high = scrub_detail::class0_bits(scrub_detail::load8(data + end - 8));
+          const std::uint64_t low = scrub_detail::class0_bits(scrub_detail::load8(data + end - 16));
+          if ((high | low) != 0) {  // past the last class-0 byte
+            at = high != 0 ? end - 8 + after_last(high) : end - 16 + after_last(low);
+            break;
+          }
+          end -= 16;
+          if (end == at) return at;  // a window of visible bytes: stepped
+          continue;
+        }
         const std::size_t n = std::min<std::size_t>(end - at, 8);
         if (end < 8) {  // too near the text's start to read eight: a byte a test
           while (end > at && kClassOf[data[end - 1]] != 0) --end;
@@ -273,7 +285,7 @@ class ScrubAutomaton {
         const std::uint64_t last_n = ~std::uint64_t{0} << (8 * (8 - n));  // the word's last n bytes
         const std::uint64_t bits = scrub_detail::class0_bits(scrub_detail::load8(data + end - 8)) & last_n;
         if (bits != 0) {  // past the last class-0 byte
-          at = end - 8 + static_cast<std::size_t>(63 - std::countl_zero(bits)) / 8 + 1;
+          at = end - 8 + after_last(bits);
           break;
         }
         end -= n;
@@ -281,6 +293,10 @@ class ScrubAutomaton {
       }
     }
     return at;
+  }
+  // Of a class0_bits word with a bit set: one past its last class-0 byte (an index in the word).
+  static std::size_t after_last(std::uint64_t bits) noexcept {
+    return static_cast<std::size_t>(63 - std::countl_zero(bits)) / 8 + 1;
   }
   static constexpr const std::array<std::uint8_t, 256>& kClassOf = scrub_detail::kByteClass;
 
