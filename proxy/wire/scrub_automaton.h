@@ -28,7 +28,8 @@
 //      that end a pattern are numbered last, so a match is a compare of the state, not a flag to
 //      mask off); the skip and the runs' ends test eight or sixteen bytes at once, exactly
 //      (class0_bits), and most windows the skip judges take one branch, not one a byte.
-//      How many bytes the four runs step together is the shortest run's length: text again.
+//      Whether runs are stepped together (a piece's only run is stepped alone), and how many
+//      bytes they step together (the shortest of the four's length), are the text's facts again.
 // What still differs: a match (the box sent a whole spelling: it knew the value) calls on_match,
 // which costs more (the four runs stop, and the rest of each is stepped one at a time, in order);
 // and which rows of the table a text touches, so a cache line's timing is not hidden (the rows a
