@@ -71,9 +71,37 @@ ScrubAutomaton::ScrubAutomaton(const std::vector<std::string_view>& patterns) {
   }
   wipe(fail);
   wipe(queue);
-  for (std::uint32_t& entry : table_) {
-    if (match_[entry / kClasses] != kNoMatch) entry |= kMatchBit;
+  number_accepting_last();
+}
+
+// Renumbers the states so that those that end a pattern come last (each group in its order, so
+// the start stays 0): whether a step matched is then one compare of the state it gives, off the
+// chain of loads (a flag bit in the entry would have to be masked off on it). In place: the rows
+// and matches are permuted by swapping along the permutation's cycles, so the table is never
+// copied (no second 32 MiB at the cap, and no copy of the patterns' rows to overwrite).
+void ScrubAutomaton::number_accepting_last() {
+  const std::size_t states = match_.size();
+  std::vector<std::uint32_t> number(states);  // by old state: the new one
+  std::uint32_t count = 0;
+  for (std::size_t s = 0; s < states; ++s) {
+    if (match_[s] == kNoMatch) number[s] = count++;
   }
+  first_accepting_ = count * static_cast<std::uint32_t>(kClasses);
+  for (std::size_t s = 0; s < states; ++s) {
+    if (match_[s] != kNoMatch) number[s] = count++;
+  }
+  for (std::uint32_t& entry : table_) entry = number[entry / kClasses] * static_cast<std::uint32_t>(kClasses);
+  for (std::size_t s = 0; s < states; ++s) {
+    while (number[s] != s) {  // the row at s belongs at number[s]: swapped there, and s judged again
+      const std::size_t to = number[s];
+      std::swap_ranges(table_.begin() + static_cast<std::ptrdiff_t>(s * kClasses),
+                       table_.begin() + static_cast<std::ptrdiff_t>((s + 1) * kClasses),
+                       table_.begin() + static_cast<std::ptrdiff_t>(to * kClasses));
+      std::swap(match_[s], match_[to]);
+      std::swap(number[s], number[to]);
+    }
+  }
+  wipe(number);
 }
 
 ScrubAutomaton::~ScrubAutomaton() {
