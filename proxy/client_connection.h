@@ -165,6 +165,10 @@ class ClientConnection : public ListLink<ClientConnection> {
   Next start_inspected(const InspectEndpoint& endpoint);
   Next hand_over();
   void log_inspected_end(const InspectorEnded& ended);
+  // §5 step 5 for a connection to an inspected endpoint when a kept origin connection can serve it
+  // (proxy/origin_ledger.h): its slot taken over, or at the tunnel cap the oldest's slot taken.
+  // nullopt when neither applies (admission as usual), else what follows.
+  [[nodiscard]] std::optional<Next> admit_from_pool();
 
   ProxyServer& server_;
   const ConnectionId id_;    // on every line of this client (SPEC §12), keep-alive requests too
@@ -187,6 +191,9 @@ class ClientConnection : public ListLink<ClientConnection> {
   // Allowed: the session that has the sockets; a done line is owed while it lives. Declared after
   // the Endpoints it refers to, so it dies first.
   std::unique_ptr<Session> session_;
+  // The kept origin connection this one takes over (an earlier connection's id), named in the
+  // hand-over; none: its own upstream socket, or none yet (a dial follows).
+  std::optional<std::uint64_t> pooled_from_;
   // Handed over to the inspector: since when (the done line's ms=).
   Clock::time_point handed_over_at_{};
 };

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// serve's record of the kept origin connections (proxy/origin_ledger.h).
+#include "proxy/origin_ledger.h"
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
+namespace boxproxy {
+namespace {
+
+bool same_host(std::string_view lower, std::string_view other) noexcept {
+  return std::equal(lower.begin(), lower.end(), other.begin(), other.end(), [](char a, char b) {
+    return a == static_cast<char>(std::tolower(static_cast<unsigned char>(b)));
+  });
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> OriginLedger::file(std::uint64_t id, std::string_view host, std::uint16_t port,
+                                                 const IpAddress& address, TunnelSlot slot) {
+  Entry entry{id, std::string(host), port, address, std::move(slot)};
+  std::ranges::transform(entry.host, entry.host.begin(),
+                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  entries_.push_back(std::move(entry));
+  if (entries_.size() <= kMaxLedgerEntries) return std::nullopt;
+  const std::uint64_t oldest = entries_.front().id;
+  entries_.pop_front();
+  return oldest;
+}
+
+std::optional<OriginLedger::Taken> OriginLedger::take_match(std::string_view host, std::uint16_t port,
+                                                            std::span<const IpAddress> answers) {
+  for (auto entry = entries_.rbegin(); entry != entries_.rend(); ++entry) {
+    if (entry->port != port || !same_host(entry->host, host)) continue;
+    const auto answer = std::ranges::find(answers, entry->address);
+    if (answer == answers.end()) continue;
+    Taken taken{entry->id, std::move(entry->slot), static_cast<std::size_t>(answer - answers.begin())};
+    entries_.erase(std::next(entry).base());
+    return taken;
+  }
+  return std::nullopt;
+}
+
+std::optional<OriginLedger::Taken> OriginLedger::take_oldest() {
+  if (entries_.empty()) return std::nullopt;
+  Taken taken{entries_.front().id, std::move(entries_.front().slot), 0};
+  entries_.pop_front();
+  return taken;
+}
+
+bool OriginLedger::drop(std::uint64_t id) noexcept {
+  const auto entry = std::ranges::find(entries_, id, &Entry::id);
+  if (entry == entries_.end()) return false;
+  entries_.erase(entry);
+  return true;
+}
+
+std::vector<std::uint64_t> OriginLedger::drop_if(const std::function<bool(const std::string&, std::uint16_t)>& gone) {
+  std::vector<std::uint64_t> dropped;
+  for (auto entry = entries_.begin(); entry != entries_.end();) {
+    if (gone(entry->host, entry->port)) {
+      dropped.push_back(entry->id);
+      entry = entries_.erase(entry);
+    } else {
+      ++entry;
+    }
+  }
+  return dropped;
+}
+
+}  // namespace boxproxy

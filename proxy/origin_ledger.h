@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// serve's record of the idle origin connections its inspector keeps across the box's connections
+// (proxy/inspect/origin_pool.h, proxy/inspect/DESIGN.md "Idle origin connections across the box's
+// connections"), each with the tunnel slot it still holds.
+//
+// SPEC §5 counts --max-tunnels as upstream connections open at once, a slot given back when the
+// upstream connection closes. A kept origin connection is still open, so its slot stays taken:
+// filed here under the id of the connection that made it, with the decided host, port and the
+// address §5 checked and serve dialled. It leaves in exactly one way each: taken by a new
+// connection to that host, port and one of its checked answers (the slot moves with it: no new
+// upstream connection, so no budget spent); taken as the oldest when the tunnel cap is reached
+// (the caller asks the inspector to close it before the new connection dials); dropped when the
+// inspector says it closed ("unpooled"), or when its endpoint is removed.
+//
+// What it stops: an idle pool holding the count above the cap (its slots are counted), a box
+// reaching an address its decision did not check through a connection kept for another (the
+// address must be among the new decision's checked answers), and an inspector growing serve's
+// memory (kMaxLedgerEntries; past it the oldest is given back to be evicted).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/held_count.h"
+#include "table/address.h"
+
+namespace boxproxy {
+
+// The inspector's own bound on what it keeps (proxy/inspect/origin_pool.h's kMaxPooled): serve
+// files no more.
+inline constexpr std::size_t kMaxLedgerEntries = 32;
+
+class OriginLedger {
+ public:
+  struct Taken {
+    std::uint64_t id = 0;     // the kept origin connection's (the connection that made it)
+    TunnelSlot slot;          // its slot, now the taker's
+    std::size_t answer = 0;   // for take_match: the index of its address among the answers
+  };
+
+  // Files `id`'s kept connection. Returns the id of an entry pushed out past kMaxLedgerEntries (the
+  // oldest; its slot freed here), which the caller asks the inspector to close.
+  [[nodiscard]] std::optional<std::uint64_t> file(std::uint64_t id, std::string_view host, std::uint16_t port,
+                                                  const IpAddress& address, TunnelSlot slot);
+  // The most recently filed entry for `host` (without case) and `port` whose address is one of
+  // `answers`, taken out; nullopt when none matches.
+  [[nodiscard]] std::optional<Taken> take_match(std::string_view host, std::uint16_t port,
+                                                std::span<const IpAddress> answers);
+  // The oldest entry, taken out (the tunnel cap); nullopt when empty.
+  [[nodiscard]] std::optional<Taken> take_oldest();
+  // `id`'s entry dropped, its slot freed; false when it is not here (taken or evicted already).
+  bool drop(std::uint64_t id) noexcept;
+  // Every entry whose host `gone` says is no longer inspected, dropped; their ids.
+  [[nodiscard]] std::vector<std::uint64_t> drop_if(const std::function<bool(const std::string&, std::uint16_t)>& gone);
+  void clear() noexcept { entries_.clear(); }
+  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+  [[nodiscard]] bool empty() const noexcept { return entries_.empty(); }
+
+ private:
+  struct Entry {
+    std::uint64_t id = 0;
+    std::string host;  // lower case
+    std::uint16_t port = 0;
+    IpAddress address;
+    TunnelSlot slot;
+  };
+  std::deque<Entry> entries_;  // front: the oldest
+};
+
+}  // namespace boxproxy
