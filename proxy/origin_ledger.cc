@@ -22,6 +22,16 @@ std::optional<std::uint64_t> OriginLedger::file(std::uint64_t id, std::string_vi
   Entry entry{id, std::string(host), port, address, std::move(slot)};
   std::ranges::transform(entry.host, entry.host.begin(),
                          [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto same = [&](const Entry& e) {
+    return e.port == entry.port && e.address == entry.address && e.host == entry.host;
+  };
+  if (static_cast<std::size_t>(std::ranges::count_if(entries_, same)) >= kMaxLedgerEntriesPerKey) {
+    const auto oldest = std::ranges::find_if(entries_, same);
+    const std::uint64_t pushed_out = oldest->id;
+    entries_.erase(oldest);
+    entries_.push_back(std::move(entry));
+    return pushed_out;
+  }
   entries_.push_back(std::move(entry));
   if (entries_.size() <= kMaxLedgerEntries) return std::nullopt;
   const std::uint64_t oldest = entries_.front().id;

@@ -36,6 +36,9 @@ namespace boxproxy {
 // The inspector's own bound on what it keeps (proxy/inspect/origin_pool.h's kMaxPooled): serve
 // files no more.
 inline constexpr std::size_t kMaxLedgerEntries = 32;
+// A host, port and address keep at most this many: a box opening many connections to one host does
+// not keep that host's origin connections open past what its next few connections take.
+inline constexpr std::size_t kMaxLedgerEntriesPerKey = 4;
 
 class OriginLedger {
  public:
@@ -45,8 +48,9 @@ class OriginLedger {
     std::size_t answer = 0;   // for take_match: the index of its address among the answers
   };
 
-  // Files `id`'s kept connection. Returns the id of an entry pushed out past kMaxLedgerEntries (the
-  // oldest; its slot freed here), which the caller asks the inspector to close.
+  // Files `id`'s kept connection. Returns the id of an entry pushed out past kMaxLedgerEntriesPerKey
+  // (the oldest of the same host, port and address) or kMaxLedgerEntries (the oldest), its slot
+  // freed here, which the caller asks the inspector to close.
   [[nodiscard]] std::optional<std::uint64_t> file(std::uint64_t id, std::string_view host, std::uint16_t port,
                                                   const IpAddress& address, TunnelSlot slot);
   // The most recently filed entry for `host` (without case) and `port` whose address is one of

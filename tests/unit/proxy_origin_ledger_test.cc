@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
 #include <vector>
 
 namespace boxproxy {
@@ -32,11 +33,24 @@ TEST_CASE("a filed slot stays counted until taken, and moves to its taker") {
   CHECK(open == 0);
 }
 
+TEST_CASE("a host, port and address keep at most kMaxLedgerEntriesPerKey: the oldest of them goes") {
+  std::uint64_t open = 0;
+  OriginLedger ledger;
+  for (std::uint64_t id = 1; id <= kMaxLedgerEntriesPerKey; ++id) {
+    CHECK_FALSE(ledger.file(id, "a.test", 443, address("127.0.0.2"), TunnelSlot(open)));
+  }
+  CHECK_FALSE(ledger.file(50, "b.test", 443, address("127.0.0.2"), TunnelSlot(open)));  // another host
+  CHECK(ledger.file(9, "A.TEST", 443, address("127.0.0.2"), TunnelSlot(open)) == std::optional<std::uint64_t>(1));
+  CHECK((open == kMaxLedgerEntriesPerKey + 1 && ledger.size() == kMaxLedgerEntriesPerKey + 1));
+}
+
 TEST_CASE("dropped (unpooled) or pushed out past the bound: the slot is freed; the oldest goes first") {
   std::uint64_t open = 0;
   OriginLedger ledger;
   for (std::uint64_t id = 1; id <= kMaxLedgerEntries; ++id) {
-    CHECK_FALSE(ledger.file(id, "a.test", 443, address("127.0.0.2"), TunnelSlot(open)));
+    // Each its own address (a key keeps at most kMaxLedgerEntriesPerKey): 127.0.1.N.
+    const std::string text = "127.0.1." + std::to_string(id);
+    CHECK_FALSE(ledger.file(id, "a.test", 443, address(text.c_str()), TunnelSlot(open)));
   }
   CHECK(ledger.file(100, "a.test", 443, address("127.0.0.2"), TunnelSlot(open)) == std::optional<std::uint64_t>(1));
   CHECK((open == kMaxLedgerEntries && ledger.size() == kMaxLedgerEntries));
@@ -46,7 +60,7 @@ TEST_CASE("dropped (unpooled) or pushed out past the bound: the slot is freed; t
   auto oldest = ledger.take_oldest();
   REQUIRE(oldest);
   CHECK(oldest->id == 3);
-  // The most recently filed one is taken for a match.
+  // The most recently filed one is taken for a match (ids 3.. have 127.0.1.N; 100 has 127.0.0.2).
   CHECK(ledger.take_match("a.test", 443, std::vector<IpAddress>{address("127.0.0.2")})->id == 100);
   const auto dropped = ledger.drop_if([](const std::string& host, std::uint16_t) { return host == "a.test"; });
   CHECK(dropped.size() == kMaxLedgerEntries - 3);
