@@ -34,8 +34,11 @@ bool InspectorLink::hand_over(ClientConnection& connection, const InspectorConne
 void InspectorLink::keep_pooled(ConnectionId id, std::string_view host, std::uint16_t port, const IpAddress* address,
                                 TunnelSlot slot) {
   if (!alive_) return;  // the slot goes with the token: the inspector and its pool are gone
-  if (address == nullptr) return evict(id);
   try {
+    if (address == nullptr) {
+      ledger_.closing(id, std::move(slot));  // cannot be matched: closed, its slot held until then
+      return evict(id);
+    }
     if (const auto pushed_out = ledger_.file(id, host, port, *address, std::move(slot))) evict(*pushed_out);
   } catch (const std::bad_alloc&) {
     evict(id);  // not filed: its slot is freed, so the inspector must close it
@@ -64,7 +67,8 @@ void InspectorLink::evict_uninspected(const std::function<bool(const std::string
   }
 }
 
-// SPEC §5: the slot serve no longer holds for `id` must not stay open in the inspector.
+// SPEC §5: the inspector closes `id` and says "unpooled" when it has (the slot, if serve holds one
+// for it still, is freed then).
 void InspectorLink::evict(std::uint64_t id) noexcept {
   if (alive_ && !channel_.send(serve_message(InspectorEvict{id}))) broken("the channel is full");
 }

@@ -71,6 +71,9 @@ class InspectorLink {
   // are evicted (their slots freed).
   void evict_uninspected(const std::function<bool(const std::string&, std::uint16_t)>& inspected);
 
+  // The inspector closes kept connection `id`, whose slot serve no longer holds for it.
+  void evict(std::uint64_t id) noexcept;
+
   // A live change of the endpoints (the "inspect" array, as --check-config writes it).
   void endpoints_changed(std::string endpoints_json);
   // SPEC §19: sets NAME (a checked name) to `value` (a checked value), or revokes it (null), in
@@ -85,7 +88,6 @@ class InspectorLink {
   static void on_closed(void* self) noexcept;
   void route(ChannelMessage message) noexcept;
   void broken(std::string_view why) noexcept;
-  void evict(std::uint64_t id) noexcept;
   static void on_teardown(void* self) noexcept;
 
   DecisionLog& log_;

@@ -11,7 +11,7 @@
 //     connection  {"op":"connection","id":N,"host":H,"port":P,"endpoint":E[,"pooled":X]}
 //                 fds: client, upstream; or client alone: with "pooled", the inspector's kept origin
 //                 connection X is this one's; without, it has none yet and asks for a "dial"
-//     evict       {"op":"evict","id":X}   (close the kept origin connection X: serve took its slot)
+//     evict       {"op":"evict","id":X}   (close the kept origin connection X; answered by "unpooled")
 //     dialled     {"op":"dialled","id":N,"ok":B}                            fds: upstream when ok
 //     secret      {"op":"secret","name":NAME,"value":HEX|null}   (SPEC §19: set, or revoke with null)
 //     placeholder {"op":"placeholder","name":NAME,"value":P}     (SPEC §19: NAME's stand-in, bxp_...)
@@ -126,8 +126,9 @@ struct InspectorConnection {
   std::optional<std::uint64_t> pooled{};
 };
 
-// serve took the slot of the kept origin connection `id` (the tunnel cap, or its endpoint
-// removed): the inspector closes it, and says nothing back.
+// The kept origin connection `id` must close (its slot went to a new connection at the tunnel cap,
+// or past serve's bounds, or its endpoint was removed): the inspector closes it, then says
+// "unpooled" (serve frees a slot it still held for it).
 struct InspectorEvict {
   std::uint64_t id = 0;
 };

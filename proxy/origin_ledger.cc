@@ -28,6 +28,7 @@ std::optional<std::uint64_t> OriginLedger::file(std::uint64_t id, std::string_vi
   if (static_cast<std::size_t>(std::ranges::count_if(entries_, same)) >= kMaxLedgerEntriesPerKey) {
     const auto oldest = std::ranges::find_if(entries_, same);
     const std::uint64_t pushed_out = oldest->id;
+    closing(pushed_out, std::move(oldest->slot));
     entries_.erase(oldest);
     entries_.push_back(std::move(entry));
     return pushed_out;
@@ -35,6 +36,7 @@ std::optional<std::uint64_t> OriginLedger::file(std::uint64_t id, std::string_vi
   entries_.push_back(std::move(entry));
   if (entries_.size() <= kMaxLedgerEntries) return std::nullopt;
   const std::uint64_t oldest = entries_.front().id;
+  closing(oldest, std::move(entries_.front().slot));
   entries_.pop_front();
   return oldest;
 }
@@ -59,10 +61,17 @@ std::optional<OriginLedger::Taken> OriginLedger::take_oldest() {
   return taken;
 }
 
+void OriginLedger::closing(std::uint64_t id, TunnelSlot slot) { closing_.emplace_back(id, std::move(slot)); }
+
 bool OriginLedger::drop(std::uint64_t id) noexcept {
   const auto entry = std::ranges::find(entries_, id, &Entry::id);
-  if (entry == entries_.end()) return false;
-  entries_.erase(entry);
+  if (entry != entries_.end()) {
+    entries_.erase(entry);
+    return true;
+  }
+  const auto held = std::ranges::find(closing_, id, &std::pair<std::uint64_t, TunnelSlot>::first);
+  if (held == closing_.end()) return false;
+  closing_.erase(held);
   return true;
 }
 
@@ -71,6 +80,7 @@ std::vector<std::uint64_t> OriginLedger::drop_if(const std::function<bool(const 
   for (auto entry = entries_.begin(); entry != entries_.end();) {
     if (gone(entry->host, entry->port)) {
       dropped.push_back(entry->id);
+      closing(entry->id, std::move(entry->slot));
       entry = entries_.erase(entry);
     } else {
       ++entry;

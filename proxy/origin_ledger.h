@@ -26,6 +26,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "proxy/held_count.h"
@@ -50,7 +51,7 @@ class OriginLedger {
 
   // Files `id`'s kept connection. Returns the id of an entry pushed out past kMaxLedgerEntriesPerKey
   // (the oldest of the same host, port and address) or kMaxLedgerEntries (the oldest), its slot
-  // freed here, which the caller asks the inspector to close.
+  // held as closing, which the caller asks the inspector to close.
   [[nodiscard]] std::optional<std::uint64_t> file(std::uint64_t id, std::string_view host, std::uint16_t port,
                                                   const IpAddress& address, TunnelSlot slot);
   // The most recently filed entry for `host` (without case) and `port` whose address is one of
@@ -59,11 +60,19 @@ class OriginLedger {
                                                 std::span<const IpAddress> answers);
   // The oldest entry, taken out (the tunnel cap); nullopt when empty.
   [[nodiscard]] std::optional<Taken> take_oldest();
-  // `id`'s entry dropped, its slot freed; false when it is not here (taken or evicted already).
+  // `id`'s slot held until the inspector says it closed `id` (drop): for a kept connection serve
+  // asked it to close (evict) without giving the slot to a new connection, so that the count
+  // holds it until it is closed.
+  void closing(std::uint64_t id, TunnelSlot slot);
+  // The inspector says `id` closed ("unpooled"): its entry, or its slot held while closing,
+  // dropped and the slot freed; false when it is not here (taken, or its slot moved on).
   bool drop(std::uint64_t id) noexcept;
-  // Every entry whose host `gone` says is no longer inspected, dropped; their ids.
+  // Every entry whose host `gone` says is no longer inspected, moved to closing; their ids.
   [[nodiscard]] std::vector<std::uint64_t> drop_if(const std::function<bool(const std::string&, std::uint16_t)>& gone);
-  void clear() noexcept { entries_.clear(); }
+  void clear() noexcept {
+    entries_.clear();
+    closing_.clear();
+  }
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
   [[nodiscard]] bool empty() const noexcept { return entries_.empty(); }
 
@@ -76,6 +85,9 @@ class OriginLedger {
     TunnelSlot slot;
   };
   std::deque<Entry> entries_;  // front: the oldest
+  // Slots of kept connections the inspector was asked to close and has not yet said it closed.
+  // At most --max-tunnels (each is counted in ProxyStats::open, which stops admissions at the cap).
+  std::vector<std::pair<std::uint64_t, TunnelSlot>> closing_;
 };
 
 }  // namespace boxproxy

@@ -187,7 +187,13 @@ void Inspector::order(ChannelMessage message) {
     if (held != held_.end()) held->second->connection->answer_ask(answer->n, answer->asked);
     return;  // else it ended meanwhile
   }
-  if (const auto* evict = std::get_if<InspectorEvict>(&order)) return pool_.evict(evict->id);
+  if (const auto* evict = std::get_if<InspectorEvict>(&order)) {
+    // Closed, then said: serve frees a slot it held for it only now (one it gave to a new
+    // connection at the cap is that connection's already, and the word is ignored).
+    pool_.evict(evict->id);
+    report(InspectorUnpooled{evict->id});
+    return;
+  }
   if (const auto* update = std::get_if<InspectorEndpoints>(&order)) return endpoints_changed(update->endpoints_json);
   if (const auto* secret = std::get_if<InspectorSecret>(&order)) return secret_changed(*secret);
   if (const auto* placeholder = std::get_if<InspectorPlaceholder>(&order)) return placeholder_made(*placeholder);

@@ -19,7 +19,8 @@
 //   a kept connection the origin closes, or on which it sends anything (bytes while idle can never
 //     be an answer to a request not yet sent), is closed at once; one with bytes in the socket, in
 //     OpenSSL or in its input, or at its end, is never handed out (TlsStream::quiet).
-// Each close but evict's is reported through `on_closed` ("unpooled"): serve frees the slot.
+// Each close is reported ("unpooled"; evict's by the inspector, as its answer): serve frees the slot
+// it holds for it, if it still does.
 #pragma once
 
 #include <event2/event.h>
@@ -56,7 +57,7 @@ class OriginPool {
   // `id`'s connection, taken out when it is still quiet, its callbacks and session slot the
   // taker's to set; null when it is gone (closed meanwhile: its unpooled crossed serve's hand-over).
   [[nodiscard]] std::unique_ptr<TlsStream> take(std::uint64_t id) noexcept;
-  // serve took `id`'s slot: closed, not reported.
+  // serve's word (evict): closed, not reported through on_closed (the inspector answers it).
   void evict(std::uint64_t id) noexcept;
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 

@@ -9,6 +9,7 @@ connections made to them:
 - a kept connection is open (stats "open" 1) until the origin closes it (0);
 - at --max-tunnels 1 a connection to another host is admitted, the kept one closed first;
 - a kept connection the origin closes or speaks on is not reused: the next box connection dials;
+- a connection that takes a kept one over but is never handed to the inspector files it again;
 - a GET on a kept connection closed under it goes again on a connection dialled new; a kept
   connection gone as serve hands it over (its "unpooled" crossing the hand-over) is dialled again."""
 
@@ -199,6 +200,22 @@ class OriginPoolTest(InspectRig, ProxyTestCase):
         self.assertEqual(len(self.origin.server.dropped), 1)
         self.assertEqual([r["path"] for r in self.origin.requests], ["/", "/"])
         self.assertEqual(len(self.origin.server.connections), 2)
+
+    def test_a_connection_that_takes_a_kept_one_but_never_gets_it_files_it_again(self):
+        # Its client sent bytes before the tunnel's answer (not tls): serve took the kept
+        # connection and its slot, then never handed it over. It is still open in the inspector,
+        # so it is filed again with its slot, and the next box connection takes it.
+        self.use_origins()
+        p = self.start()
+        self.one(p, done=1)
+        s = p.connect()
+        target = f"origin.test:{self.origin.port}"
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode() + b"\x16\x03\x01early")
+        p.wait_log(cls="not tls")
+        s.close()
+        self.assertTrue(self.open_count(p, 1), "the kept connection's slot was given back while it stayed open")
+        self.one(p, done=2)
+        self.assertEqual(len(self.origin.server.connections), 1)
 
     def test_a_kept_connection_gone_as_it_is_handed_over_is_dialled_again(self):
         self.use_origins()

@@ -323,8 +323,9 @@ TEST_CASE("a kept origin connection: reported pooled, taken over by the connecti
   CHECK(serve.origin.connections() == 1);
   second.close_when_sent();
   CHECK(serve.next<InspectorEnded>().pooled);  // kept again, under 2 now
-  // serve took its slot (the tunnel cap): closed, and nothing said back.
+  // serve asks for it closed: closed, then said.
   send_order(serve.channel(), InspectorEvict{2});
+  CHECK(serve.next<InspectorUnpooled>().id == 2);
   CHECK(serve.run_until([&] { return serve.origin.peer(0).eof(); }));
   CHECK(serve.quiet());
   // A connection naming one that is gone (its close crossed the hand-over) asks for a dial.

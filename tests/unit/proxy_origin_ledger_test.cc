@@ -41,7 +41,9 @@ TEST_CASE("a host, port and address keep at most kMaxLedgerEntriesPerKey: the ol
   }
   CHECK_FALSE(ledger.file(50, "b.test", 443, address("127.0.0.2"), TunnelSlot(open)));  // another host
   CHECK(ledger.file(9, "A.TEST", 443, address("127.0.0.2"), TunnelSlot(open)) == std::optional<std::uint64_t>(1));
-  CHECK((open == kMaxLedgerEntriesPerKey + 1 && ledger.size() == kMaxLedgerEntriesPerKey + 1));
+  CHECK((open == kMaxLedgerEntriesPerKey + 2 && ledger.size() == kMaxLedgerEntriesPerKey + 1));
+  CHECK(ledger.drop(1));  // the inspector said it closed it
+  CHECK(open == kMaxLedgerEntriesPerKey + 1);
 }
 
 TEST_CASE("dropped (unpooled) or pushed out past the bound: the slot is freed; the oldest goes first") {
@@ -53,7 +55,9 @@ TEST_CASE("dropped (unpooled) or pushed out past the bound: the slot is freed; t
     CHECK_FALSE(ledger.file(id, "a.test", 443, address(text.c_str()), TunnelSlot(open)));
   }
   CHECK(ledger.file(100, "a.test", 443, address("127.0.0.2"), TunnelSlot(open)) == std::optional<std::uint64_t>(1));
-  CHECK((open == kMaxLedgerEntries && ledger.size() == kMaxLedgerEntries));
+  // The one pushed out keeps its slot until the inspector says it closed it.
+  CHECK((open == kMaxLedgerEntries + 1 && ledger.size() == kMaxLedgerEntries));
+  CHECK(ledger.drop(1));
   CHECK(ledger.drop(2));
   CHECK_FALSE(ledger.drop(2));  // already gone: an unpooled that crossed a take is ignored
   CHECK(open == kMaxLedgerEntries - 1);
@@ -65,6 +69,8 @@ TEST_CASE("dropped (unpooled) or pushed out past the bound: the slot is freed; t
   const auto dropped = ledger.drop_if([](const std::string& host, std::uint16_t) { return host == "a.test"; });
   CHECK(dropped.size() == kMaxLedgerEntries - 3);
   CHECK(ledger.empty());
+  CHECK(open == kMaxLedgerEntries - 3 + 1);  // the endpoint's are closing: held until said closed
+  for (const std::uint64_t id : dropped) CHECK(ledger.drop(id));
   oldest->slot.release();
   CHECK(open == 0);
 }
