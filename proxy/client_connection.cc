@@ -73,6 +73,9 @@ ClientConnection::~ClientConnection() {
   }
   // A connection the inspector holds, going without its word (serve stops): nothing more is
   // routed to it.
+  if (evicting_) {
+    if (InspectorLink* link = server_.inspector()) link->forget_waiter(*evicting_);
+  }
   if (phase_ == Phase::handed_over) {
     if (InspectorLink* link = server_.inspector()) link->forget(id_);
   } else if (pooled_from_) {

@@ -115,7 +115,10 @@ ClientConnection::Next ClientConnection::admit_and_dial() {
   }
   if (const auto pooled = admit_from_pool()) return *pooled;
   auto slot = server_.take_slot();
-  if (auto* full = std::get_if<Reason>(&slot)) return refuse(*full);
+  if (auto* full = std::get_if<Reason>(&slot)) {
+    if (*full == Reason::tunnel_cap && wait_for_eviction()) return Next::keep;
+    return refuse(*full);
+  }
   phase_ = Phase::dialling;
   timer_.arm(server_.config().connect_timeout);
   return after(dialer_.start(std::move(std::get<TunnelSlot>(slot)), decision_.answers(), request_.target.port));
@@ -145,6 +148,27 @@ std::optional<ClientConnection::Next> ClientConnection::admit_from_pool() {
   ++stats.used;
   dialer_.hold(std::move(*slot), decision_.answers(), target.port, 0);
   return allowed();
+}
+
+bool ClientConnection::wait_for_eviction() {
+  InspectorLink* link = server_.inspector();
+  std::uint64_t id = 0;
+  // take_slot says tunnel cap before connection budget: a spent budget is still refused.
+  if (server_.stats().used >= server_.config().max_connections) return false;
+  if (link == nullptr || !link->evict_for(*this, id)) return false;
+  ++server_.stats().used;  // the dial that follows spends one of the budget (take_slot refused at the cap first)
+  evicting_ = id;
+  phase_ = Phase::dialling;
+  timer_.arm(server_.config().connect_timeout);  // the wait counts in the dial's time
+  return true;
+}
+
+void ClientConnection::evicted(ClientConnection* connection, TunnelSlot slot) noexcept {
+  if (!connection->evicting_ || connection->phase_ != Phase::dialling) return;  // the slot is freed here
+  connection->evicting_.reset();
+  const Target& target = connection->request_.target;
+  finish(connection, connection->after(connection->dialer_.start(std::move(slot), connection->decision_.answers(),
+                                                                 target.port)));
 }
 
 ClientConnection::Next ClientConnection::after(Dialer::Result result) {

@@ -59,6 +59,22 @@ std::optional<TunnelSlot> InspectorLink::evict_oldest() {
   return std::move(oldest->slot);
 }
 
+bool InspectorLink::evict_for(ClientConnection& waiter, std::uint64_t& id) {
+  if (!alive_) return false;
+  auto oldest = ledger_.take_oldest();
+  if (!oldest) return false;
+  id = oldest->id;
+  try {
+    ledger_.closing(id, std::move(oldest->slot));
+    waiters_[id] = &waiter;
+  } catch (const std::bad_alloc&) {
+    evict(id);  // its slot (wherever it is now) is freed; the waiter is refused as at the cap
+    return false;
+  }
+  evict(id);
+  return true;
+}
+
 void InspectorLink::evict_uninspected(const std::function<bool(const std::string&, std::uint16_t)>& inspected) {
   for (const std::uint64_t id : ledger_.drop_if([&](const std::string& host, std::uint16_t port) {
          return !inspected(host, port);
@@ -132,8 +148,15 @@ void InspectorLink::route(ChannelMessage message) noexcept {
   const InspectorReport& report = std::get<InspectorReport>(parsed);
   if (std::holds_alternative<InspectorReady>(report)) return broken("it said ready twice");
   if (const auto* unpooled = std::get_if<InspectorUnpooled>(&report)) {
-    // A kept connection closed: its slot is free. One serve has moved on (taken, evicted) is no
-    // longer filed, and its word crossed serve's: nothing to do.
+    // A kept connection closed: its slot is free, or goes to the connection waiting for it. One
+    // serve has moved on (taken, or its slot given at the cap) is not filed: nothing to do.
+    if (const auto waiter = waiters_.find(unpooled->id); waiter != waiters_.end()) {
+      ClientConnection* connection = waiter->second;
+      waiters_.erase(waiter);
+      if (auto slot = ledger_.take_closing(unpooled->id)) {
+        return ClientConnection::evicted(connection, std::move(*slot));  // may delete it
+      }
+    }
     ledger_.drop(unpooled->id);
     return;
   }
@@ -167,6 +190,7 @@ void InspectorLink::broken(std::string_view why) noexcept {
   if (!alive_) return;
   alive_ = false;
   ledger_.clear();  // the inspector's kept connections die with it (or are not believed to be kept)
+  waiters_.clear();  // they wait no more than --connect-timeout (dial timed out)
   log_.message(fmt::format("the request inspector stopped ({}): its connections end, and connections to "
                            "inspected endpoints are refused from now on",
                            why));

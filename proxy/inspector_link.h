@@ -71,6 +71,13 @@ class InspectorLink {
   // are evicted (their slots freed).
   void evict_uninspected(const std::function<bool(const std::string&, std::uint16_t)>& inspected);
 
+  // At the tunnel cap, for a connection that opens its own upstream socket (not inspected): the
+  // oldest kept connection is asked closed, its slot held; `waiter` gets it through
+  // ClientConnection::evicted once the inspector says it closed it, so the new socket never
+  // overlaps it. False (nothing asked) when none is kept; else `id` is the one asked closed.
+  [[nodiscard]] bool evict_for(ClientConnection& waiter, std::uint64_t& id);
+  // The waiter of `id`'s close went (its slot is freed when the close is said).
+  void forget_waiter(std::uint64_t id) noexcept { waiters_.erase(id); }
   // The inspector closes kept connection `id`, whose slot serve no longer holds for it.
   void evict(std::uint64_t id) noexcept;
 
@@ -95,6 +102,9 @@ class InspectorLink {
   bool alive_ = true;
   std::unordered_map<ConnectionId, ClientConnection*> held_;
   OriginLedger ledger_;  // the kept origin connections' slots (ProxyStats::open outlives this link)
+  // Connections waiting for a kept connection's close to take its slot (evict_for): at most one a
+  // kept connection, so at most kMaxLedgerEntries.
+  std::unordered_map<std::uint64_t, ClientConnection*> waiters_;
   LoopPassCloser closer_;  // serve's copies of the sockets sent to the inspector
   std::vector<std::string> secret_names_;  // the secrets set in the inspector (never their values)
   // Ends the connections held when the channel broke, on the loop's next pass: broken() is called

@@ -63,6 +63,14 @@ std::optional<OriginLedger::Taken> OriginLedger::take_oldest() {
 
 void OriginLedger::closing(std::uint64_t id, TunnelSlot slot) { closing_.emplace_back(id, std::move(slot)); }
 
+std::optional<TunnelSlot> OriginLedger::take_closing(std::uint64_t id) noexcept {
+  const auto held = std::ranges::find(closing_, id, &std::pair<std::uint64_t, TunnelSlot>::first);
+  if (held == closing_.end()) return std::nullopt;
+  TunnelSlot slot = std::move(held->second);
+  closing_.erase(held);
+  return slot;
+}
+
 bool OriginLedger::drop(std::uint64_t id) noexcept {
   const auto entry = std::ranges::find(entries_, id, &Entry::id);
   if (entry != entries_.end()) {

@@ -64,6 +64,9 @@ class OriginLedger {
   // asked it to close (evict) without giving the slot to a new connection, so that the count
   // holds it until it is closed.
   void closing(std::uint64_t id, TunnelSlot slot);
+  // The slot held for `id` while closing, taken out (for a connection waiting for it); nullopt when
+  // none is.
+  [[nodiscard]] std::optional<TunnelSlot> take_closing(std::uint64_t id) noexcept;
   // The inspector says `id` closed ("unpooled"): its entry, or its slot held while closing,
   // dropped and the slot freed; false when it is not here (taken, or its slot moved on).
   bool drop(std::uint64_t id) noexcept;

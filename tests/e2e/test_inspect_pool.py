@@ -7,7 +7,8 @@ connections made to them:
 - two box connections one after the other to one host use one origin connection, and a reuse
   spends none of --max-connections;
 - a kept connection is open (stats "open" 1) until the origin closes it (0);
-- at --max-tunnels 1 a connection to another host is admitted, the kept one closed first;
+- at --max-tunnels 1 a connection to another host is admitted, the kept one closed first (an
+  opaque tunnel waits for the inspector to say it closed it);
 - a kept connection the origin closes or speaks on is not reused: the next box connection dials;
 - a connection that takes a kept one over but is never handed to the inspector files it again;
 - a GET on a kept connection closed under it goes again on a connection dialled new; a kept
@@ -75,9 +76,11 @@ def closed_by_peer(server):
     return info[0] in (TCP_CLOSE_WAIT, TCP_LAST_ACK, TCP_CLOSE)
 
 
-def counting_origin(cert, key, first_of=None, **behaviour):
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
+def counting_origin(cert, key, first_of=None, tls=True, **behaviour):
+    context = None
+    if tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
     origin = HttpOrigin(tls_context=context, handler=CountingHandler)
     server = origin.server
     server.connections, server.dropped, server.ended, server.sockets = [], [], [], []
@@ -178,6 +181,39 @@ class OriginPoolTest(InspectRig, ProxyTestCase):
         self.assertEqual(p.find_logs(cls="tunnel cap"), [])
         self.assertTrue(wait_until(lambda: len(self.origin.server.ended) == 1, 5))
         self.assertTrue(self.open_count(p, 1))  # the other host's, kept now
+
+    def test_at_the_tunnel_cap_a_tunnel_not_inspected_waits_for_the_kept_one_to_close(self):
+        # An opaque tunnel dials itself: serve asks the inspector to close the kept connection and
+        # dials only once it says it has, so the two never overlap.
+        self.use_origins()
+        plain = counting_origin(self.cert, self.key, first_of=self.origin, tls=False)
+        self.addCleanup(plain.close)
+        p = self.start("--max-tunnels", "1", "--resolve", "plain.test=127.0.0.2")
+        self.one(p, "origin.test", done=1)
+        self.assertTrue(self.open_count(p, 1))
+        inspector = inspector_of(p.pid)
+        self.assertIsNotNone(inspector)
+        # The inspector stopped, it cannot say it closed the kept connection: the tunnel must not
+        # be dialled (nor answered) meanwhile. A bounded wait for what must not happen: a dial
+        # that did not wait is answered within milliseconds.
+        os.kill(inspector, signal.SIGSTOP)
+        self.addCleanup(os.kill, inspector, signal.SIGCONT)
+        s = p.connect()
+        target = f"plain.test:{plain.port}"
+        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+        s.settimeout(0.5)
+        with self.assertRaises(socket.timeout, msg="dialled before the kept connection was closed"):
+            s.recv(1)
+        self.assertEqual(plain.server.connections, [])
+        os.kill(inspector, signal.SIGCONT)
+        established = b"HTTP/1.1 200 Connection Established\r\n\r\n"
+        self.assertEqual(recv_exact(s, len(established)), established)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: plain.test\r\n\r\n")
+        self.assertEqual(read_http_response(s).status, 200)
+        s.close()
+        self.assertEqual(plain.server.first_closed_at_accept, [True],
+                         "the kept connection was not closed before the tunnel's was made")
+        self.assertEqual(p.find_logs(cls="tunnel cap"), [])
 
     def test_a_kept_connection_the_origin_speaks_on_is_not_reused(self):
         self.use_origins(chatter=True)

@@ -44,6 +44,14 @@ TEST_CASE("a host, port and address keep at most kMaxLedgerEntriesPerKey: the ol
   CHECK((open == kMaxLedgerEntriesPerKey + 2 && ledger.size() == kMaxLedgerEntriesPerKey + 1));
   CHECK(ledger.drop(1));  // the inspector said it closed it
   CHECK(open == kMaxLedgerEntriesPerKey + 1);
+  // A slot held while closing, taken by a connection that waited for it (the tunnel cap).
+  auto oldest = ledger.take_oldest();
+  REQUIRE(oldest);
+  ledger.closing(oldest->id, std::move(oldest->slot));
+  auto waited = ledger.take_closing(oldest->id);
+  REQUIRE(waited);
+  CHECK((waited->held() && !ledger.take_closing(oldest->id) && !ledger.drop(oldest->id)));
+  CHECK(open == kMaxLedgerEntriesPerKey + 1);
 }
 
 TEST_CASE("dropped (unpooled) or pushed out past the bound: the slot is freed; the oldest goes first") {
