@@ -129,15 +129,16 @@ class OriginPoolTest(InspectRig, ProxyTestCase):
     def tls(self, s, host):
         return ssl.create_default_context(cafile=self.ca).wrap_socket(s, server_hostname=host)
 
-    def ask(self, tls, host="origin.test"):
-        tls.sendall(f"GET / HTTP/1.1\r\nHost: {host}:{self.port_of(host)}\r\n\r\n".encode())
+    def ask(self, tls, host="origin.test", close=False):
+        extra = "Connection: close\r\n" if close else ""
+        tls.sendall(f"GET / HTTP/1.1\r\nHost: {host}:{self.port_of(host)}\r\n{extra}\r\n".encode())
         return read_http_response(tls)
 
-    def one(self, p, host="origin.test", done=None):
-        """One box connection, one GET (keep-alive), closed; waits for its done line (`done`: how
-        many there are then), after which its origin connection is kept or closed."""
+    def one(self, p, host="origin.test", done=None, close=False):
+        """One box connection, one GET (keep-alive, or asking to close), closed; waits for its done
+        line (`done`: how many there are then), after which its origin connection is kept or closed."""
         with self.tls(self.tunnel(p, host), host) as tls:
-            self.assertEqual(self.ask(tls, host).status, 200)
+            self.assertEqual(self.ask(tls, host, close).status, 200)
         if done is not None:
             p.wait_log(kind="connect", cls="done", count=done)
 
@@ -149,9 +150,10 @@ class OriginPoolTest(InspectRig, ProxyTestCase):
         p = self.start("--max-connections", "1")
         self.one(p, done=1)
         self.one(p, done=2)  # --max-connections 1: a reuse spends none of it
-        self.one(p, done=3)
+        self.one(p, done=3, close=True)  # the box's Connection: close ends its connection only
+        self.one(p, done=4)
         self.assertEqual(len(self.origin.server.connections), 1)
-        self.assertEqual(len(self.origin.requests), 3)
+        self.assertEqual(len(self.origin.requests), 4)
         # A connection that needs a new upstream connection is what the budget counts.
         s = p.connect()
         target = f"{OTHER}:{self.other.port}"
