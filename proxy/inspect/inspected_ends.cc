@@ -74,8 +74,9 @@ void InspectedConnection::end_now(TunnelEnd end) {
   due_.need_upstream = false;
   box_.close(end != TunnelEnd::error, setup_.closer);
   // A clean end leaves an idle, clean origin connection to the pool (origin_pool.h): serve keeps
-  // its slot until it is taken, evicted or closed.
-  const bool kept = !connection_refusal_ && keep_idle_origin();
+  // its slot until it is taken, evicted or closed. Not one whose endpoint was removed (shutdown):
+  // no later connection could take it.
+  const bool kept = !connection_refusal_ && end != TunnelEnd::shutdown && keep_idle_origin();
   link_.drop();
   InspectorEnded record;
   record.id = setup_.id;
