@@ -73,8 +73,19 @@ ClientConnection::~ClientConnection() {
   }
   // A connection the inspector holds, going without its word (serve stops): nothing more is
   // routed to it.
+  if (evicting_) {
+    if (InspectorLink* link = server_.inspector()) link->forget_waiter(*evicting_);
+  }
   if (phase_ == Phase::handed_over) {
     if (InspectorLink* link = server_.inspector()) link->forget(id_);
+  } else if (pooled_from_) {
+    // It took over a kept origin connection with its slot but never handed it to the inspector
+    // (the client left, sent bytes early, the endpoint went): still kept there, and filed again
+    // with its slot, or it would stay open with none (SPEC §5).
+    if (InspectorLink* link = server_.inspector()) {
+      link->keep_pooled(*pooled_from_, request_.target.host, request_.target.port, dialer_.address(),
+                        dialer_.give_slot());
+    }
   }
   // The tunnel slot, the undecided mark and the client count are given back by their tokens.
   server_.forget(this);

@@ -83,6 +83,9 @@ class ClientConnection : public ListLink<ClientConnection> {
   static void inspected_dial(ClientConnection* connection) noexcept;
   static void inspected_ask(ClientConnection* connection, const InspectorAsk& ask) noexcept;
   static void inspected_ended(ClientConnection* connection, const InspectorEnded& ended) noexcept;
+  // The kept origin connection it waited for closed (wait_for_eviction): its slot, to dial with.
+  // May delete the connection.
+  static void evicted(ClientConnection* connection, TunnelSlot slot) noexcept;
 
  private:
   // What a member asks its trampoline to do next.
@@ -110,6 +113,7 @@ class ClientConnection : public ListLink<ClientConnection> {
   static void on_timer(void* self) noexcept;
   static void on_resolved(void* self, std::vector<IpAddress> answers) noexcept;
   static void on_ask_verdict(void* self, AskVerdict verdict) noexcept;
+
   static void finish(ClientConnection* connection, Next next) noexcept;
 
   // Reading, writing, the timer.
@@ -165,6 +169,13 @@ class ClientConnection : public ListLink<ClientConnection> {
   Next start_inspected(const InspectEndpoint& endpoint);
   Next hand_over();
   void log_inspected_end(const InspectorEnded& ended);
+  // §5 step 5 for a connection to an inspected endpoint when a kept origin connection can serve it
+  // (proxy/origin_ledger.h): its slot taken over, or at the tunnel cap the oldest's slot taken.
+  // nullopt when neither applies (admission as usual), else what follows.
+  [[nodiscard]] std::optional<Next> admit_from_pool();
+  // At the tunnel cap, a connection that dials itself waits for the oldest kept origin connection's
+  // close and takes its slot then (InspectorLink::evict_for). False when none is kept.
+  [[nodiscard]] bool wait_for_eviction();
 
   ProxyServer& server_;
   const ConnectionId id_;    // on every line of this client (SPEC §12), keep-alive requests too
@@ -187,6 +198,11 @@ class ClientConnection : public ListLink<ClientConnection> {
   // Allowed: the session that has the sockets; a done line is owed while it lives. Declared after
   // the Endpoints it refers to, so it dies first.
   std::unique_ptr<Session> session_;
+  // The kept origin connection whose close this one waits for, to take its slot and dial.
+  std::optional<std::uint64_t> evicting_;
+  // The kept origin connection this one takes over (an earlier connection's id), named in the
+  // hand-over; none: its own upstream socket, or none yet (a dial follows).
+  std::optional<std::uint64_t> pooled_from_;
   // Handed over to the inspector: since when (the done line's ms=).
   Clock::time_point handed_over_at_{};
 };

@@ -4,6 +4,8 @@
 // and the dial), and the refusal that ends a decision.
 #include "proxy/client_connection.h"
 
+#include "proxy/inspector_link.h"
+
 #include <utility>
 
 #include "proxy/proxy_server.h"
@@ -111,11 +113,62 @@ ClientConnection::Next ClientConnection::admit_and_dial() {
     std::string detail;
     if (const auto refusal = judge_inspected_plain(detail)) return refuse(*refusal, "-", {}, detail);
   }
+  if (const auto pooled = admit_from_pool()) return *pooled;
   auto slot = server_.take_slot();
-  if (auto* full = std::get_if<Reason>(&slot)) return refuse(*full);
+  if (auto* full = std::get_if<Reason>(&slot)) {
+    if (*full == Reason::tunnel_cap && wait_for_eviction()) return Next::keep;
+    return refuse(*full);
+  }
   phase_ = Phase::dialling;
   timer_.arm(server_.config().connect_timeout);
   return after(dialer_.start(std::move(std::get<TunnelSlot>(slot)), decision_.answers(), request_.target.port));
+}
+
+// A kept origin connection is an upstream connection open under its slot (SPEC §5; proxy/
+// origin_ledger.h). One kept for this decided host and port, at an address among this decision's
+// checked answers, is taken over with its slot: no dial, so no new upstream connection and nothing
+// of the budget spent. At the tunnel cap with one kept, the oldest is evicted and its slot taken,
+// which spends the budget (this connection dials, once it asks): the inspector closes the evicted
+// one before it reads this connection (the channel keeps order), so the count never passes the cap.
+std::optional<ClientConnection::Next> ClientConnection::admit_from_pool() {
+  InspectorLink* link = server_.inspector();
+  if (request_.plain || link == nullptr || inspected_endpoint() == nullptr) return std::nullopt;
+  const Target& target = request_.target;
+  if (auto taken = link->take_pooled(target.host, target.port, decision_.answers())) {
+    dialer_.hold(std::move(taken->slot), decision_.answers(), target.port, taken->answer);
+    pooled_from_ = taken->id;
+    return allowed();
+  }
+  ProxyStats& stats = server_.stats();
+  const ProxyConfig& config = server_.config();
+  if (stats.open < config.max_tunnels || decision_.answers().empty()) return std::nullopt;
+  if (stats.used >= config.max_connections) return std::nullopt;  // take_slot refuses: connection budget
+  auto slot = link->evict_oldest();
+  if (!slot) return std::nullopt;  // nothing kept: take_slot refuses, tunnel cap
+  ++stats.used;
+  dialer_.hold(std::move(*slot), decision_.answers(), target.port, 0);
+  return allowed();
+}
+
+bool ClientConnection::wait_for_eviction() {
+  InspectorLink* link = server_.inspector();
+  std::uint64_t id = 0;
+  // take_slot says tunnel cap before connection budget: a spent budget is still refused.
+  if (server_.stats().used >= server_.config().max_connections) return false;
+  if (link == nullptr || !link->evict_for(*this, id)) return false;
+  ++server_.stats().used;  // the dial that follows spends one of the budget (take_slot refused at the cap first)
+  evicting_ = id;
+  phase_ = Phase::dialling;
+  timer_.arm(server_.config().connect_timeout);  // the wait counts in the dial's time
+  return true;
+}
+
+void ClientConnection::evicted(ClientConnection* connection, TunnelSlot slot) noexcept {
+  if (!connection->evicting_ || connection->phase_ != Phase::dialling) return;  // the slot is freed here
+  connection->evicting_.reset();
+  const Target& target = connection->request_.target;
+  finish(connection, connection->after(connection->dialer_.start(std::move(slot), connection->decision_.answers(),
+                                                                 target.port)));
 }
 
 ClientConnection::Next ClientConnection::after(Dialer::Result result) {

@@ -102,7 +102,8 @@ ClientConnection::Next ClientConnection::hand_over() {
   const InspectEndpoint* endpoint = inspected_endpoint();
   if (link == nullptr || endpoint == nullptr) return Next::close;  // removed meanwhile: not let through
   const Target& target = request_.target;
-  const InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host)};
+  InspectorConnection what{id_, target.host, target.port, entry_text(endpoint->host)};
+  what.pooled = pooled_from_;  // a kept origin connection, taken over: the client's socket goes alone
   // The sockets go with their events freed; the link closes serve's copies once the loop has
   // taken them out of epoll (proxy/loop_pass_closer.h).
   if (!link->hand_over(*this, what, client_.release_socket(), dialer_.upstream().release_socket())) {
@@ -164,6 +165,14 @@ void ClientConnection::inspected_ask(ClientConnection* connection, const Inspect
 
 void ClientConnection::inspected_ended(ClientConnection* connection, const InspectorEnded& ended) noexcept {
   connection->log_inspected_end(ended);
+  // Its origin connection, kept by the inspector, is still open: the slot stays taken, filed for
+  // the next connection to the same host, port and address (proxy/origin_ledger.h).
+  InspectorLink* link = connection->server_.inspector();
+  if (ended.pooled && link != nullptr) {
+    const Target& target = connection->request_.target;
+    link->keep_pooled(connection->id_, target.host, target.port, connection->dialer_.address(),
+                      connection->dialer_.give_slot());
+  }
   delete connection;
 }
 

@@ -21,6 +21,15 @@ Dialer::Result Dialer::start(TunnelSlot slot, std::span<const IpAddress> answers
   return dial_next();
 }
 
+void Dialer::hold(TunnelSlot slot, std::span<const IpAddress> answers, std::uint16_t port, std::size_t answer) {
+  slot_ = std::move(slot);
+  answers_ = answers;
+  port_ = port;
+  upstream_.reset();
+  next_answer_ = answer + 1;
+  address_text_ = answers_[answer].to_string();
+}
+
 Dialer::Result Dialer::dial_next() {
   while (next_answer_ < answers_.size()) {
     const IpAddress& address = answers_[next_answer_++];

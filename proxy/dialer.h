@@ -50,6 +50,17 @@ class Dialer {
   // client connection and needs another upstream); invalid when none can be made. No second slot
   // is taken and no budget spent: it is the same connection's upstream, made again.
   [[nodiscard]] UniqueFd connect_again() const;
+  // Holds `slot` with `answers` at `port` as if answers[answer] had been dialled and connected, with
+  // no socket: the connection takes over an origin connection the inspector kept (the slot moved
+  // with it, proxy/origin_ledger.h), or will ask for one (connect_again) under a slot taken from a
+  // kept one at the tunnel cap. `answers` as for start; `answer` < answers.size().
+  void hold(TunnelSlot slot, std::span<const IpAddress> answers, std::uint16_t port, std::size_t answer);
+  // The address dialled (connected), or null before any.
+  [[nodiscard]] const IpAddress* address() const noexcept {
+    return next_answer_ == 0 || next_answer_ > answers_.size() ? nullptr : &answers_[next_answer_ - 1];
+  }
+  // The slot, taken out (the inspector keeps the upstream connection it counts: proxy/origin_ledger.h).
+  [[nodiscard]] TunnelSlot give_slot() noexcept { return std::move(slot_); }
   // Closes the upstream socket and gives the slot back (the response was read; the client left).
   void release() noexcept;
   // Forgets the address too: a keep-alive connection's next request starts afresh.

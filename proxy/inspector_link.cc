@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <new>
 #include <vector>
 
 #include "proxy/client_connection.h"
@@ -22,12 +23,70 @@ InspectorLink::InspectorLink(event_base* base, UniqueFd channel, DecisionLog& lo
 bool InspectorLink::hand_over(ClientConnection& connection, const InspectorConnection& what, UniqueFd client,
                               UniqueFd upstream) {
   const int fds[] = {client.get(), upstream.get()};
-  const bool sent = alive_ && channel_.send(serve_message(what), fds);
+  const bool sent = alive_ && channel_.send(serve_message(what), std::span<const int>(fds, upstream.valid() ? 2 : 1));
   // serve's copies close after the loop's next pass (proxy/loop_pass_closer.h says why).
   closer_.close_after_loop_pass(std::move(client));
   closer_.close_after_loop_pass(std::move(upstream));
   if (sent) held_[what.id] = &connection;
   return sent;
+}
+
+void InspectorLink::keep_pooled(ConnectionId id, std::string_view host, std::uint16_t port, const IpAddress* address,
+                                TunnelSlot slot) {
+  if (!alive_) return;  // the slot goes with the token: the inspector and its pool are gone
+  try {
+    if (address == nullptr) {
+      ledger_.closing(id, std::move(slot));  // cannot be matched: closed, its slot held until then
+      return evict(id);
+    }
+    if (const auto pushed_out = ledger_.file(id, host, port, *address, std::move(slot))) evict(*pushed_out);
+  } catch (const std::bad_alloc&) {
+    evict(id);  // not filed: its slot is freed, so the inspector must close it
+  }
+}
+
+std::optional<OriginLedger::Taken> InspectorLink::take_pooled(std::string_view host, std::uint16_t port,
+                                                              std::span<const IpAddress> answers) {
+  if (!alive_) return std::nullopt;
+  return ledger_.take_match(host, port, answers);
+}
+
+std::optional<TunnelSlot> InspectorLink::evict_oldest() {
+  if (!alive_) return std::nullopt;
+  auto oldest = ledger_.take_oldest();
+  if (!oldest) return std::nullopt;
+  evict(oldest->id);
+  return std::move(oldest->slot);
+}
+
+bool InspectorLink::evict_for(ClientConnection& waiter, std::uint64_t& id) {
+  if (!alive_) return false;
+  auto oldest = ledger_.take_oldest();
+  if (!oldest) return false;
+  id = oldest->id;
+  try {
+    ledger_.closing(id, std::move(oldest->slot));
+    waiters_[id] = &waiter;
+  } catch (const std::bad_alloc&) {
+    evict(id);  // its slot (wherever it is now) is freed; the waiter is refused as at the cap
+    return false;
+  }
+  evict(id);
+  return true;
+}
+
+void InspectorLink::evict_uninspected(const std::function<bool(const std::string&, std::uint16_t)>& inspected) {
+  for (const std::uint64_t id : ledger_.drop_if([&](const std::string& host, std::uint16_t port) {
+         return !inspected(host, port);
+       })) {
+    evict(id);
+  }
+}
+
+// SPEC §5: the inspector closes `id` and says "unpooled" when it has (the slot, if serve holds one
+// for it still, is freed then).
+void InspectorLink::evict(std::uint64_t id) noexcept {
+  if (alive_ && !channel_.send(serve_message(InspectorEvict{id}))) broken("the channel is full");
 }
 
 void InspectorLink::dialled(ConnectionId id, int upstream_fd) {
@@ -88,6 +147,19 @@ void InspectorLink::route(ChannelMessage message) noexcept {
   if (auto* why = std::get_if<std::string>(&parsed)) return broken(*why);
   const InspectorReport& report = std::get<InspectorReport>(parsed);
   if (std::holds_alternative<InspectorReady>(report)) return broken("it said ready twice");
+  if (const auto* unpooled = std::get_if<InspectorUnpooled>(&report)) {
+    // A kept connection closed: its slot is free, or goes to the connection waiting for it. One
+    // serve has moved on (taken, or its slot given at the cap) is not filed: nothing to do.
+    if (const auto waiter = waiters_.find(unpooled->id); waiter != waiters_.end()) {
+      ClientConnection* connection = waiter->second;
+      waiters_.erase(waiter);
+      if (auto slot = ledger_.take_closing(unpooled->id)) {
+        return ClientConnection::evicted(connection, std::move(*slot));  // may delete it
+      }
+    }
+    ledger_.drop(unpooled->id);
+    return;
+  }
   const ConnectionId id = std::visit(
       [](const auto& r) -> ConnectionId {
         if constexpr (requires { r.id; }) {
@@ -117,6 +189,8 @@ void InspectorLink::route(ChannelMessage message) noexcept {
 void InspectorLink::broken(std::string_view why) noexcept {
   if (!alive_) return;
   alive_ = false;
+  ledger_.clear();  // the inspector's kept connections die with it (or are not believed to be kept)
+  waiters_.clear();  // they wait no more than --connect-timeout (dial timed out)
   log_.message(fmt::format("the request inspector stopped ({}): its connections end, and connections to "
                            "inspected endpoints are refused from now on",
                            why));

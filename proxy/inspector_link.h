@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -24,6 +26,7 @@
 #include "proxy/loop_pass_closer.h"
 #include "proxy/timer.h"
 #include "proxy/inspector_messages.h"
+#include "proxy/origin_ledger.h"
 
 namespace boxproxy {
 
@@ -42,7 +45,8 @@ class InspectorLink {
 
   // Hands `connection`'s sockets to the inspector, whose events the caller has freed. serve's own
   // copies are closed here, after the loop's next pass (proxy/loop_pass_closer.h). False when the
-  // channel is down or full: the caller refuses the connection.
+  // channel is down or full: the caller refuses the connection. `upstream` may be invalid (a kept
+  // origin connection taken, `what.pooled`, or none yet): the client's socket goes alone.
   [[nodiscard]] bool hand_over(ClientConnection& connection, const InspectorConnection& what, UniqueFd client,
                                UniqueFd upstream);
   // The answer to a connection's "dial": a new upstream socket, or none (-1).
@@ -51,6 +55,32 @@ class InspectorLink {
   void answer(const InspectorAnswer& answer);
   // A connection handed over is going (serve stops): nothing more is routed to it.
   void forget(ConnectionId id) noexcept { held_.erase(id); }
+  // ---- kept origin connections (proxy/origin_ledger.h) ----
+  // `id` ended with its origin connection kept by the inspector: its slot filed under the decided
+  // host, port and `address` (null: not filed, and the inspector told to close it).
+  void keep_pooled(ConnectionId id, std::string_view host, std::uint16_t port, const IpAddress* address,
+                   TunnelSlot slot);
+  // A kept connection for `host`, `port` and one of `answers` (SPEC §5's checked answers), taken
+  // out with its slot; nullopt when none (or the channel is down).
+  [[nodiscard]] std::optional<OriginLedger::Taken> take_pooled(std::string_view host, std::uint16_t port,
+                                                               std::span<const IpAddress> answers);
+  // At the tunnel cap: the oldest kept connection's slot, the inspector told to close it first
+  // (the channel keeps order, so it closes before any dial the taker asks for); nullopt when none.
+  [[nodiscard]] std::optional<TunnelSlot> evict_oldest();
+  // The live endpoints changed: kept connections whose host and port `inspected` no longer names
+  // are evicted (their slots freed).
+  void evict_uninspected(const std::function<bool(const std::string&, std::uint16_t)>& inspected);
+
+  // At the tunnel cap, for a connection that opens its own upstream socket (not inspected): the
+  // oldest kept connection is asked closed, its slot held; `waiter` gets it through
+  // ClientConnection::evicted once the inspector says it closed it, so the new socket never
+  // overlaps it. False (nothing asked) when none is kept; else `id` is the one asked closed.
+  [[nodiscard]] bool evict_for(ClientConnection& waiter, std::uint64_t& id);
+  // The waiter of `id`'s close went (its slot is freed when the close is said).
+  void forget_waiter(std::uint64_t id) noexcept { waiters_.erase(id); }
+  // The inspector closes kept connection `id`, whose slot serve no longer holds for it.
+  void evict(std::uint64_t id) noexcept;
+
   // A live change of the endpoints (the "inspect" array, as --check-config writes it).
   void endpoints_changed(std::string endpoints_json);
   // SPEC §19: sets NAME (a checked name) to `value` (a checked value), or revokes it (null), in
@@ -71,6 +101,10 @@ class InspectorLink {
   FdChannel channel_;
   bool alive_ = true;
   std::unordered_map<ConnectionId, ClientConnection*> held_;
+  OriginLedger ledger_;  // the kept origin connections' slots (ProxyStats::open outlives this link)
+  // Connections waiting for a kept connection's close to take its slot (evict_for): at most one a
+  // kept connection, so at most kMaxLedgerEntries.
+  std::unordered_map<std::uint64_t, ClientConnection*> waiters_;
   LoopPassCloser closer_;  // serve's copies of the sockets sent to the inspector
   std::vector<std::string> secret_names_;  // the secrets set in the inspector (never their values)
   // Ends the connections held when the channel broke, on the loop's next pass: broken() is called

@@ -92,6 +92,7 @@ InspectorReport report_of(const Json& message) {
   // naming it is not read a second way.
   if (op == "request") refuse("request not in its shape");
   if (op == "dial") return InspectorDial{id_of(message)};
+  if (op == "unpooled") return InspectorUnpooled{id_of(message)};
   if (op == "ask") {
     InspectorAsk ask;
     ask.id = id_of(message);
@@ -122,6 +123,9 @@ InspectorReport report_of(const Json& message) {
       ended.tls = tls_failure_from_name(text(message, "tls", 32));
       if (!ended.tls) refuse_key("tls");  // a word of the vocabulary, or nothing goes on the line
     }
+    // Only true is written; false (or anything else) is a message no inspector sends.
+    if (message.contains("pooled") && !flag(message, "pooled")) refuse_key("pooled");
+    ended.pooled = message.contains("pooled");
     return ended;
   }
   refuse("unknown op");
@@ -152,8 +156,10 @@ InspectorOrder order_of(const Json& message) {
     connection.host = text(message, "host", 255);
     connection.port = static_cast<std::uint16_t>(number(message, "port", 65535));
     connection.endpoint = text(message, "endpoint", 300);
+    if (message.contains("pooled")) connection.pooled = number(message, "pooled");
     return connection;
   }
+  if (op == "evict") return InspectorEvict{id_of(message)};
   if (op == "dialled") return InspectorDialled{id_of(message), flag(message, "ok")};
   if (op == "answer") {
     const auto asked = parse_asked(text(message, "asked", 16));
@@ -172,6 +178,7 @@ struct ReportWriter {
   Json operator()(const InspectorReady& ready) const { return {{"op", "ready"}, {"ca", ready.ca_pem}}; }
   Json operator()(const InspectorRequest&) const { return nullptr; }  // written by write_request_line
   Json operator()(const InspectorDial& dial) const { return {{"op", "dial"}, {"id", dial.id}}; }
+  Json operator()(const InspectorUnpooled& unpooled) const { return {{"op", "unpooled"}, {"id", unpooled.id}}; }
   Json operator()(const InspectorAsk& ask) const {
     return {{"op", "ask"},          {"id", ask.id},       {"n", ask.n},      {"method", ask.method},
             {"path", ask.path}, {"query", ask.query}, {"rule", ask.rule}};
@@ -184,6 +191,7 @@ struct ReportWriter {
                 {"end", std::string(tunnel_end_name(ended.end))}};
     if (ended.refusal) out["class"] = std::string(log_class(*ended.refusal));
     if (ended.tls) out["tls"] = std::string(tls_failure_name(*ended.tls));
+    if (ended.pooled) out["pooled"] = true;
     return out;
   }
 };
@@ -207,9 +215,12 @@ struct OrderWriter {
     return {{"op", "endpoints"}, {"endpoints", endpoints(update.endpoints_json)}};
   }
   Json operator()(const InspectorConnection& connection) const {
-    return {{"op", "connection"}, {"id", connection.id}, {"host", connection.host}, {"port", connection.port},
-            {"endpoint", connection.endpoint}};
+    Json json = {{"op", "connection"}, {"id", connection.id}, {"host", connection.host}, {"port", connection.port},
+                 {"endpoint", connection.endpoint}};
+    if (connection.pooled) json["pooled"] = *connection.pooled;
+    return json;
   }
+  Json operator()(const InspectorEvict& evict) const { return {{"op", "evict"}, {"id", evict.id}}; }
   Json operator()(const InspectorDialled& dialled) const {
     return {{"op", "dialled"}, {"id", dialled.id}, {"ok", dialled.ok}};
   }

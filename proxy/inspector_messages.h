@@ -8,7 +8,10 @@
 //                  "max_head_bytes":N,"max_held_body":N,"endpoints":[...]}                     fds: trust store
 //                 file[, CA certificate file, CA key file] (the operator's --ca-cert/--ca-key)
 //     endpoints   {"op":"endpoints","endpoints":[...]}                      (a live change)
-//     connection  {"op":"connection","id":N,"host":H,"port":P,"endpoint":E} fds: client, upstream
+//     connection  {"op":"connection","id":N,"host":H,"port":P,"endpoint":E[,"pooled":X]}
+//                 fds: client, upstream; or client alone: with "pooled", the inspector's kept origin
+//                 connection X is this one's; without, it has none yet and asks for a "dial"
+//     evict       {"op":"evict","id":X}   (close the kept origin connection X; answered by "unpooled")
 //     dialled     {"op":"dialled","id":N,"ok":B}                            fds: upstream when ok
 //     secret      {"op":"secret","name":NAME,"value":HEX|null}   (SPEC §19: set, or revoke with null)
 //     placeholder {"op":"placeholder","name":NAME,"value":P}     (SPEC §19: NAME's stand-in, bxp_...)
@@ -22,7 +25,9 @@
 //     ask         {"op":"ask","id":N,"n":K,"method":M,"path":P,"query":B,"rule":R}
 //                 (SPEC §20: the connection's request K waits for the supervisor; K counts from 1)
 //     dial        {"op":"dial","id":N}             (the origin closed a kept-alive connection)
-//     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C][,"tls":T]}
+//     ended       {"op":"ended","id":N,"up":U,"down":D,"end":E[,"class":C][,"tls":T][,"pooled":true]}
+//                 ("pooled": its idle origin connection is kept under N: serve keeps N's slot)
+//     unpooled    {"op":"unpooled","id":X}  (the kept origin connection X closed: its slot is free)
 //
 // C is "ok" or a refusal's class (table/reason.h), E an end's word (proxy/tunnel_end.h), T a TLS
 // failure's word (table/tls_failure.h), A an asked= word: each is read into its typed value
@@ -75,7 +80,14 @@ struct InspectorDial {
   std::uint64_t id = 0;
 };
 
-using InspectorReport = std::variant<InspectorReady, InspectorRequest, InspectorDial, InspectorEnded, InspectorAsk>;
+// A kept origin connection closed by the inspector (its idle time, the origin's close or bytes,
+// the pool's bounds): serve frees the slot it filed under `id`, if it still holds it.
+struct InspectorUnpooled {
+  std::uint64_t id = 0;
+};
+
+using InspectorReport =
+    std::variant<InspectorReady, InspectorRequest, InspectorDial, InspectorEnded, InspectorAsk, InspectorUnpooled>;
 
 // A message from the inspector, checked; or why it is refused (the caller ends the inspector).
 [[nodiscard]] std::variant<InspectorReport, std::string> parse_inspector_report(std::string_view bytes);
@@ -109,6 +121,16 @@ struct InspectorConnection {
   std::string host;  // decided
   std::uint16_t port = 0;
   std::string endpoint;  // its host entry
+  // The kept origin connection (an earlier connection's id) this one takes over; with it, or
+  // without an upstream descriptor, serve sent the client's descriptor alone.
+  std::optional<std::uint64_t> pooled{};
+};
+
+// The kept origin connection `id` must close (its slot went to a new connection at the tunnel cap,
+// or past serve's bounds, or its endpoint was removed): the inspector closes it, then says
+// "unpooled" (serve frees a slot it still held for it).
+struct InspectorEvict {
+  std::uint64_t id = 0;
 };
 
 struct InspectorDialled {
@@ -137,7 +159,7 @@ struct InspectorAnswer {
 };
 
 using InspectorOrder = std::variant<InspectorStart, InspectorEndpoints, InspectorConnection, InspectorDialled,
-                                    InspectorSecret, InspectorPlaceholder, InspectorAnswer>;
+                                    InspectorSecret, InspectorPlaceholder, InspectorAnswer, InspectorEvict>;
 
 // The caller scrubs what a secret's message returns once it is sent (FdChannel::send copies it).
 [[nodiscard]] std::string serve_message(const InspectorOrder& order);

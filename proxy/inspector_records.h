@@ -102,6 +102,11 @@ struct InspectorEnded {
   // denied, upstream tls when the inspector could not take it): serve logs it in place of the done line.
   std::optional<Reason> refusal{};
   std::optional<TlsFailure> tls{};  // why a handshake failed: the origin's for upstream tls, else the box's
+  // Its origin connection, idle and reusable, was kept by the inspector under this connection's id
+  // (proxy/inspect/origin_pool.h): serve keeps the slot, filed for the next connection to the same
+  // host, port and address (proxy/origin_ledger.h), until the inspector says "unpooled" or serve
+  // evicts it.
+  bool pooled = false;
 };
 
 }  // namespace boxproxy

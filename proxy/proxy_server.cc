@@ -63,6 +63,13 @@ std::optional<std::string> ProxyServer::replace_inspect_table(InspectTable table
     inspector_->endpoints_changed(std::move(endpoints));
   }
   config_.policy.inspect = std::move(table);
+  // Kept origin connections of endpoints no longer inspected close, their slots freed (they would
+  // only ever be taken by connections decided by the old table).
+  if (inspector_) {
+    inspector_->evict_uninspected([this](const std::string& host, std::uint16_t port) {
+      return config_.policy.inspect.find(host, port) != nullptr;
+    });
+  }
   return std::nullopt;
 }
 

@@ -36,7 +36,7 @@ constexpr double kH2LingerSeconds = 2;
 
 std::unique_ptr<InspectedConnection> InspectedConnection::start(event_base* base, UniqueFd client, UniqueFd upstream,
                                                                 InspectedSetup setup, Hooks hooks) {
-  if (base == nullptr || !client.valid() || !upstream.valid() || !setup.endpoint || !setup.leaf ||
+  if (base == nullptr || !client.valid() || !setup.endpoint || !setup.leaf ||
       !setup.leaf->certificate || setup.leaf_key == nullptr || setup.client_ctx == nullptr ||
       setup.origin_ctx == nullptr || hooks.request == nullptr || hooks.need_upstream == nullptr ||
       hooks.ended == nullptr) {
@@ -65,9 +65,7 @@ bool InspectedConnection::init(UniqueFd upstream) {
   kick_event_ = make_event(base_, -1, 0, &on_kick, this);
   if (!kick_event_ || !timer_.valid() || !link_.valid()) return false;
   if (!box_.watch(base_, &on_sniff, this)) return false;
-  // The origin's handshake goes on while the box's first byte is awaited: the first request does
-  // not wait for it more than it must.
-  if (!open_origin_tls(std::move(upstream))) return false;
+  if (!start_origin(std::move(upstream))) return false;
   arm(TimerRole::handshake);
   return true;
 }

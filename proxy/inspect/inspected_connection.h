@@ -81,6 +81,7 @@
 #include "proxy/inspect/inspected_origin_link.h"
 #include "proxy/inspect/leaf_cert.h"
 #include "proxy/inspect/openssl_owners.h"
+#include "proxy/inspect/origin_pool.h"
 #include "proxy/inspect/origin_sessions.h"
 #include "proxy/inspect/scrub_source.h"
 #include "proxy/inspect/tls_contexts.h"
@@ -111,6 +112,12 @@ struct InspectedSetup {
   SSL_CTX* origin_ctx = nullptr;  // the origin-facing context (make_origin_context); must outlive this
   // Origins' TLS sessions, to resume (origin_sessions.h); must outlive this. Null: none kept.
   OriginSessions* origin_sessions = nullptr;
+  // Idle origin connections kept across box connections (origin_pool.h); must outlive this. Null:
+  // this connection's is never kept.
+  OriginPool* origin_pool = nullptr;
+  // The kept origin connection serve gave this one (InspectorConnection::pooled): taken at start,
+  // in place of an upstream socket; when it is gone, the first request asks for a dial.
+  std::optional<std::uint64_t> pooled{};
   bool log_paths = false;
   // The session's secrets, for the endpoint's "inject" (SPEC §19); must outlive this. Null: none
   // set (the unit tests' setups), so an injecting endpoint's every request is `secret missing`.
@@ -206,6 +213,12 @@ class InspectedConnection {
   [[nodiscard]] bool init(UniqueFd upstream);
   [[nodiscard]] bool open_client_tls();  // box_.open_tls with the leaf and this connection's callbacks
   [[nodiscard]] bool open_origin_tls(UniqueFd fd);  // link_.open with this connection's callbacks
+  // The origin connection to start with: setup_.pooled's from the pool, else `upstream`'s handshake,
+  // else none (the link gone: the first request asks serve for a dial). False when it cannot start.
+  [[nodiscard]] bool start_origin(UniqueFd upstream);
+  // The link's origin connection, if idle and clean, kept in the pool under this connection's id;
+  // true when kept (the ended message says "pooled").
+  [[nodiscard]] bool keep_idle_origin() noexcept;
 
   // ---- libevent's callbacks: each acts, then advances, then delivers the hooks ----
   static void on_sniff(evutil_socket_t, short, void* self) noexcept;

@@ -73,6 +73,10 @@ void InspectedConnection::end_now(TunnelEnd end) {
   timer_role_ = TimerRole::none;
   due_.need_upstream = false;
   box_.close(end != TunnelEnd::error, setup_.closer);
+  // A clean end leaves an idle, clean origin connection to the pool (origin_pool.h): serve keeps
+  // its slot until it is taken, evicted or closed. Not one whose endpoint was removed (shutdown):
+  // no later connection could take it.
+  const bool kept = !connection_refusal_ && end != TunnelEnd::shutdown && keep_idle_origin();
   link_.drop();
   InspectorEnded record;
   record.id = setup_.id;
@@ -81,6 +85,7 @@ void InspectedConnection::end_now(TunnelEnd end) {
   record.end = end;
   record.refusal = connection_refusal_;
   record.tls = connection_refusal_ == Reason::upstream_tls ? link_.tls_failure() : box_.tls_failure();
+  record.pooled = kept;
   due_.ended = record;
 }
 

@@ -370,6 +370,7 @@ void InspectedConnection::finish_exchange() {
   if (h2()) h2()->exchange_ended();
   const bool reusable = exchange_.origin_reusable && exchange_.request_done && link_.reusable();
   if (!reusable) link_.drop_as(InspectedOriginLink::State::gone);
+  if (reusable) link_.exchange_done();  // idle again: it may go to the pool (origin_pool.h)
   if (exchange_.keep_client && exchange_.request_done && !box_.eof()) {
     phase_ = Phase::reading_head;
     arm(TimerRole::head);

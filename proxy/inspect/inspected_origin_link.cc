@@ -66,8 +66,31 @@ bool InspectedOriginLink::open(UniqueFd fd, const Opening& opening) {
   if (!stream_) return false;
   state_ = State::handshaking;
   used_ = false;
+  carrying_ = false;
   end_ = End::open;
   return true;
+}
+
+std::unique_ptr<TlsStream> InspectedOriginLink::release_idle() noexcept {
+  // HTTP/2 origin connections are not pooled (origin_pool.h): only an HTTP/1.1 one between requests.
+  if (state_ != State::ready || carrying_ || h2_ || !reusable() || !stream_->quiet()) return nullptr;
+  (void)attach_origin_slot(stream_->ssl(), nullptr);  // the pool points it at its own slot next
+  state_ = State::gone;
+  return std::move(stream_);
+}
+
+void InspectedOriginLink::adopt(std::unique_ptr<TlsStream> stream, const Opening& opening) {
+  std::string key = OriginSessions::key_of(decided_.target.host, decided_.target.port);  // may throw: first
+  drop();
+  stream_ = std::move(stream);
+  session_slot_.sessions = opening.sessions;
+  session_slot_.key = std::move(key);
+  (void)attach_origin_slot(stream_->ssl(), opening.sessions != nullptr ? &session_slot_ : nullptr);
+  stream_->set_callbacks(opening.callbacks);
+  state_ = State::ready;
+  used_ = true;
+  carrying_ = false;
+  end_ = End::open;
 }
 
 void InspectedOriginLink::handshake_done() {
@@ -120,6 +143,7 @@ void InspectedOriginLink::drop() noexcept {
   if (end_ != End::failed) stream_->send_close_notify();
   stream_.reset();
   end_ = End::open;
+  carrying_ = false;
 }
 
 bool InspectedOriginLink::pump() {

@@ -95,7 +95,20 @@ class InspectedOriginLink {
   [[nodiscard]] End end() const noexcept { return end_; }
   [[nodiscard]] std::optional<TlsFailure> tls_failure() const noexcept { return tls_failure_; }
   // The current origin connection carries a request: whether it carried one before.
-  [[nodiscard]] bool mark_used() noexcept { return std::exchange(used_, true); }
+  [[nodiscard]] bool mark_used() noexcept {
+    carrying_ = true;
+    return std::exchange(used_, true);
+  }
+  // Its response was read whole and the connection may carry the next request: idle again.
+  void exchange_done() noexcept { carrying_ = false; }
+  // The current origin connection, taken out (the link then has none: gone) when it may carry
+  // another box connection's requests (origin_pool.h): ready, carrying no request (none under way,
+  // no WebSocket), HTTP/1.1, reusable() and TlsStream::quiet. Null otherwise (the link unchanged).
+  [[nodiscard]] std::unique_ptr<TlsStream> release_idle() noexcept;
+  // Takes `stream`, an idle origin connection from the pool (verified for this decided host and
+  // port, made to the checked address), as the current one: ready, and used (a request it carries
+  // meets the keep-alive race as on a connection kept between requests: mark_used says it was).
+  void adopt(std::unique_ptr<TlsStream> stream, const Opening& opening);
 
   [[nodiscard]] TlsStream* stream() const noexcept { return stream_.get(); }
   [[nodiscard]] H2Back* h2() const noexcept { return h2_.get(); }
@@ -150,6 +163,7 @@ class InspectedOriginLink {
   State state_ = State::handshaking;
   End end_ = End::open;
   bool used_ = false;  // the current origin connection carried a request already
+  bool carrying_ = false;  // a request is on it, its response not yet read whole (or it relays)
   std::optional<TlsFailure> tls_failure_;  // why its handshake failed (InspectorEnded::tls for upstream tls)
   std::uint64_t sent_ = 0;
 };

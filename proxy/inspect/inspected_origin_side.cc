@@ -5,6 +5,8 @@
 // the link's (inspected_origin_link.h).
 #include "proxy/inspect/inspected_connection.h"
 
+#include <new>
+
 #include "proxy/wire/http_forward.h"
 
 namespace boxproxy {
@@ -22,6 +24,39 @@ bool safe_to_repeat(std::string_view method) noexcept {
 bool InspectedConnection::open_origin_tls(UniqueFd fd) {
   return link_.open(std::move(fd), {base_, setup_.origin_ctx, setup_.origin_sessions, setup_.closer,
                                     {&on_origin_io, &on_origin_io, &on_origin_event, this}});
+}
+
+bool InspectedConnection::start_origin(UniqueFd upstream) {
+  if (setup_.pooled && setup_.origin_pool != nullptr) {
+    // serve checked that this connection's decided host and port are the kept one's, and that its
+    // address is among this decision's checked answers (proxy/origin_ledger.h): the connection
+    // was verified for that very host, so it may carry this box's requests.
+    std::unique_ptr<TlsStream> stream = setup_.origin_pool->take(*setup_.pooled);
+    if (stream) {
+      link_.adopt(std::move(stream), {base_, setup_.origin_ctx, setup_.origin_sessions, setup_.closer,
+                                      {&on_origin_io, &on_origin_io, &on_origin_event, this}});
+      return true;
+    }
+  }
+  // The origin's handshake goes on while the box's first byte is awaited: the first request does
+  // not wait for it more than it must.
+  if (upstream.valid()) return open_origin_tls(std::move(upstream));
+  // None (the kept one closed as serve handed this over, or serve evicted one at the tunnel cap to
+  // give this its slot): the first request asks for a dial, under the slot serve holds for it.
+  link_.set_state(InspectedOriginLink::State::gone);
+  return true;
+}
+
+bool InspectedConnection::keep_idle_origin() noexcept {
+  if (setup_.origin_pool == nullptr) return false;
+  try {
+    std::unique_ptr<TlsStream> stream = link_.release_idle();
+    if (!stream) return false;
+    return setup_.origin_pool->put(setup_.id, std::move(stream), setup_.origin_sessions,
+                                   OriginSessions::key_of(setup_.host, setup_.port));
+  } catch (const std::bad_alloc&) {
+    return false;  // the key could not be made: the origin connection (if taken out) closes here
+  }
 }
 
 bool InspectedConnection::wait_for_origin() {

@@ -128,7 +128,17 @@ Inspector::Inspector(event_base* base, UniqueFd channel, InspectorSetup setup)
       setup_(std::move(setup)),
       leaves_(setup_.ca),
       closer_(base),
+      pool_(base, setup_.idle_timeout, &on_unpooled, this),
       channel_(base, std::move(channel), &on_message, &on_closed, this) {}
+
+// A kept origin connection closed on its own: serve frees the slot it holds for it.
+void Inspector::on_unpooled(void* self, std::uint64_t id) noexcept {
+  try {
+    static_cast<Inspector*>(self)->report(InspectorUnpooled{id});
+  } catch (const std::exception&) {
+    static_cast<Inspector*>(self)->finished_ = true;  // serve would hold the slot for ever: end instead
+  }
+}
 
 Inspector::~Inspector() = default;
 
@@ -177,6 +187,13 @@ void Inspector::order(ChannelMessage message) {
     if (held != held_.end()) held->second->connection->answer_ask(answer->n, answer->asked);
     return;  // else it ended meanwhile
   }
+  if (const auto* evict = std::get_if<InspectorEvict>(&order)) {
+    // Closed, then said: serve frees a slot it held for it only now (one it gave to a new
+    // connection at the cap is that connection's already, and the word is ignored).
+    pool_.evict(evict->id);
+    report(InspectorUnpooled{evict->id});
+    return;
+  }
   if (const auto* update = std::get_if<InspectorEndpoints>(&order)) return endpoints_changed(update->endpoints_json);
   if (const auto* secret = std::get_if<InspectorSecret>(&order)) return secret_changed(*secret);
   if (const auto* placeholder = std::get_if<InspectorPlaceholder>(&order)) return placeholder_made(*placeholder);
@@ -215,7 +232,12 @@ std::shared_ptr<const InspectEndpoint> Inspector::endpoint_for(const std::string
 
 void Inspector::start_connection(const InspectorConnection& what, ChannelMessage& message) {
   const auto refuse = [&](Reason refusal) { report(InspectorEnded{what.id, 0, 0, TunnelEnd::error, refusal}); };
-  if (message.fds.size() != 2 || held_.contains(what.id)) return refuse(Reason::bad_request);
+  // The client's socket, and the upstream's unless serve gave a kept origin connection or none
+  // (the connection then asks for a dial): proxy/inspector_messages.h.
+  const std::size_t fds = message.fds.size();
+  if ((fds != 1 && fds != 2) || (fds == 2 && what.pooled) || held_.contains(what.id)) {
+    return refuse(Reason::bad_request);
+  }
   std::shared_ptr<const InspectEndpoint> endpoint = endpoint_for(what.endpoint);
   if (!endpoint) return refuse(Reason::request_denied);  // removed meanwhile: nothing of it goes through
   LeafOrError leaf = leaves_.leaf_for(what.host, now());
@@ -237,6 +259,8 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.client_ctx = setup_.client_ctx.get();
   setup.origin_ctx = setup_.origin_ctx.get();
   setup.origin_sessions = &origin_sessions_;
+  setup.origin_pool = &pool_;
+  setup.pooled = what.pooled;
   setup.log_paths = setup_.log_paths;
   setup.max_head_bytes = setup_.max_head_bytes;
   setup.max_held_body = setup_.max_held_body;
@@ -247,8 +271,9 @@ void Inspector::start_connection(const InspectorConnection& what, ChannelMessage
   setup.placeholders = &placeholders_;
   setup.scrub = &scrub_source_;
   InspectedConnection::Hooks hooks{held.get(), &on_request, &on_need_upstream, &on_ended, &on_ask};
-  held->connection = InspectedConnection::start(base_, std::move(message.fds[0]), std::move(message.fds[1]),
-                                                std::move(setup), hooks);
+  UniqueFd upstream = fds == 2 ? std::move(message.fds[1]) : UniqueFd();
+  held->connection =
+      InspectedConnection::start(base_, std::move(message.fds[0]), std::move(upstream), std::move(setup), hooks);
   if (!held->connection) return refuse(Reason::bad_request);
   held_.emplace(what.id, std::move(held));
 }

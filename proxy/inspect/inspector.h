@@ -17,6 +17,7 @@
 #include "proxy/fd_channel.h"
 #include "proxy/inspect/inspected_connection.h"
 #include "proxy/inspect/leaf_cache.h"
+#include "proxy/inspect/origin_pool.h"
 #include "proxy/inspect/origin_sessions.h"
 #include "proxy/inspect/scrub_source.h"
 #include "proxy/inspect/secret_store.h"
@@ -72,6 +73,7 @@ class Inspector {
   static void on_need_upstream(void* held);
   static void on_ended(void* held, const InspectorEnded& record);
   static void on_ask(void* held, const InspectorAsk& ask);
+  static void on_unpooled(void* self, std::uint64_t id) noexcept;
 
   void order(ChannelMessage message);
   void start_connection(const InspectorConnection& what, ChannelMessage& message);
@@ -89,6 +91,9 @@ class Inspector {
   LeafCache leaves_;
   LoopPassCloser closer_;  // the connections' sockets, one loop pass late; declared before them: outlives them
   OriginSessions origin_sessions_;  // origins' TLS sessions to resume; declared before the connections
+  // Idle origin connections kept across box connections (origin_pool.h); after the sessions and the
+  // closer (its connections use both), before the connections (which put into it as they end).
+  OriginPool pool_;
   SecretStore secrets_;  // SPEC §19: read by every request that injects, set and revoked by serve
   Placeholders placeholders_;  // SPEC §19: the session's stand-ins, made by serve at start
   ScrubSource scrub_source_{secrets_, placeholders_};  // SPEC §19a: what every response is scrubbed for

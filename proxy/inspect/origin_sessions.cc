@@ -85,9 +85,13 @@ bool keep_origin_sessions(SSL_CTX* ctx) noexcept {
   return true;
 }
 
-bool offer_origin_session(SSL* ssl, OriginSessionSlot* slot) noexcept {
+bool attach_origin_slot(SSL* ssl, OriginSessionSlot* slot) noexcept {
   const int index = slot_index();
-  if (index < 0 || SSL_set_ex_data(ssl, index, slot) != 1) return false;
+  return index >= 0 && SSL_set_ex_data(ssl, index, slot) == 1;
+}
+
+bool offer_origin_session(SSL* ssl, OriginSessionSlot* slot) noexcept {
+  if (!attach_origin_slot(ssl, slot)) return false;
   try {
     const SslSessionPtr session = slot->sessions->take(slot->key);
     if (session && SSL_set_session(ssl, session.get()) != 1) ERR_clear_error();  // a full handshake, then

@@ -74,6 +74,11 @@ struct OriginSessionSlot {
 // cannot reserve the slot's index.
 [[nodiscard]] bool keep_origin_sessions(SSL_CTX* ctx) noexcept;
 
+// Points `ssl`'s new-session callback at `slot` (null: what the origin hands out is not kept): an
+// origin connection moving between owners (origin_pool.h) follows its owner's slot, so the SSL
+// never points at one that is gone. False when it cannot be set.
+bool attach_origin_slot(SSL* ssl, OriginSessionSlot* slot) noexcept;
+
 // Attaches `slot` to `ssl` and offers the session kept for its key, if any. False on failure (the
 // connection then makes a full handshake and keeps nothing).
 bool offer_origin_session(SSL* ssl, OriginSessionSlot* slot) noexcept;

@@ -7,7 +7,10 @@
 #include <openssl/err.h>
 #include <openssl/x509_vfy.h>
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <memory>
 #include <new>
@@ -145,6 +148,19 @@ void TlsStream::set_reading(bool on) noexcept {
   // that then never moves.
   const int result = on ? bufferevent_enable(bev_.get(), EV_READ) : bufferevent_disable(bev_.get(), EV_READ);
   if (result == 0) reading_ = on;
+}
+
+void TlsStream::set_callbacks(Callbacks callbacks) noexcept {
+  bufferevent_setcb(bev_.get(), callbacks.read, callbacks.write, callbacks.event, callbacks.arg);
+}
+
+bool TlsStream::quiet() const noexcept {
+  if (failed_ || close_notify_sent_ || input_length() != 0 || output_length() != 0) return false;
+  if (SSL_has_pending(ssl_.get()) == 1 || (SSL_get_shutdown(ssl_.get()) & SSL_RECEIVED_SHUTDOWN) != 0) return false;
+  // recv(2) is recvfrom, which the inspector's filter allows (the first byte is peeked likewise).
+  char byte = 0;
+  const ssize_t peeked = ::recv(fd_.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return peeked == -1 && (errno == EAGAIN || errno == EWOULDBLOCK);  // 0: its end; 1: a byte; else broken
 }
 
 void TlsStream::send_close_notify() noexcept {

@@ -89,6 +89,14 @@ class TlsStream {
   // that cannot take it now never gets it; the close follows anyway).
   void send_close_notify() noexcept;
 
+  // Its callbacks from here (an origin connection moving between its connection and the pool of idle
+  // ones, proxy/inspect/origin_pool.h); a deferred one already queued runs the new one.
+  void set_callbacks(Callbacks callbacks) noexcept;
+  // Nothing of it waits anywhere and its peer has not ended it: its input and output are empty,
+  // OpenSSL holds no record, and the socket has neither a byte nor an end to read (peeked). What
+  // an idle origin connection must be to be kept or handed out (origin_pool.h).
+  [[nodiscard]] bool quiet() const noexcept;
+
   // Holds what is added to the output until release_writes(), which writes it at once, as one TLS
   // record and one write(2) when it is small: the pieces one turn of the owner adds (a response
   // head, then its body) would otherwise go as a record each, and only after a pass through

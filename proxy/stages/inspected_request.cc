@@ -24,9 +24,14 @@ RequestMessage compose_upstream(const RequestContext& context, bool websocket) {
       return false;
     });
   }
+  // An HTTP/1.1 box's Connection: close ends the box's connection, not the origin's: the
+  // origin connection stays alive to carry the next box connection's requests (the inspector's
+  // pool of idle origin connections, proxy/inspect/origin_pool.h, counted as tunnels by serve,
+  // proxy/origin_ledger.h, as squid keeps its server connections). An HTTP/1.0 box's request still asks the origin to close: its answer is then
+  // framed by the close rather than chunked, which an HTTP/1.0 client cannot read.
+  const bool close = !context.client_keep_alive && sent.version != "HTTP/1.1";
   // Room for the added and injected fields too: the vector never moves a value once it holds one.
-  RequestMessage out = forward_origin_form_message(sent, origin_host_field(context.origin), websocket,
-                                                   !context.client_keep_alive,
+  RequestMessage out = forward_origin_form_message(sent, origin_host_field(context.origin), websocket, close,
                                                    context.added_fields.size() + context.injected.fields.size());
   for (const auto& [name, value] : context.added_fields) out.fields.push_back({name, value});
   for (const auto& [name, value] : context.injected.fields) out.fields.push_back({name, std::string(value.view())});

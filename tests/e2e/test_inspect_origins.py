@@ -18,7 +18,7 @@ import tempfile
 import unittest
 
 from box_support import TlsOrigin
-from harness import HttpOrigin, ProxyTestCase, read_http_response
+from harness import HttpOrigin, ProxyTestCase, _OriginHandler, read_http_response
 from inspect_support import (INSPECTOR, CutOrigin, InspectRig, connect_tls, curl, der_of, issuer_cn,
                              make_signed_certificate, make_test_ca)
 
@@ -34,12 +34,26 @@ def origin_context(cert, key):
     return context
 
 
+class ClosingHandler(_OriginHandler):
+    """The harness's origin, closing each connection after its answer: the inspector keeps no idle
+    connection of it (proxy/inspect/origin_pool.h), so each box connection makes a TLS connection
+    of its own to it."""
+
+    def end_headers(self):
+        self.send_header("Connection", "close")
+        super().end_headers()
+
+
 @unittest.skipUnless(os.path.exists(INSPECTOR), "boxproxy-inspect is not built next to boxproxy")
 class OriginSessionTest(InspectRig, ProxyTestCase):
 
     def test_a_new_inspected_connection_resumes_the_origins_tls_session(self):
         # proxy/inspect/origin_sessions.h: what the origin handed out on the first connection is
         # offered by the next one to the same host and port, so the origin makes no full handshake.
+        self.origin.close()
+        context = origin_context(self.cert, self.key)
+        self.origin = HttpOrigin(tls_context=context, handler=ClosingHandler)
+        self.addCleanup(self.origin.close)
         p = self.start_inspecting()
         for path in ("/first", "/second", "/third"):
             tls = connect_tls(p, f"origin.test:{self.origin.port}", self.ca)
@@ -59,7 +73,7 @@ class OriginSessionTest(InspectRig, ProxyTestCase):
         self.origin.close()
         context = origin_context(self.cert, self.key)
         context.num_tickets = 8
-        self.origin = HttpOrigin(tls_context=context)
+        self.origin = HttpOrigin(tls_context=context, handler=ClosingHandler)
         self.addCleanup(self.origin.close)
         p = self.start_inspecting()
 

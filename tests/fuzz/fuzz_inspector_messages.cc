@@ -5,14 +5,16 @@
 // holds the CA's key and every session's secrets: a message it misreads must end it, never corrupt
 // it. The input is messages, one a line ("\n" ends each; serve's own never hold one). A line
 // starting "N " (N from 1 to 4) goes with N descriptors, the inspector's ends of fresh socketpairs,
-// as "connection" (the box's socket and the origin's) and "dialled" (the origin's) carry them.
+// as "connection" (the box's socket and the origin's, or the box's alone: with "pooled", or none
+// yet) and "dialled" (the origin's) carry them.
 // The first byte's low bit says whether the first line is the start message (read_start reads it,
 // with a trust store); otherwise a fixed start is sent and every line is a later message.
 // Invariants:
 //   - no crash, no leak, nothing undefined (ASan, UBSan, LeakSanitizer);
 //   - read_start either returns a set-up or throws std::runtime_error with a message;
 //   - every message the inspector sends back is one serve's reader accepts (parse_inspector_report);
-//   - a "connection" it cannot take is answered at once by "ended" for that id;
+//   - a "connection" it cannot take (descriptors other than the box's, or the box's and the
+//     origin's without "pooled") is answered at once by "ended" for that id;
 //   - once the inspector and the loop are gone, every descriptor it was given is closed.
 #include <dirent.h>
 #include <fcntl.h>
@@ -165,7 +167,8 @@ void run(std::string_view data) {
       const auto parsed = parse_serve_message(line.bytes);
       const auto* order = std::get_if<InspectorOrder>(&parsed);
       const auto* connection = order ? std::get_if<InspectorConnection>(&*order) : nullptr;
-      if (connection != nullptr && line.fds != 2 && !inspector.finished()) {
+      const bool takeable = connection != nullptr && (line.fds == 1 || (line.fds == 2 && !connection->pooled));
+      if (connection != nullptr && !takeable && !inspector.finished()) {
         FUZZ_CHECK(!ended.empty() && ended.back() == connection->id);
       }
     }

@@ -49,9 +49,10 @@ bool same(const InspectorReport& a, const InspectorReport& b) {
   if (const auto* x = std::get_if<InspectorEnded>(&a)) {
     const auto& y = std::get<InspectorEnded>(b);
     return x->id == y.id && x->up == y.up && x->down == y.down && x->end == y.end && x->refusal == y.refusal &&
-           x->tls == y.tls;
+           x->tls == y.tls && x->pooled == y.pooled;
   }
   if (const auto* x = std::get_if<InspectorDial>(&a)) return x->id == std::get<InspectorDial>(b).id;
+  if (const auto* x = std::get_if<InspectorUnpooled>(&a)) return x->id == std::get<InspectorUnpooled>(b).id;
   if (const auto* x = std::get_if<InspectorAsk>(&a)) {
     const auto& y = std::get<InspectorAsk>(b);
     return x->id == y.id && x->n == y.n && x->method == y.method && x->path == y.path && x->query == y.query &&

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,17 @@ class Serve {
     UniqueFd upstream = origin.connect();
     send_order(serve_end_.get(), InspectorConnection{id, kHost, 443, endpoint.empty() ? entry : endpoint},
                {inspector_side.get(), upstream.get()});
+    clients_.push_back(std::make_unique<TlsPeer>(std::move(box_end), client_ssl(), /*server=*/false));
+    return *clients_.back();
+  }
+
+  // Hands over a connection `id` with the client's socket alone: taking over the kept origin
+  // connection `pooled`, or none (it asks for a dial).
+  TlsPeer& connect_alone(std::uint64_t id, std::optional<std::uint64_t> pooled) {
+    auto [box_end, inspector_side] = socket_pair();
+    InspectorConnection what{id, kHost, 443, entry};
+    what.pooled = pooled;
+    send_order(serve_end_.get(), what, {inspector_side.get()});
     clients_.push_back(std::make_unique<TlsPeer>(std::move(box_end), client_ssl(), /*server=*/false));
     return *clients_.back();
   }
@@ -263,12 +275,21 @@ TEST_CASE("ready carries the CA; a connection is inspected, its requests and its
 
 TEST_CASE("a connection the inspector cannot take is ended at once, with its class") {
   Serve serve;
-  SUBCASE("the wrong descriptors") {
-    auto [box_end, inspector_side] = socket_pair();
-    send_order(serve.channel(), InspectorConnection{5, kHost, 443, serve.entry}, {inspector_side.get()});
+  SUBCASE("the wrong descriptors: none") {
+    send_order(serve.channel(), InspectorConnection{5, kHost, 443, serve.entry}, {});
     const auto ended = serve.next<InspectorEnded>();
     CHECK(ended.id == 5);
     CHECK(ended.end == TunnelEnd::error);
+    CHECK(ended.refusal == Reason::bad_request);
+  }
+  SUBCASE("the wrong descriptors: an upstream socket beside a kept origin connection named") {
+    auto [box_end, inspector_side] = socket_pair();
+    auto [origin_end, upstream_side] = socket_pair();
+    InspectorConnection what{5, kHost, 443, serve.entry};
+    what.pooled = 4;
+    send_order(serve.channel(), what, {inspector_side.get(), upstream_side.get()});
+    const auto ended = serve.next<InspectorEnded>();
+    CHECK(ended.id == 5);
     CHECK(ended.refusal == Reason::bad_request);
   }
   SUBCASE("an endpoint it does not have (removed meanwhile): nothing of it goes through") {
@@ -285,6 +306,47 @@ TEST_CASE("a connection the inspector cannot take is ended at once, with its cla
     CHECK(ended.id == 7);
     CHECK(ended.refusal == Reason::bad_request);
   }
+  CHECK_FALSE(serve.inspector->finished());
+}
+
+TEST_CASE("a kept origin connection: reported pooled, taken over by the connection serve names, closed on its word") {
+  Serve serve;
+  TlsPeer& first = serve.connect(1);
+  CHECK(serve.get(first, "/one").status == 200);
+  CHECK(serve.next<InspectorRequest>().id == 1);
+  first.close_when_sent();
+  CHECK(serve.next<InspectorEnded>().pooled);
+  // The next connection names it and brings no upstream socket: the kept one carries its request.
+  TlsPeer& second = serve.connect_alone(2, 1);
+  CHECK(serve.get(second, "/two").status == 200);
+  CHECK(serve.next<InspectorRequest>().id == 2);
+  CHECK(serve.origin.connections() == 1);
+  second.close_when_sent();
+  CHECK(serve.next<InspectorEnded>().pooled);  // kept again, under 2 now
+  // serve asks for it closed: closed, then said.
+  send_order(serve.channel(), InspectorEvict{2});
+  CHECK(serve.next<InspectorUnpooled>().id == 2);
+  CHECK(serve.run_until([&] { return serve.origin.peer(0).eof(); }));
+  CHECK(serve.quiet());
+  // A connection naming one that is gone (its close crossed the hand-over) asks for a dial.
+  TlsPeer& third = serve.connect_alone(3, 2);
+  third.send("GET /three HTTP/1.1\r\nHost: api.test\r\n\r\n");
+  CHECK(serve.next<InspectorDial>().id == 3);
+  UniqueFd upstream = serve.origin.connect();
+  send_order(serve.channel(), InspectorDialled{3, true}, {upstream.get()});
+  std::optional<Message> response;
+  CHECK(serve.run_until([&] {
+    response = take_message(third.received(), "GET", third.eof());
+    return response.has_value() || third.eof();
+  }));
+  REQUIRE(response);
+  CHECK(response->status == 200);
+  CHECK(serve.next<InspectorRequest>().id == 3);
+  third.close_when_sent();
+  CHECK(serve.next<InspectorEnded>().pooled);
+  // The origin closes the kept one: said to serve, which frees its slot.
+  serve.origin.peer(1).close_when_sent();
+  CHECK(serve.next<InspectorUnpooled>().id == 3);
   CHECK_FALSE(serve.inspector->finished());
 }
 

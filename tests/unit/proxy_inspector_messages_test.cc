@@ -107,6 +107,34 @@ TEST_CASE("serve's orders read back as written") {
   CHECK(connection.endpoint == "api.test:443");
   const auto dialled = order_back<InspectorDialled>(InspectorDialled{3, true});
   CHECK((dialled.id == 3 && dialled.ok));
+  CHECK_FALSE(connection.pooled);  // not said: the connection's own upstream (or none) goes with it
+  InspectorConnection reuse{4, "api.test", 443, "api.test:443"};
+  reuse.pooled = 3;
+  CHECK(order_back<InspectorConnection>(reuse).pooled == std::optional<std::uint64_t>(3));
+  CHECK(order_back<InspectorEvict>(InspectorEvict{9}).id == 9);
+  for (const char* bad : {R"("3")", "-1", "true", "1.5"}) {
+    CHECK(order_refusal(std::string(R"({"op":"connection","id":1,"host":"a.test","port":443,"endpoint":"a.test:443",)") +
+                        R"("pooled":)" + bad + "}") == R"(bad "pooled")");
+  }
+  CHECK(order_refusal(R"({"op":"evict"})") == R"(no "id")");
+  CHECK(order_refusal(R"({"op":"evict","id":"1"})") == R"(bad "id")");
+}
+
+TEST_CASE("a kept origin connection's words: ended with pooled, unpooled; anything else refused") {
+  InspectorEnded ended{5, 10, 20, TunnelEnd::client_closed};
+  CHECK_FALSE(report_back<InspectorEnded>(ended).pooled);
+  ended.pooled = true;
+  const auto back = report_back<InspectorEnded>(ended);
+  CHECK((back.pooled && back.id == 5 && back.up == 10 && back.down == 20));
+  CHECK(inspector_message(ended).find(R"("pooled":true)") != std::string::npos);
+  CHECK(report_back<InspectorUnpooled>(InspectorUnpooled{5}).id == 5);
+  // Only true is ever written: false, or a value of another type, is refused.
+  for (const char* bad : {"false", "1", R"("true")", "null"}) {
+    CHECK(refusal(std::string(R"({"op":"ended","id":1,"up":0,"down":0,"end":"client-closed","pooled":)") + bad + "}") ==
+          R"(bad "pooled")");
+  }
+  CHECK(refusal(R"({"op":"unpooled"})") == R"(no "id")");
+  CHECK(refusal(R"({"op":"unpooled","id":-2})") == R"(bad "id")");
 }
 
 TEST_CASE("serve refuses what an inspector should never say") {
