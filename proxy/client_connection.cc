@@ -80,12 +80,11 @@ ClientConnection::~ClientConnection() {
     if (InspectorLink* link = server_.inspector()) link->forget(id_);
   } else if (pooled_from_) {
     // It took over a kept origin connection with its slot but never handed it to the inspector
-    // (the client left, sent bytes early, the endpoint went): still kept there, and filed again
-    // with its slot, or it would stay open with none (SPEC §5).
-    if (InspectorLink* link = server_.inspector()) {
-      link->keep_pooled(*pooled_from_, request_.target.host, request_.target.port, dialer_.address(),
-                        dialer_.give_slot());
-    }
+    // (the client left, sent bytes early, the endpoint went): the inspector is told to close it
+    // and its slot is held until it says it has (SPEC §5). Not filed again for reuse: its
+    // "unpooled" may have crossed the take (the origin closed it meanwhile), and a dead entry
+    // would hold a slot no word would ever free (found in review).
+    if (InspectorLink* link = server_.inspector()) link->close_kept(*pooled_from_, dialer_.give_slot());
   }
   // The tunnel slot, the undecided mark and the client count are given back by their tokens.
   server_.forget(this);

@@ -253,4 +253,8 @@ void FdChannel::fail() noexcept {
   on_closed_(owner_);  // may delete this: nothing after
 }
 
+void FdChannel::shut_down() noexcept {
+  if (socket_.valid()) (void)::shutdown(socket_.get(), SHUT_RDWR);
+}
+
 }  // namespace boxproxy

@@ -67,6 +67,9 @@ class FdChannel {
 
   [[nodiscard]] std::size_t queued() const noexcept { return out_.size(); }
 
+  // Ends the channel both ways: the peer reads its end (and this side's on_closed follows).
+  void shut_down() noexcept;
+
  private:
   static void on_readable(evutil_socket_t, short, void* self) noexcept;
   static void on_writable(evutil_socket_t, short, void* self) noexcept;

@@ -34,15 +34,22 @@ bool InspectorLink::hand_over(ClientConnection& connection, const InspectorConne
 void InspectorLink::keep_pooled(ConnectionId id, std::string_view host, std::uint16_t port, const IpAddress* address,
                                 TunnelSlot slot) {
   if (!alive_) return;  // the slot goes with the token: the inspector and its pool are gone
+  if (address == nullptr) return close_kept(id, std::move(slot));  // cannot be matched
   try {
-    if (address == nullptr) {
-      ledger_.closing(id, std::move(slot));  // cannot be matched: closed, its slot held until then
-      return evict(id);
-    }
     if (const auto pushed_out = ledger_.file(id, host, port, *address, std::move(slot))) evict(*pushed_out);
   } catch (const std::bad_alloc&) {
     evict(id);  // not filed: its slot is freed, so the inspector must close it
   }
+}
+
+void InspectorLink::close_kept(ConnectionId id, TunnelSlot slot) noexcept {
+  if (!alive_) return;  // the slot goes with the token: the inspector and its pool are gone
+  try {
+    ledger_.closing(id, std::move(slot));  // held until the inspector's "unpooled"
+  } catch (const std::bad_alloc&) {
+    // Not held: freed as the token goes, a moment before the inspector closes it.
+  }
+  evict(id);
 }
 
 std::optional<OriginLedger::Taken> InspectorLink::take_pooled(std::string_view host, std::uint16_t port,
@@ -189,7 +196,11 @@ void InspectorLink::route(ChannelMessage message) noexcept {
 void InspectorLink::broken(std::string_view why) noexcept {
   if (!alive_) return;
   alive_ = false;
-  ledger_.clear();  // the inspector's kept connections die with it (or are not believed to be kept)
+  // The inspector is made to end (it ends when its channel does): a full channel or a word serve
+  // cannot believe does not mean it has, and the kept connections whose slots are freed next, and
+  // the held ones serve ends, must not stay open uncounted (SPEC §5; found in review).
+  channel_.shut_down();
+  ledger_.clear();  // the inspector's kept connections die with it
   waiters_.clear();  // they wait no more than --connect-timeout (dial timed out)
   log_.message(fmt::format("the request inspector stopped ({}): its connections end, and connections to "
                            "inspected endpoints are refused from now on",

@@ -60,6 +60,8 @@ class InspectorLink {
   // host, port and `address` (null: not filed, and the inspector told to close it).
   void keep_pooled(ConnectionId id, std::string_view host, std::uint16_t port, const IpAddress* address,
                    TunnelSlot slot);
+  // `id`'s kept connection closed by the inspector, its slot held until it says it has.
+  void close_kept(ConnectionId id, TunnelSlot slot) noexcept;
   // A kept connection for `host`, `port` and one of `answers` (SPEC §5's checked answers), taken
   // out with its slot; nullopt when none (or the channel is down).
   [[nodiscard]] std::optional<OriginLedger::Taken> take_pooled(std::string_view host, std::uint16_t port,

@@ -126,6 +126,9 @@ InspectorReport report_of(const Json& message) {
     // Only true is written; false (or anything else) is a message no inspector sends.
     if (message.contains("pooled") && !flag(message, "pooled")) refuse_key("pooled");
     ended.pooled = message.contains("pooled");
+    // A refused connection never keeps its origin connection (inspected_ends.cc): both at once is
+    // an inspector gone wrong, whose slot accounting serve must not follow (found in review).
+    if (ended.pooled && ended.refusal) refuse_key("pooled");
     return ended;
   }
   refuse("unknown op");

@@ -107,6 +107,9 @@ constexpr std::string_view kInspectorCalls[] = {
     // the TLS sockets (OpenSSL's socket BIO reads and writes), libevent's buffers, the first byte
     // peeked (recv is recvfrom), and serve's channel: messages with SCM_RIGHTS
     "read", "write", "readv", "writev", "recvfrom", "recvmsg", "sendmsg", "close",
+    // a kept origin connection ended at once when closed for serve (origin_pool.cc), before its
+    // descriptor closes a loop pass later: only ever its own sockets, so nothing new to reach
+    "shutdown",
     // time: the vDSO answers, the system call is its fallback
     "clock_gettime", "gettimeofday", "time",
     // glibc's and OpenSSL's locks and once-only initialisations

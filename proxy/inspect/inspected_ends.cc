@@ -74,9 +74,12 @@ void InspectedConnection::end_now(TunnelEnd end) {
   due_.need_upstream = false;
   box_.close(end != TunnelEnd::error, setup_.closer);
   // A clean end leaves an idle, clean origin connection to the pool (origin_pool.h): serve keeps
-  // its slot until it is taken, evicted or closed. Not one whose endpoint was removed (shutdown):
-  // no later connection could take it.
-  const bool kept = !connection_refusal_ && end != TunnelEnd::shutdown && keep_idle_origin();
+  // its slot until it is taken, evicted or closed. Not one whose endpoint was removed, however
+  // this connection ended (a box that asked to close as the endpoint went ends as closed, not
+  // shut down: found in review): no later connection could take it, and serve has already
+  // evicted that endpoint's kept ones.
+  const bool kept = !connection_refusal_ && end != TunnelEnd::shutdown && setup_.endpoint != nullptr &&
+                    keep_idle_origin();
   link_.drop();
   InspectorEnded record;
   record.id = setup_.id;

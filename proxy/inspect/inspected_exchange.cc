@@ -313,7 +313,8 @@ bool InspectedConnection::read_response_head() {
     // the request is whole is asked again when the answer ends (finish_exchange).
     exchange_.keep_client = exchange_.judged.client_keep_alive && !until_close && (exchange_.request_done || h2()) &&
                             !box_.eof() && setup_.endpoint != nullptr;
-    exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close;
+    exchange_.origin_reusable = origin_keeps_alive(head) && body.kind != BodyFraming::Kind::until_close &&
+                                !exchange_.judged.origin_asked_to_close;
     if (coding_unreadable(head)) return origin_broke();  // the connection ends: nothing of it reaches the box
     ResponseMessage answer = rewrite_response_message(head, exchange_.keep_client);
     exchange_.record.status = static_cast<std::uint16_t>(head.status);

@@ -31,7 +31,12 @@ bool InspectedConnection::start_origin(UniqueFd upstream) {
     // serve checked that this connection's decided host and port are the kept one's, and that its
     // address is among this decision's checked answers (proxy/origin_ledger.h): the connection
     // was verified for that very host, so it may carry this box's requests.
-    std::unique_ptr<TlsStream> stream = setup_.origin_pool->take(*setup_.pooled);
+    std::unique_ptr<TlsStream> stream;
+    try {
+      stream = setup_.origin_pool->take(*setup_.pooled, OriginSessions::key_of(setup_.host, setup_.port));
+    } catch (const std::bad_alloc&) {
+      setup_.origin_pool->evict(*setup_.pooled);  // not taken: closed, as this connection holds its slot
+    }
     if (stream) {
       link_.adopt(std::move(stream), {base_, setup_.origin_ctx, setup_.origin_sessions, setup_.closer,
                                       {&on_origin_io, &on_origin_io, &on_origin_event, this}});
@@ -63,9 +68,11 @@ bool InspectedConnection::wait_for_origin() {
   using State = InspectedOriginLink::State;
   switch (link_.state()) {
     case State::ready:
+      // Marked first: a write that throws (bad_alloc) must not leave the link looking idle, so
+      // kept for another box connection with part of a request in it (found in review).
+      exchange_.reused_origin = link_.mark_used();
       send_request_head();
       if (exchange_.held) send_held_body();  // a body held for signing follows its head (SPEC §20)
-      exchange_.reused_origin = link_.mark_used();
       phase_ = Phase::exchanging;
       arm(TimerRole::idle);
       return true;

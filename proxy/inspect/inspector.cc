@@ -208,6 +208,10 @@ void Inspector::placeholder_made(const InspectorPlaceholder& placeholder) {
 // Every connection reads the store at each request (judge_inspected_request), so a value set,
 // replaced or revoked here applies from the next request on every connection (SPEC §19).
 void Inspector::secret_changed(const InspectorSecret& secret) {
+  // Kept origin connections close first: an origin that authenticates a connection once (NTLM,
+  // Negotiate, a session bound to it) would go on honouring a value revoked or replaced for the
+  // next box connection that took one (found in review).
+  pool_.close_all();
   if (!secret.value) return secrets_.revoke(secret.name);
   // serve counts the secrets and never sends more than the store holds: one more is a serve gone
   // wrong, and the inspector ends rather than guess which value a request should carry.
@@ -231,7 +235,13 @@ std::shared_ptr<const InspectEndpoint> Inspector::endpoint_for(const std::string
 }
 
 void Inspector::start_connection(const InspectorConnection& what, ChannelMessage& message) {
-  const auto refuse = [&](Reason refusal) { report(InspectorEnded{what.id, 0, 0, TunnelEnd::error, refusal}); };
+  const auto refuse = [&](Reason refusal) {
+    // A kept origin connection serve gave this one is closed with it: serve moved its slot to this
+    // connection, which it frees on this end, so one left in the pool would be open uncounted
+    // (SPEC §5; found in review). A no-op when the connection took it and closed it itself.
+    if (what.pooled) pool_.evict(*what.pooled);
+    report(InspectorEnded{what.id, 0, 0, TunnelEnd::error, refusal});
+  };
   // The client's socket, and the upstream's unless serve gave a kept origin connection or none
   // (the connection then asks for a dial): proxy/inspector_messages.h.
   const std::size_t fds = message.fds.size();

@@ -55,10 +55,10 @@ bool OriginPool::put(std::uint64_t id, std::unique_ptr<TlsStream> stream, Origin
   }
 }
 
-std::unique_ptr<TlsStream> OriginPool::take(std::uint64_t id) noexcept {
+std::unique_ptr<TlsStream> OriginPool::take(std::uint64_t id, const std::string& origin_key) noexcept {
   const auto at = std::ranges::find_if(entries_, [&](const std::unique_ptr<Entry>& e) { return e->id == id; });
   if (at == entries_.end()) return nullptr;
-  if (!(*at)->stream->quiet()) {
+  if ((*at)->slot.key != origin_key || !(*at)->stream->quiet()) {
     // The origin sent something, or closed, and the loop has not told us yet: never handed out.
     // Not reported: serve moved its slot to the taker, which asks for a dial under it.
     close(at->get(), false);
@@ -77,11 +77,20 @@ void OriginPool::evict(std::uint64_t id) noexcept {
   if (at != entries_.end()) close(at->get(), false);
 }
 
+void OriginPool::close_all() noexcept {
+  while (!entries_.empty()) close(entries_.front().get(), true);
+}
+
 void OriginPool::close(const Entry* entry, bool report) noexcept {
   const auto at = std::ranges::find_if(entries_, [&](const std::unique_ptr<Entry>& e) { return e.get() == entry; });
   if (at == entries_.end()) return;
   const std::uint64_t id = (*at)->id;
-  if ((*at)->stream) (*at)->stream->send_close_notify();  // a no-op on a session that failed
+  if ((*at)->stream) {
+    (*at)->stream->send_close_notify();  // a no-op on a session that failed
+    // Over now, not at the closer's next pass: serve may dial under its slot as soon as it reads
+    // the "unpooled" that follows, and the count must never pass --max-tunnels (found in review).
+    (*at)->stream->end_connection_now();
+  }
   entries_.erase(at);  // the stream's destructor copes with being freed inside its own callback
   if (report) on_closed_(arg_, id);
 }

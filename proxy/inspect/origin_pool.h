@@ -56,9 +56,14 @@ class OriginPool {
                          const std::string& session_key) noexcept;
   // `id`'s connection, taken out when it is still quiet, its callbacks and session slot the
   // taker's to set; null when it is gone (closed meanwhile: its unpooled crossed serve's hand-over).
-  [[nodiscard]] std::unique_ptr<TlsStream> take(std::uint64_t id) noexcept;
+  // `origin_key` (OriginSessions::key_of the taker's decided host and port) must be the one it was
+  // kept under, else it is closed and none is given: serve pairs them, and this stops a pairing
+  // gone wrong from carrying a request under another host's verified name (found in review).
+  [[nodiscard]] std::unique_ptr<TlsStream> take(std::uint64_t id, const std::string& origin_key) noexcept;
   // serve's word (evict): closed, not reported through on_closed (the inspector answers it).
   void evict(std::uint64_t id) noexcept;
+  // Closes every kept connection, each reported as closed (serve frees its slot).
+  void close_all() noexcept;
   [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
 
  private:

@@ -154,9 +154,14 @@ void TlsStream::set_callbacks(Callbacks callbacks) noexcept {
   bufferevent_setcb(bev_.get(), callbacks.read, callbacks.write, callbacks.event, callbacks.arg);
 }
 
+void TlsStream::end_connection_now() noexcept {
+  if (fd_.valid()) (void)::shutdown(fd_.get(), SHUT_RDWR);
+}
+
 bool TlsStream::quiet() const noexcept {
   if (failed_ || close_notify_sent_ || input_length() != 0 || output_length() != 0) return false;
-  if (SSL_has_pending(ssl_.get()) == 1 || (SSL_get_shutdown(ssl_.get()) & SSL_RECEIVED_SHUTDOWN) != 0) return false;
+  // Either end's close_notify (ours sent by OpenSSL itself, or the peer's) ends its use.
+  if (SSL_has_pending(ssl_.get()) == 1 || SSL_get_shutdown(ssl_.get()) != 0) return false;
   // recv(2) is recvfrom, which the inspector's filter allows (the first byte is peeked likewise).
   char byte = 0;
   const ssize_t peeked = ::recv(fd_.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);

@@ -88,6 +88,10 @@ class TlsStream {
   // Sends close_notify, once, if the session is open and has not failed: best effort (a socket
   // that cannot take it now never gets it; the close follows anyway).
   void send_close_notify() noexcept;
+  // Ends the TCP connection now, both ways (after what was written to the socket, close_notify
+  // included), though the descriptor itself closes a loop pass later (the closer): a kept origin
+  // connection closed for serve is over before the word that frees its slot (SPEC §5).
+  void end_connection_now() noexcept;
 
   // Its callbacks from here (an origin connection moving between its connection and the pool of idle
   // ones, proxy/inspect/origin_pool.h); a deferred one already queued runs the new one.

@@ -13,6 +13,16 @@ namespace {
 // placeholders swapped, without its headers of an injected name, the Host the decided origin's,
 // and the injected headers added. As fields (issue 34 item 2): printed for an HTTP/1.1 origin,
 // given as they are to an HTTP/2 origin's back.
+// An HTTP/1.1 box's Connection: close ends the box's connection, not the origin's: the origin
+// connection stays alive to carry the next box connection's requests (the inspector's pool of
+// idle origin connections, proxy/inspect/origin_pool.h, counted as tunnels by serve,
+// proxy/origin_ledger.h, as squid keeps its server connections). An HTTP/1.0 box's request still
+// asks the origin to close: its answer is then framed by the close rather than chunked, which an
+// HTTP/1.0 client cannot read.
+bool asks_origin_to_close(bool client_keep_alive, std::string_view version) {
+  return !client_keep_alive && version != "HTTP/1.1";
+}
+
 RequestMessage compose_upstream(const RequestContext& context, bool websocket) {
   RequestHead sent = context.endpoint.inject.empty() ? context.outgoing()
                                                      : without_injected_headers(context.outgoing(), context.endpoint);
@@ -24,12 +34,7 @@ RequestMessage compose_upstream(const RequestContext& context, bool websocket) {
       return false;
     });
   }
-  // An HTTP/1.1 box's Connection: close ends the box's connection, not the origin's: the
-  // origin connection stays alive to carry the next box connection's requests (the inspector's
-  // pool of idle origin connections, proxy/inspect/origin_pool.h, counted as tunnels by serve,
-  // proxy/origin_ledger.h, as squid keeps its server connections). An HTTP/1.0 box's request still asks the origin to close: its answer is then
-  // framed by the close rather than chunked, which an HTTP/1.0 client cannot read.
-  const bool close = !context.client_keep_alive && sent.version != "HTTP/1.1";
+  const bool close = asks_origin_to_close(context.client_keep_alive, sent.version);
   // Room for the added and injected fields too: the vector never moves a value once it holds one.
   RequestMessage out = forward_origin_form_message(sent, origin_host_field(context.origin), websocket, close,
                                                    context.added_fields.size() + context.injected.fields.size());
@@ -98,6 +103,7 @@ InspectedRequest judge_inspected_request(const RequestHead& head, const InspectE
   judged.websocket = is_websocket_upgrade(head);
   judged.trace = std::move(context.trace);
   judged.upstream = compose_upstream(context, judged.websocket);
+  judged.origin_asked_to_close = asks_origin_to_close(context.client_keep_alive, head.version);
   return judged;
 }
 

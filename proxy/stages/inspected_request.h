@@ -52,6 +52,10 @@ struct InspectedRequest {
   bool websocket = false;          // an allowed WebSocket upgrade (is_websocket_upgrade)
   bool client_keep_alive = false;  // the client keeps its connection after this request
   bool client_http10 = false;      // an HTTP/1.0 request: no interim (1xx) response goes back
+  // Allowed: the origin was asked to close after this request (Connection: close, an HTTP/1.0 box
+  // that does not keep alive), so its connection is never kept for another box connection, even
+  // when its answer does not echo the close (found in review).
+  bool origin_asked_to_close = false;
   std::optional<std::string> misdirected;  // secret_misdirected: the secret whose placeholder it was
   std::vector<TraceEntry> trace;           // what the stages did (never a value)
   // SPEC §20: the signer needs the body's SHA-256. Nothing is refused or composed yet: the caller

@@ -350,6 +350,41 @@ TEST_CASE("a kept origin connection: reported pooled, taken over by the connecti
   CHECK_FALSE(serve.inspector->finished());
 }
 
+TEST_CASE("a kept origin connection closes with a connection serve gives it to that is refused, and on a secret's change") {
+  Serve serve;
+  TlsPeer& first = serve.connect(1);
+  CHECK(serve.get(first, "/one").status == 200);
+  CHECK(serve.next<InspectorRequest>().id == 1);
+  first.close_when_sent();
+  CHECK(serve.next<InspectorEnded>().pooled);
+  SUBCASE("refused (its endpoint removed meanwhile): serve frees the slot on this end, so it must not stay open") {
+    auto [box_end, inspector_side] = socket_pair();
+    InspectorConnection what{2, kHost, 443, "other.test"};
+    what.pooled = 1;
+    send_order(serve.channel(), what, {inspector_side.get()});
+    const auto ended = serve.next<InspectorEnded>();
+    CHECK(ended.id == 2);
+    CHECK(ended.refusal == Reason::request_denied);
+    CHECK(serve.run_until([&] { return serve.origin.peer(0).eof(); }));
+  }
+  SUBCASE("a secret revoked: every kept one closes, each said") {
+    send_order(serve.channel(), InspectorSecret{"api", std::nullopt});
+    CHECK(serve.next<InspectorUnpooled>().id == 1);
+    CHECK(serve.run_until([&] { return serve.origin.peer(0).eof(); }));
+  }
+  CHECK_FALSE(serve.inspector->finished());
+}
+
+TEST_CASE("an HTTP/1.0 box that does not keep alive: the origin was asked to close, so its connection is not kept") {
+  Serve serve;
+  TlsPeer& box = serve.connect(1);
+  // The test origin answers without echoing the close (as some do): kept, had the request not asked.
+  box.send("GET /one HTTP/1.0\r\nHost: api.test\r\n\r\n");
+  CHECK(serve.run_until([&] { return box.eof(); }));
+  CHECK(serve.next<InspectorRequest>().id == 1);
+  CHECK_FALSE(serve.next<InspectorEnded>().pooled);
+}
+
 TEST_CASE("endpoints: a live change applies to the next request and the next connection") {
   Serve serve;
   TlsPeer& client = serve.connect(1);

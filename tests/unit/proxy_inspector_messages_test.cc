@@ -133,6 +133,9 @@ TEST_CASE("a kept origin connection's words: ended with pooled, unpooled; anythi
     CHECK(refusal(std::string(R"({"op":"ended","id":1,"up":0,"down":0,"end":"client-closed","pooled":)") + bad + "}") ==
           R"(bad "pooled")");
   }
+  // A refused connection never keeps its origin connection: a class beside pooled is refused.
+  CHECK(refusal(R"({"op":"ended","id":1,"up":0,"down":0,"end":"error","class":"not tls","pooled":true})") ==
+        R"(bad "pooled")");
   CHECK(refusal(R"({"op":"unpooled"})") == R"(no "id")");
   CHECK(refusal(R"({"op":"unpooled","id":-2})") == R"(bad "id")");
 }
