@@ -172,7 +172,11 @@ class SharingTest(AskTestCase):
             s.close()
         self.assertTrue(c.request("answer", ask=e443["ask"], verdict="deny")["ok"])
         self.assert_refused(other_port)
-        self.assertEqual(len([l for l in p.find_logs(host="asked.test", cls="ok") if l.obj.get("asked") == "once"]), 4)
+        # Each line is written as its tunnel goes through, which a client may see first: waited for.
+        def asked_once():
+            return len([l for l in p.find_logs(host="asked.test", cls="ok") if l.obj.get("asked") == "once"])
+        wait_until(lambda: asked_once() == 4, 5)
+        self.assertEqual(asked_once(), 4)
 
     def test_an_ask_every_client_left_is_forgotten(self):
         p, c = self.start()
