@@ -109,6 +109,15 @@ class Serve {
     return *clients_.back();
   }
 
+  // Connection `id` makes one request and closes: its origin connection is kept (pooled).
+  void keep_one(std::uint64_t id) {
+    TlsPeer& box = connect(id);
+    CHECK(get(box, "/one").status == 200);
+    CHECK(next<InspectorRequest>().id == id);
+    box.close_when_sent();
+    CHECK(next<InspectorEnded>().pooled);
+  }
+
   // Hands over a connection `id` with the client's socket alone: taking over the kept origin
   // connection `pooled`, or none (it asks for a dial).
   TlsPeer& connect_alone(std::uint64_t id, std::optional<std::uint64_t> pooled) {
@@ -311,11 +320,7 @@ TEST_CASE("a connection the inspector cannot take is ended at once, with its cla
 
 TEST_CASE("a kept origin connection: reported pooled, taken over by the connection serve names, closed on its word") {
   Serve serve;
-  TlsPeer& first = serve.connect(1);
-  CHECK(serve.get(first, "/one").status == 200);
-  CHECK(serve.next<InspectorRequest>().id == 1);
-  first.close_when_sent();
-  CHECK(serve.next<InspectorEnded>().pooled);
+  serve.keep_one(1);
   // The next connection names it and brings no upstream socket: the kept one carries its request.
   TlsPeer& second = serve.connect_alone(2, 1);
   CHECK(serve.get(second, "/two").status == 200);
@@ -352,11 +357,7 @@ TEST_CASE("a kept origin connection: reported pooled, taken over by the connecti
 
 TEST_CASE("a kept origin connection closes with a connection serve gives it to that is refused, and on a secret's change") {
   Serve serve;
-  TlsPeer& first = serve.connect(1);
-  CHECK(serve.get(first, "/one").status == 200);
-  CHECK(serve.next<InspectorRequest>().id == 1);
-  first.close_when_sent();
-  CHECK(serve.next<InspectorEnded>().pooled);
+  serve.keep_one(1);
   SUBCASE("refused (its endpoint removed meanwhile): serve frees the slot on this end, so it must not stay open") {
     auto [box_end, inspector_side] = socket_pair();
     InspectorConnection what{2, kHost, 443, "other.test"};
