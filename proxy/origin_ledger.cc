@@ -3,25 +3,15 @@
 #include "proxy/origin_ledger.h"
 
 #include <algorithm>
-#include <cctype>
 #include <utility>
 
+#include "table/ascii.h"
+
 namespace boxproxy {
-namespace {
-
-bool same_host(std::string_view lower, std::string_view other) noexcept {
-  return std::equal(lower.begin(), lower.end(), other.begin(), other.end(), [](char a, char b) {
-    return a == static_cast<char>(std::tolower(static_cast<unsigned char>(b)));
-  });
-}
-
-}  // namespace
 
 std::optional<std::uint64_t> OriginLedger::file(std::uint64_t id, std::string_view host, std::uint16_t port,
                                                  const IpAddress& address, TunnelSlot slot) {
-  Entry entry{id, std::string(host), port, address, std::move(slot)};
-  std::ranges::transform(entry.host, entry.host.begin(),
-                         [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  Entry entry{id, ascii_lower(host), port, address, std::move(slot)};
   const auto same = [&](const Entry& e) {
     return e.port == entry.port && e.address == entry.address && e.host == entry.host;
   };
@@ -44,7 +34,7 @@ std::optional<std::uint64_t> OriginLedger::file(std::uint64_t id, std::string_vi
 std::optional<OriginLedger::Taken> OriginLedger::take_match(std::string_view host, std::uint16_t port,
                                                             std::span<const IpAddress> answers) {
   for (auto entry = entries_.rbegin(); entry != entries_.rend(); ++entry) {
-    if (entry->port != port || !same_host(entry->host, host)) continue;
+    if (entry->port != port || !iequals(entry->host, host)) continue;
     const auto answer = std::ranges::find(answers, entry->address);
     if (answer == answers.end()) continue;
     Taken taken{entry->id, std::move(entry->slot), static_cast<std::size_t>(answer - answers.begin())};
